@@ -1,0 +1,145 @@
+// Package adapters defines the seam between the gateway and the systems it
+// acts in: one Target per system (1C, the CRM, the payment provider), the
+// classification of their failures, and the retry policy around Execute.
+//
+// Adapters never import the server or the store; they see an operation only
+// as an Op and answer with a Result or a classified *Error.
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Op is one operation as a target sees it.
+type Op struct {
+	// Key is the operation key. It (or a key derived from it) goes to the
+	// target on every attempt, so the target can recognise a repeat.
+	Key string
+	// Intent is the whitelisted intent name, e.g. "invoice.create".
+	Intent string
+	// Fingerprint is the SHA-256 of the canonical request (lowercase hex).
+	Fingerprint string
+	// Payload is the normalized payload (the canonical request without
+	// "operation"), as JSON.
+	Payload json.RawMessage
+	// Attempt is the 1-based number of this execute attempt.
+	Attempt int
+	// ObjectID is the target object id an earlier attempt learned, if any;
+	// lookups use it once the provider's key window has passed.
+	ObjectID string
+}
+
+// Result is the minimal normalized outcome of an operation at its target.
+type Result struct {
+	// ObjectID is the target's id of the created or changed object
+	// (the API's target_object_id).
+	ObjectID string
+	// Data is the small normalized result given back to the agent, e.g.
+	// {"number": "000123"}. Never full target responses, never secrets.
+	Data map[string]any
+}
+
+// Plan is what a target would do for an operation, checked without writing.
+type Plan struct {
+	// Data is the normalized plan (resolved references, totals).
+	Data map[string]any
+}
+
+// Target is one business system reached over its real protocol.
+type Target interface {
+	// Name is the adapter's name ("onec", "bitrix24", "yookassa").
+	Name() string
+	// Execute creates the effect of op at the target, carrying op.Key.
+	Execute(ctx context.Context, op Op) (Result, error)
+	// Lookup finds the effect of an earlier attempt of op by its key.
+	// It returns ErrNotFound when the target has no such effect.
+	Lookup(ctx context.Context, op Op) (Result, error)
+}
+
+// ErrNotFound is returned by Lookup when the target holds no effect for the key.
+var ErrNotFound = errors.New("no effect at the target for this key")
+
+// Class says what the gateway may do after a failed call.
+type Class int
+
+const (
+	// Retry: the target made no effect (refused before reading, 429, 502,
+	// 503, or a repeat is harmless because the target dedupes by key);
+	// the same call may be sent again after a backoff.
+	Retry Class = iota + 1
+	// Reconcile: the request may have been applied (timeout after sending,
+	// connection lost while waiting); the operation becomes unknown and is
+	// looked up by key before anything is sent again.
+	Reconcile
+	// Final: the target refused on business grounds; sending again cannot help.
+	Final
+)
+
+// String names the class for logs.
+func (c Class) String() string {
+	switch c {
+	case Retry:
+		return "retry"
+	case Reconcile:
+		return "reconcile"
+	case Final:
+		return "final"
+	}
+	return "unclassified"
+}
+
+// Error is a classified failure of a target call.
+type Error struct {
+	// Class says what may happen next.
+	Class Class
+	// Code is the stable machine code given to the agent, e.g.
+	// "REFERENCE_NOT_FOUND", "INSUFFICIENT_FUNDS", "TARGET_UNAVAILABLE".
+	Code string
+	// Field names the payload field the error is about, if any.
+	Field string
+	// Message is safe for a model to read: no stack traces, SQL, host
+	// names or credentials.
+	Message string
+	// RetryAfter is the target's own hint (Retry-After on 429/503), if any.
+	RetryAfter int
+	// Err is the underlying cause, for logs only (secrets masked by the
+	// adapter); it never reaches an agent.
+	Err error
+}
+
+// Error implements error. It prints the safe part and the cause.
+func (e *Error) Error() string {
+	s := e.Class.String() + ": " + e.Code
+	if e.Field != "" {
+		s += " (" + e.Field + ")"
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ClassOf reports the class of err. An error that is not an *Error was not
+// classified by an adapter; it is treated as Reconcile, the only choice that
+// is safe whatever happened at the target.
+func ClassOf(err error) Class {
+	var e *Error
+	if errors.As(err, &e) && e.Class != 0 {
+		return e.Class
+	}
+	return Reconcile
+}
+
+// Codes that adapters use for transport failures.
+const (
+	CodeTargetUnavailable = "TARGET_UNAVAILABLE"
+	CodeOutcomeUnknown    = "OUTCOME_UNKNOWN"
+)
