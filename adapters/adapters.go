@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 )
 
 // Op is one operation as a target sees it.
@@ -29,6 +30,9 @@ type Op struct {
 	// ObjectID is the target object id an earlier attempt learned, if any;
 	// lookups use it once the provider's key window has passed.
 	ObjectID string
+	// CreatedAt is when the operation was first accepted; lookups that scan
+	// a provider's recent objects start there.
+	CreatedAt time.Time
 }
 
 // Result is the minimal normalized outcome of an operation at its target.
@@ -104,6 +108,10 @@ type Error struct {
 	Message string
 	// RetryAfter is the target's own hint (Retry-After on 429/503), if any.
 	RetryAfter int
+	// ObjectID is the target's object id when the target named one before
+	// the outcome became clear (a payment still pending, say); the journal
+	// keeps it for later lookups.
+	ObjectID string
 	// Err is the underlying cause, for logs only (secrets masked by the
 	// adapter); it never reaches an agent.
 	Err error
