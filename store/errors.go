@@ -1,0 +1,43 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Sentinel errors of the store. Callers match them with errors.Is.
+var (
+	// ErrNotFound: no such row.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a uniqueness rule refused the write.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalid: the input breaks a rule of the journal.
+	ErrInvalid = errors.New("invalid")
+	// ErrLeaseLost: the caller no longer holds the operation's lease (it
+	// expired and another attempt took it, or the row moved on), so its
+	// transition was refused.
+	ErrLeaseLost = errors.New("lease lost")
+)
+
+// interpretError maps driver errors onto the sentinels.
+func interpretError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+			return errors.Join(ErrConflict, err)
+		case sqlite3.SQLITE_CONSTRAINT_CHECK, sqlite3.SQLITE_CONSTRAINT_NOTNULL:
+			return errors.Join(ErrInvalid, err)
+		}
+	}
+	return err
+}

@@ -1,0 +1,357 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Status is the state of an operation in the journal.
+type Status string
+
+// Journal statuses. unknown is never final and never retried blind.
+const (
+	StatusAwaitingApproval Status = "awaiting_approval"
+	StatusStarted          Status = "started"
+	StatusSucceeded        Status = "succeeded"
+	StatusFailedRetryable  Status = "failed_retryable"
+	StatusFailedFinal      Status = "failed_final"
+	StatusUnknown          Status = "unknown"
+)
+
+// Terminal reports whether s can never change again.
+func (s Status) Terminal() bool { return s == StatusSucceeded || s == StatusFailedFinal }
+
+// Operation is one row of the journal.
+type Operation struct {
+	Key          string
+	Intent       string
+	Fingerprint  string
+	Status       Status
+	TargetSystem string
+	Agent        string // the agent identity that first used the key
+	ActorID      string
+	RequestID    string
+	Payload      json.RawMessage // normalized payload
+
+	LeaseOwner    string
+	LeaseUntil    time.Time
+	AttemptCount  int
+	LastAttemptAt time.Time
+
+	TargetObjectID string
+	Result         json.RawMessage // minimal normalized result, or nil
+	ErrorCode      string
+	ErrorField     string
+	ErrorMessage   string
+
+	LookupFailures int
+	NeedsReview    bool
+	NextCheckAt    time.Time
+
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt time.Time
+
+	// ResumedFrom is, after DecisionResume, the status the row had before
+	// the caller took its lease. It is not stored.
+	ResumedFrom Status
+}
+
+// ClaimRequest is what the gateway knows of an operation before it runs.
+type ClaimRequest struct {
+	Key           string
+	Intent        string
+	Fingerprint   string
+	TargetSystem  string
+	Agent         string
+	ActorID       string
+	RequestID     string
+	Payload       json.RawMessage
+	AwaitApproval bool          // money: journal as awaiting_approval, take no lease
+	Owner         string        // lease owner: the id of this serve run
+	Lease         time.Duration // how long the lease lasts
+}
+
+// Decision is what the caller of Claim must do next.
+type Decision int
+
+// Decisions of Claim.
+const (
+	// DecisionExecute: a new row was written with the caller's lease and
+	// attempt 1; send it to the target.
+	DecisionExecute Decision = iota + 1
+	// DecisionResume: the caller took the lease of a row attempted before
+	// (unknown, failed_retryable, or started with a dead lease); look the
+	// key up at the target first, execute only if nothing is there.
+	DecisionResume
+	// DecisionReplay: the row is final; answer with it.
+	DecisionReplay
+	// DecisionInProgress: another attempt holds a live lease.
+	DecisionInProgress
+	// DecisionAwaitingApproval: a person has not decided yet.
+	DecisionAwaitingApproval
+	// DecisionMismatch: the key is bound to another fingerprint.
+	DecisionMismatch
+	// DecisionForeign: the key belongs to another agent identity.
+	DecisionForeign
+)
+
+// String names the decision for logs.
+func (d Decision) String() string {
+	return [...]string{"", "execute", "resume", "replay", "in_progress", "awaiting_approval", "mismatch", "foreign"}[d]
+}
+
+const operationColumns = `operation_key, intent, fingerprint, status, target_system, agent,
+	actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
+	target_object_id, result, error_code, error_field, error_message,
+	lookup_failures, needs_review, next_check_at, created_at, updated_at, completed_at`
+
+// Claim registers the operation or decides what to do with the existing
+// row for its key, in one short write transaction: INSERT … ON CONFLICT DO
+// NOTHING, then a read of the row, then at most one conditional update
+// taking the lease. The returned Operation is the row after the decision.
+func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Decision, Operation, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, Operation{}, fmt.Errorf("claim operation: %w", err)
+	}
+	defer tx.Rollback()
+
+	d, op, err := s.claim(ctx, tx, req)
+	if err != nil {
+		return 0, Operation{}, fmt.Errorf("claim operation: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, Operation{}, fmt.Errorf("claim operation: %w", err)
+	}
+	return d, op, nil
+}
+
+func (s *Store) claim(ctx context.Context, tx *sql.Tx, req ClaimRequest) (Decision, Operation, error) {
+	now := s.now()
+	status, owner, until, attempts, lastAttempt := StatusStarted, any(req.Owner), any(formatTime(now.Add(req.Lease))), 1, any(formatTime(now))
+	if req.AwaitApproval {
+		status, owner, until, attempts, lastAttempt = StatusAwaitingApproval, nil, nil, 0, nil
+	}
+	res, err := tx.ExecContext(ctx, `
+		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent,
+			actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
+			created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (operation_key) DO NOTHING`,
+		req.Key, req.Intent, req.Fingerprint, status, req.TargetSystem, req.Agent,
+		req.ActorID, req.RequestID, string(req.Payload), owner, until, attempts, lastAttempt,
+		formatTime(now), formatTime(now))
+	if err != nil {
+		return 0, Operation{}, interpretError(err)
+	}
+	inserted, err := res.RowsAffected()
+	if err != nil {
+		return 0, Operation{}, err
+	}
+	op, err := getOperation(ctx, tx, req.Key)
+	if err != nil {
+		return 0, Operation{}, err
+	}
+	if inserted == 1 {
+		if req.AwaitApproval {
+			return DecisionAwaitingApproval, op, nil
+		}
+		return DecisionExecute, op, nil
+	}
+
+	// The key was seen before: owner, then fingerprint, then state.
+	switch {
+	case op.Agent != req.Agent:
+		return DecisionForeign, op, nil
+	case op.Fingerprint != req.Fingerprint:
+		return DecisionMismatch, op, nil
+	case op.Status.Terminal():
+		return DecisionReplay, op, nil
+	case op.Status == StatusAwaitingApproval:
+		return DecisionAwaitingApproval, op, nil
+	case op.LeaseOwner != "" && op.LeaseUntil.After(now):
+		return DecisionInProgress, op, nil
+	}
+
+	// unknown, failed_retryable, or started with an expired lease: take the
+	// lease, conditional on the row being exactly as read.
+	res, err = tx.ExecContext(ctx, `
+		UPDATE operations
+		SET status = 'started', lease_owner = ?, lease_until = ?, updated_at = ?
+		WHERE operation_key = ? AND status = ? AND coalesce(lease_owner, '') = ?`,
+		req.Owner, formatTime(now.Add(req.Lease)), formatTime(now),
+		req.Key, op.Status, op.LeaseOwner)
+	if err != nil {
+		return 0, Operation{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return 0, Operation{}, fmt.Errorf("take lease of %q: row changed under the write lock", req.Key)
+	}
+	prev := op.Status
+	if op, err = getOperation(ctx, tx, req.Key); err != nil {
+		return 0, Operation{}, err
+	}
+	op.ResumedFrom = prev
+	return DecisionResume, op, nil
+}
+
+// Get returns the operation for key, or ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) (Operation, error) {
+	op, err := getOperation(ctx, s.rdb, key)
+	if err != nil {
+		return Operation{}, fmt.Errorf("get operation: %w", err)
+	}
+	return op, nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func getOperation(ctx context.Context, q queryer, key string) (Operation, error) {
+	row := q.QueryRowContext(ctx, `SELECT `+operationColumns+` FROM operations WHERE operation_key = ?`, key)
+	op, err := scanOperation(row)
+	return op, interpretError(err)
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanOperation(sc scanner) (Operation, error) {
+	var (
+		op                                                        Operation
+		payload                                                   string
+		leaseOwner, objectID, result, code, field, msg            sql.NullString
+		leaseUntil, lastAttempt, nextCheck, created, updated, fin sql.NullString
+		review                                                    int
+	)
+	err := sc.Scan(&op.Key, &op.Intent, &op.Fingerprint, &op.Status, &op.TargetSystem, &op.Agent,
+		&op.ActorID, &op.RequestID, &payload, &leaseOwner, &leaseUntil, &op.AttemptCount, &lastAttempt,
+		&objectID, &result, &code, &field, &msg,
+		&op.LookupFailures, &review, &nextCheck, &created, &updated, &fin)
+	if err != nil {
+		return Operation{}, err
+	}
+	op.Payload = json.RawMessage(payload)
+	op.LeaseOwner = leaseOwner.String
+	op.LeaseUntil = parseTime(leaseUntil)
+	op.LastAttemptAt = parseTime(lastAttempt)
+	op.TargetObjectID = objectID.String
+	if result.Valid {
+		op.Result = json.RawMessage(result.String)
+	}
+	op.ErrorCode, op.ErrorField, op.ErrorMessage = code.String, field.String, msg.String
+	op.NeedsReview = review == 1
+	op.NextCheckAt = parseTime(nextCheck)
+	op.CreatedAt, op.UpdatedAt, op.CompletedAt = parseTime(created), parseTime(updated), parseTime(fin)
+	return op, nil
+}
+
+// RecordAttempt notes, before it is sent, that attempt n of the operation
+// is about to go to the target, and renews the lease. The note is durable
+// before anything leaves, so a crash leaves a row known to be attempted.
+func (s *Store) RecordAttempt(ctx context.Context, key, owner string, n int, lease time.Duration) error {
+	now := s.now()
+	return s.transition(ctx, "record attempt", key, owner, `
+		UPDATE operations
+		SET attempt_count = max(attempt_count, ?), last_attempt_at = ?, lease_until = ?, updated_at = ?
+		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
+		n, formatTime(now), formatTime(now.Add(lease)), formatTime(now), key, owner)
+}
+
+// Complete moves a started operation held by owner to succeeded.
+func (s *Store) Complete(ctx context.Context, key, owner, objectID string, result json.RawMessage) error {
+	now := formatTime(s.now())
+	return s.transition(ctx, "complete operation", key, owner, `
+		UPDATE operations
+		SET status = 'succeeded', target_object_id = ?, result = ?,
+			error_code = NULL, error_field = NULL, error_message = NULL,
+			lease_owner = NULL, lease_until = NULL, needs_review = 0, next_check_at = NULL,
+			updated_at = ?, completed_at = ?
+		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
+		objectID, nullJSON(result), now, now, key, owner)
+}
+
+// Failure is why an operation failed, as journaled and replayed.
+type Failure struct {
+	Code    string
+	Field   string
+	Message string
+}
+
+// Fail moves a started operation held by owner to failed_final (final) or
+// failed_retryable.
+func (s *Store) Fail(ctx context.Context, key, owner string, final bool, f Failure) error {
+	now := s.now()
+	status, completed := StatusFailedRetryable, any(nil)
+	if final {
+		status, completed = StatusFailedFinal, formatTime(now)
+	}
+	return s.transition(ctx, "fail operation", key, owner, `
+		UPDATE operations
+		SET status = ?, error_code = ?, error_field = ?, error_message = ?,
+			lease_owner = NULL, lease_until = NULL, next_check_at = NULL,
+			updated_at = ?, completed_at = ?
+		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
+		status, f.Code, nullString(f.Field), f.Message, formatTime(now), completed, key, owner)
+}
+
+// MarkUnknown moves a started operation held by owner to unknown: the
+// request may have been applied. objectID, when the target named one, is
+// kept for later lookups. The row is due for reconciliation at nextCheck.
+func (s *Store) MarkUnknown(ctx context.Context, key, owner, objectID string, f Failure, nextCheck time.Time) error {
+	now := formatTime(s.now())
+	return s.transition(ctx, "mark operation unknown", key, owner, `
+		UPDATE operations
+		SET status = 'unknown', target_object_id = coalesce(?, target_object_id),
+			error_code = ?, error_field = NULL, error_message = ?,
+			lease_owner = NULL, lease_until = NULL, next_check_at = ?, updated_at = ?
+		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
+		nullString(objectID), f.Code, f.Message, formatTime(nextCheck), now, key, owner)
+}
+
+// transition runs one conditional update; no row changed means the caller
+// lost the lease.
+func (s *Store) transition(ctx context.Context, what, key, owner, query string, args ...any) error {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, interpretError(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%s %q: %w", what, key, ErrLeaseLost)
+	}
+	return nil
+}
+
+// OrphanLeases turns every started row whose lease belongs to another run
+// than owner into unknown: that run is dead (serve holds the data
+// directory's lock), so whatever it sent may or may not have been applied.
+// It returns how many rows it moved.
+func (s *Store) OrphanLeases(ctx context.Context, owner string) (int, error) {
+	now := formatTime(s.now())
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE operations
+		SET status = 'unknown', error_code = 'OUTCOME_UNKNOWN',
+			error_message = 'the gateway stopped while the operation was in flight',
+			lease_owner = NULL, lease_until = NULL, next_check_at = ?, updated_at = ?
+		WHERE status = 'started' AND lease_owner IS NOT ?`, now, now, owner)
+	if err != nil {
+		return 0, fmt.Errorf("orphan leases: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+func nullJSON(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}

@@ -1,0 +1,261 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+const fp1 = "1111111111111111111111111111111111111111111111111111111111111111"
+const fp2 = "2222222222222222222222222222222222222222222222222222222222222222"
+
+func claimReq(key, fingerprint, owner string) store.ClaimRequest {
+	return store.ClaimRequest{
+		Key: key, Intent: "invoice.create", Fingerprint: fingerprint, TargetSystem: "onec",
+		Agent: "agent-a", Payload: json.RawMessage(`{"order_id":"o-1"}`),
+		Owner: owner, Lease: 30 * time.Second,
+	}
+}
+
+// MustClaim claims req and fails the test unless the decision is want.
+func MustClaim(tb testing.TB, s *store.Store, req store.ClaimRequest, want store.Decision) store.Operation {
+	tb.Helper()
+	d, op, err := s.Claim(context.Background(), req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if d != want {
+		tb.Fatalf("claim %s: decision %v, want %v (row status %s)", req.Key, d, want, op.Status)
+	}
+	return op
+}
+
+func TestClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const key = "test:invoice.create:order-1:v1"
+
+	t.Run("New", func(t *testing.T) {
+		s := MustOpenStore(t)
+		op := MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		if op.Status != store.StatusStarted || op.LeaseOwner != "run-1" || op.AttemptCount != 1 {
+			t.Fatalf("new row = %+v", op)
+		}
+	})
+	t.Run("InProgress", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionInProgress)
+	})
+	t.Run("Replay", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		if err := s.Complete(ctx, key, "run-1", "INV-000001", json.RawMessage(`{"number":"000001"}`)); err != nil {
+			t.Fatal(err)
+		}
+		op := MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionReplay)
+		if got, want := op.TargetObjectID, "INV-000001"; got != want {
+			t.Fatalf("object id = %q, want %q", got, want)
+		}
+		if got, want := string(op.Result), `{"number":"000001"}`; got != want {
+			t.Fatalf("result = %s, want %s", got, want)
+		}
+	})
+	t.Run("ReplayFailedFinal", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		if err := s.Fail(ctx, key, "run-1", true, store.Failure{Code: "REFERENCE_NOT_FOUND", Field: "customer_id", Message: "m"}); err != nil {
+			t.Fatal(err)
+		}
+		op := MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionReplay)
+		if op.Status != store.StatusFailedFinal || op.ErrorCode != "REFERENCE_NOT_FOUND" || op.ErrorField != "customer_id" {
+			t.Fatalf("row = %+v", op)
+		}
+	})
+	t.Run("ErrMismatch", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		op := MustClaim(t, s, claimReq(key, fp2, "run-1"), store.DecisionMismatch)
+		if got, want := op.Fingerprint, fp1; got != want {
+			t.Fatalf("stored fingerprint changed to %s", got)
+		}
+	})
+	t.Run("ErrForeign", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		req := claimReq(key, fp1, "run-1")
+		req.Agent = "agent-b"
+		MustClaim(t, s, req, store.DecisionForeign)
+	})
+	t.Run("ExpiredLeaseResumes", func(t *testing.T) {
+		s := MustOpenStore(t)
+		c := pinClock(s)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		c.Advance(31 * time.Second)
+		op := MustClaim(t, s, claimReq(key, fp1, "run-2"), store.DecisionResume)
+		if op.LeaseOwner != "run-2" || op.ResumedFrom != store.StatusStarted {
+			t.Fatalf("row = %+v", op)
+		}
+		// The old holder is fenced off.
+		err := s.Complete(ctx, key, "run-1", "INV-1", nil)
+		if !errors.Is(err, store.ErrLeaseLost) {
+			t.Fatalf("complete by the old holder: %v, want ErrLeaseLost", err)
+		}
+	})
+	t.Run("UnknownResumes", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		if err := s.MarkUnknown(ctx, key, "run-1", "", store.Failure{Code: "OUTCOME_UNKNOWN"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		op, err := s.Get(ctx, key)
+		if err != nil || op.Status != store.StatusUnknown || op.LeaseOwner != "" {
+			t.Fatalf("after MarkUnknown: %+v, %v", op, err)
+		}
+		op = MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionResume)
+		if op.ResumedFrom != store.StatusUnknown || op.Status != store.StatusStarted {
+			t.Fatalf("row = %+v", op)
+		}
+	})
+	t.Run("RetryableResumes", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		if err := s.Fail(ctx, key, "run-1", false, store.Failure{Code: "TARGET_UNAVAILABLE"}); err != nil {
+			t.Fatal(err)
+		}
+		op := MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionResume)
+		if op.ResumedFrom != store.StatusFailedRetryable {
+			t.Fatalf("row = %+v", op)
+		}
+		if err := s.RecordAttempt(ctx, key, "run-1", 2, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if op, _ = s.Get(ctx, key); op.AttemptCount != 2 {
+			t.Fatalf("attempt count = %d, want 2", op.AttemptCount)
+		}
+	})
+	t.Run("AwaitingApproval", func(t *testing.T) {
+		s := MustOpenStore(t)
+		req := claimReq("test:payment.charge:order-1:v1", fp1, "run-1")
+		req.AwaitApproval = true
+		op := MustClaim(t, s, req, store.DecisionAwaitingApproval)
+		if op.Status != store.StatusAwaitingApproval || op.LeaseOwner != "" || op.AttemptCount != 0 {
+			t.Fatalf("row = %+v", op)
+		}
+		MustClaim(t, s, req, store.DecisionAwaitingApproval)
+	})
+}
+
+// TestClaimParallel races many claims of one key, across two Store
+// handles on the same file (as two processes would be): exactly one wins.
+func TestClaimParallel(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	var stores [2]*store.Store
+	for i := range stores {
+		s, err := store.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores[i] = s
+	}
+	const n = 40
+	var wg sync.WaitGroup
+	decisions := make(chan store.Decision, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d, _, err := stores[i%2].Claim(context.Background(), claimReq("test:invoice.create:race:v1", fp1, fmt.Sprint("run-", i)))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			decisions <- d
+		}()
+	}
+	wg.Wait()
+	close(decisions)
+	count := map[store.Decision]int{}
+	for d := range decisions {
+		count[d]++
+	}
+	if got, want := count[store.DecisionExecute], 1; got != want {
+		t.Fatalf("executors = %d, want %d (decisions %v)", got, want, count)
+	}
+	if got, want := count[store.DecisionInProgress], n-1; got != want {
+		t.Fatalf("in progress = %d, want %d", got, want)
+	}
+}
+
+func TestOrphanLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := MustOpenStore(t)
+	MustClaim(t, s, claimReq("test:invoice.create:a:v1", fp1, "dead-run"), store.DecisionExecute)
+	MustClaim(t, s, claimReq("test:invoice.create:b:v1", fp1, "live-run"), store.DecisionExecute)
+	n, err := s.OrphanLeases(ctx, "live-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("orphaned %d rows, want 1", n)
+	}
+	a, _ := s.Get(ctx, "test:invoice.create:a:v1")
+	b, _ := s.Get(ctx, "test:invoice.create:b:v1")
+	if a.Status != store.StatusUnknown || b.Status != store.StatusStarted {
+		t.Fatalf("statuses %s, %s; want unknown, started", a.Status, b.Status)
+	}
+}
+
+func TestGet(t *testing.T) {
+	t.Parallel()
+	s := MustOpenStore(t)
+	if _, err := s.Get(context.Background(), "test:invoice.create:none:v1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get of a missing key: %v, want ErrNotFound", err)
+	}
+}
+
+// TestSchemaChecks proves the journal's own constraints refuse bad rows
+// even when the code is bypassed.
+func TestSchemaChecks(t *testing.T) {
+	t.Parallel()
+	s := MustOpenStore(t)
+	db, err := sql.Open("sqlite", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	insert := func(status, fingerprint string) error {
+		_, err := db.Exec(`INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent, payload, created_at, updated_at)
+			VALUES (?, 'invoice.create', ?, ?, 'onec', 'a', '{}', 'now', 'now')`, "k-"+status+fingerprint[:2], fingerprint, status)
+		return err
+	}
+	if err := insert("done", fp1); err == nil || !strings.Contains(err.Error(), "CHECK") {
+		t.Fatalf("status 'done' accepted: %v", err)
+	}
+	if err := insert("started", "abc"); err == nil {
+		t.Fatal("short fingerprint accepted")
+	}
+	if err := insert("succeeded", fp1); err == nil {
+		t.Fatal("succeeded without object id accepted")
+	}
+	if err := insert("started", fp2); err != nil {
+		t.Fatalf("valid row refused: %v", err)
+	}
+	if err := insert("started", fp2); err == nil {
+		t.Fatal("duplicate key accepted")
+	}
+}

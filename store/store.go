@@ -1,0 +1,200 @@
+// Package store is the durable journal of oncegate: operations bound to
+// their keys and fingerprints, agent tokens, and everything else that must
+// survive a crash. It is one SQLite file in WAL mode with synchronous=FULL,
+// written through a single connection and read through a small pool.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/oncegate/oncegate/migrations"
+)
+
+// timeFormat is how times are stored: UTC, fixed width, so text order is time order.
+const timeFormat = "2006-01-02T15:04:05.000000Z"
+
+// Store is the journal. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB // the one writer connection
+	rdb  *sql.DB // readers
+	path string
+
+	// Now is the clock; tests pin it.
+	Now func() time.Time
+}
+
+// dsn builds the connection string with every pragma set per connection.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the journal at path and applies pending
+// migrations.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if _, err := Migrate(ctx, path, "up"); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	rdb, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open journal readers: %w", err)
+	}
+	rdb.SetMaxOpenConns(4)
+	rdb.SetMaxIdleConns(4)
+	return &Store{db: db, rdb: rdb, path: path, Now: time.Now}, nil
+}
+
+// Close closes the journal.
+func (s *Store) Close() error {
+	return errors.Join(s.rdb.Close(), s.db.Close())
+}
+
+// Path is the journal's file.
+func (s *Store) Path() string { return s.path }
+
+// Ready reports an error unless the journal is writable and its schema is
+// the one this binary expects.
+func (s *Store) Ready(ctx context.Context) error {
+	var version int
+	var dirty bool
+	if err := s.rdb.QueryRowContext(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&version, &dirty); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if want := LatestVersion(); version != want || dirty {
+		return fmt.Errorf("journal schema is at version %d (dirty %v), this binary needs %d", version, dirty, want)
+	}
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE takes the write lock
+	if err != nil {
+		return fmt.Errorf("journal not writable: %w", err)
+	}
+	return tx.Rollback()
+}
+
+// now returns the store's clock in UTC.
+func (s *Store) now() time.Time { return s.Now().UTC() }
+
+// Migrate applies the journal's migrations at path in direction "up" or
+// "down" (one step), or only reports the version for "version". It returns
+// the schema version after the change.
+func Migrate(ctx context.Context, path, direction string) (uint, error) {
+	db, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return 0, fmt.Errorf("open journal for migration: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		db.Close()
+		return 0, fmt.Errorf("read migrations: %w", err)
+	}
+	drv, err := migratesqlite.WithInstance(db, &migratesqlite.Config{})
+	if err != nil {
+		db.Close()
+		return 0, fmt.Errorf("migrate journal: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
+	if err != nil {
+		drv.Close()
+		return 0, fmt.Errorf("migrate journal: %w", err)
+	}
+	defer m.Close() // closes the driver and with it db
+
+	switch direction {
+	case "up":
+		err = m.Up()
+	case "down":
+		err = m.Steps(-1)
+	case "version":
+	default:
+		return 0, fmt.Errorf("migrate: unknown direction %q (want up, down or version)", direction)
+	}
+	if err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return 0, fmt.Errorf("migrate journal %s: %w", direction, err)
+	}
+	v, dirty, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if dirty {
+		return v, fmt.Errorf("journal schema version %d is dirty: a migration failed half-way", v)
+	}
+	return v, nil
+}
+
+// LatestVersion is the schema version this binary's migrations end at.
+func LatestVersion() int {
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return 0
+	}
+	defer src.Close()
+	v, err := src.First()
+	if err != nil {
+		return 0
+	}
+	for {
+		next, err := src.Next(v)
+		if err != nil {
+			return int(v)
+		}
+		v = next
+	}
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return formatTime(t)
+}
+
+func parseTime(s sql.NullString) time.Time {
+	if !s.Valid {
+		return time.Time{}
+	}
+	t, _ := time.Parse(timeFormat, s.String)
+	return t
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
