@@ -1,0 +1,487 @@
+package bitrix24_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/sim"
+)
+
+const secret = "s3cr3tw3bh00k"
+
+var keySeq atomic.Int64
+
+// setup serves fresh simulators and returns them with a client whose
+// timeout is short, so delay faults outlast it.
+func setup(t *testing.T) (*sim.Server, *bitrix24.Client, string) {
+	t.Helper()
+	s := sim.New()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	base := srv.URL + "/bitrix24/rest/7/" + secret + "/"
+	c, err := bitrix24.New(bitrix24.Config{WebhookURL: base, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("new: %v", err)
+	}
+	return s, c, base
+}
+
+// newOp returns a crm.callback.create operation with a fresh key.
+func newOp(t *testing.T, customer string) adapters.Op {
+	t.Helper()
+	payload, err := json.Marshal(map[string]string{
+		"customer_id": customer,
+		"due_at":      "2026-05-01T10:00:00Z",
+		"comment":     "wants to discuss the invoice",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return adapters.Op{
+		Key:     fmt.Sprintf("test:crm.callback:create:event-%d:v1", keySeq.Add(1)),
+		Intent:  bitrix24.Intent,
+		Payload: payload,
+		Attempt: 1,
+	}
+}
+
+// mustError asserts err is an *adapters.Error of class and code and that
+// nothing in it names the webhook secret.
+func mustError(t *testing.T, err error, class adapters.Class, code string) *adapters.Error {
+	t.Helper()
+	var e *adapters.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %v (%T), want *adapters.Error", err, err)
+	}
+	if e.Class != class || e.Code != code {
+		t.Fatalf("err = %v, want class %v code %s", err, class, code)
+	}
+	assertNoSecret(t, err)
+	return e
+}
+
+func assertNoSecret(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	for _, s := range []string{err.Error(), fmt.Sprintf("%+v", err), fmt.Sprintf("%#v", err)} {
+		if strings.Contains(s, secret) {
+			t.Fatalf("error leaks the webhook URL: %s", s)
+		}
+	}
+}
+
+func inject(t *testing.T, s *sim.Server, f sim.Fault) {
+	t.Helper()
+	f.Target = sim.Bitrix24
+	if err := s.Inject(f); err != nil {
+		t.Fatalf("inject: %v", err)
+	}
+}
+
+func TestNew(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		url string
+		ok  bool
+	}{
+		{"https://portal.bitrix24.ru/rest/1/" + secret + "/", true},
+		{"https://portal.bitrix24.ru/rest/1/" + secret, true},
+		{"http://127.0.0.1:9001/bitrix24/rest/12/" + secret + "/", true},
+		{"", false},
+		{"portal.bitrix24.ru/rest/1/" + secret + "/", false},
+		{"ftp://portal.bitrix24.ru/rest/1/" + secret + "/", false},
+		{"https://portal.bitrix24.ru/rest/" + secret + "/", false},
+		{"https://portal.bitrix24.ru/rest/x/" + secret + "/", false},
+		{"https://portal.bitrix24.ru/rest/-1/" + secret + "/", false},
+		{"https://portal.bitrix24.ru/api/1/" + secret + "/", false},
+		{"https://portal.bitrix24.ru/rest/1/" + secret + "/?a=b", false},
+		{"https://user:" + secret + "@portal.bitrix24.ru/rest/1/" + secret + "/", false},
+		{"https://portal.bitrix24.ru/rest/1/" + secret + "/crm.activity.add.json", false},
+		{"https://por tal/rest/1/" + secret + "/%zz", false},
+	} {
+		c, err := bitrix24.New(bitrix24.Config{WebhookURL: tc.url})
+		if got := err == nil; got != tc.ok {
+			t.Errorf("New(%q) err = %v, want ok %v", tc.url, err, tc.ok)
+		}
+		assertNoSecret(t, err)
+		if c != nil {
+			for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c)} {
+				if strings.Contains(s, secret) {
+					t.Errorf("client prints its secret: %s", s)
+				}
+			}
+		}
+	}
+	if _, err := bitrix24.New(bitrix24.Config{WebhookURL: "https://p/rest/1/x/", Timeout: -1}); err == nil {
+		t.Error("negative timeout accepted")
+	}
+}
+
+func TestExecute(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		op := newOp(t, "customer-1042")
+		res, err := c.Execute(context.Background(), op)
+		if err != nil {
+			t.Fatalf("execute: %v", err)
+		}
+		if res.ObjectID == "" || res.Data["activity_id"] != res.ObjectID || res.Data["contact_id"] != "1" {
+			t.Fatalf("result = %+v", res)
+		}
+		if got, want := s.Effects(sim.Bitrix24, op.Key), 1; got != want {
+			t.Fatalf("effects = %d, want %d", got, want)
+		}
+		found, err := c.Lookup(context.Background(), op)
+		if err != nil {
+			t.Fatalf("lookup: %v", err)
+		}
+		if found.ObjectID != res.ObjectID || found.Data["contact_id"] != "1" || found.Data["activity_id"] != res.ObjectID {
+			t.Fatalf("lookup = %+v, want %+v", found, res)
+		}
+	})
+	t.Run("ErrReferenceNotFound", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		op := newOp(t, "customer-9999")
+		_, err := c.Execute(context.Background(), op)
+		e := mustError(t, err, adapters.Final, bitrix24.CodeNotFound)
+		if e.Field != "customer_id" {
+			t.Fatalf("field = %q", e.Field)
+		}
+		if got := s.Calls(sim.Bitrix24, op.Key); got != 0 {
+			t.Fatalf("add calls = %d, want 0", got)
+		}
+	})
+	t.Run("ErrReferenceNotFoundOtherCase", func(t *testing.T) {
+		t.Parallel()
+		// Bitrix24 filters under a case-insensitive collation; the
+		// adapter takes only the exact external id.
+		_, c, _ := setup(t)
+		_, err := c.Execute(context.Background(), newOp(t, "CUSTOMER-1042"))
+		mustError(t, err, adapters.Final, bitrix24.CodeNotFound)
+	})
+	t.Run("ErrReferenceInactive", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		op := newOp(t, "customer-blocked-1")
+		_, err := c.Execute(context.Background(), op)
+		e := mustError(t, err, adapters.Final, bitrix24.CodeInactive)
+		if e.Field != "customer_id" {
+			t.Fatalf("field = %q", e.Field)
+		}
+		if got := s.Effects(sim.Bitrix24, op.Key); got != 0 {
+			t.Fatalf("effects = %d, want 0", got)
+		}
+	})
+	t.Run("ErrValidation", func(t *testing.T) {
+		t.Parallel()
+		_, c, _ := setup(t)
+		for field, payload := range map[string]string{
+			"customer_id": `{"due_at":"2026-05-01T10:00:00Z"}`,
+			"due_at":      `{"customer_id":"customer-1042","due_at":"tomorrow"}`,
+			"comment":     `{"customer_id":"customer-1042","due_at":"2026-05-01T10:00:00Z","comment":"` + strings.Repeat("я", 501) + `"}`,
+			"":            `{"customer_id":"customer-1042","due_at":"2026-05-01T10:00:00Z","method":"crm.deal.delete"}`,
+		} {
+			op := newOp(t, "customer-1042")
+			op.Payload = json.RawMessage(payload)
+			_, err := c.Execute(context.Background(), op)
+			if e := mustError(t, err, adapters.Final, bitrix24.CodeValidation); e.Field != field {
+				t.Errorf("field = %q, want %q", e.Field, field)
+			}
+		}
+		op := newOp(t, "customer-1042")
+		op.Intent = "payment.charge"
+		_, err := c.Execute(context.Background(), op)
+		mustError(t, err, adapters.Final, bitrix24.CodeIntentNotAllowed)
+	})
+	t.Run("ErrPermissionDenied", func(t *testing.T) {
+		t.Parallel()
+		s := sim.New()
+		srv := httptest.NewServer(s)
+		t.Cleanup(srv.Close)
+		for _, path := range []string{
+			"/bitrix24/rest/0/" + secret + "/", // 401 INVALID_CREDENTIALS: no such webhook
+			"/crm/rest/1/" + secret + "/",      // 404: not a REST endpoint at all
+		} {
+			c, err := bitrix24.New(bitrix24.Config{WebhookURL: srv.URL + path, Timeout: time.Second})
+			if err != nil {
+				t.Fatalf("new: %v", err)
+			}
+			op := newOp(t, "customer-1042")
+			_, err = c.Execute(context.Background(), op)
+			mustError(t, err, adapters.Final, bitrix24.CodePermissionDenied)
+			_, err = c.Lookup(context.Background(), op)
+			mustError(t, err, adapters.Final, bitrix24.CodePermissionDenied)
+		}
+	})
+}
+
+func TestExecute_Faults(t *testing.T) {
+	t.Parallel()
+	t.Run("Status503", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 503})
+		op := newOp(t, "customer-1042")
+		_, err := c.Execute(context.Background(), op)
+		mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+		if got := s.Effects(sim.Bitrix24, op.Key); got != 0 {
+			t.Fatalf("effects = %d, want 0", got)
+		}
+		if _, err := c.Lookup(context.Background(), op); !errors.Is(err, adapters.ErrNotFound) {
+			t.Fatalf("lookup err = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("Status429", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 429})
+		op := newOp(t, "customer-1042")
+		_, err := c.Execute(context.Background(), op)
+		if e := mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable); e.RetryAfter != 1 {
+			t.Fatalf("retry after = %d, want 1", e.RetryAfter)
+		}
+		if got := s.Effects(sim.Bitrix24, op.Key); got != 0 {
+			t.Fatalf("effects = %d, want 0", got)
+		}
+	})
+	t.Run("Status502OnLookupOfContact", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 502, On: sim.OnLookup})
+		op := newOp(t, "customer-1042")
+		_, err := c.Execute(context.Background(), op)
+		mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+		if got := s.Calls(sim.Bitrix24, op.Key); got != 0 {
+			t.Fatalf("add calls = %d, want 0", got)
+		}
+	})
+	t.Run("ResetBeforeRead", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		inject(t, s, sim.Fault{Fault: sim.FaultReset})
+		op := newOp(t, "customer-1042")
+		_, err := c.Execute(context.Background(), op)
+		// Bitrix24 does not dedupe, so a reset after the request was
+		// written is Reconcile; a reset that beat the write is Retry.
+		var e *adapters.Error
+		if !errors.As(err, &e) || (e.Class != adapters.Reconcile && e.Class != adapters.Retry) {
+			t.Fatalf("err = %v, want reconcile or retry", err)
+		}
+		t.Logf("reset before read: %v", err)
+		assertNoSecret(t, err)
+		if got := s.Effects(sim.Bitrix24, op.Key); got != 0 {
+			t.Fatalf("effects = %d, want 0", got)
+		}
+		if _, err := c.Lookup(context.Background(), op); !errors.Is(err, adapters.ErrNotFound) {
+			t.Fatalf("lookup err = %v, want ErrNotFound", err)
+		}
+		if _, err := c.Execute(context.Background(), op); err != nil {
+			t.Fatalf("execute again: %v", err)
+		}
+		if got := s.Effects(sim.Bitrix24, op.Key); got != 1 {
+			t.Fatalf("effects = %d, want 1", got)
+		}
+	})
+	t.Run("DropResponseAfterCommit", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		inject(t, s, sim.Fault{Fault: sim.FaultDropResponse})
+		op := newOp(t, "customer-1042")
+		_, err := c.Execute(context.Background(), op)
+		mustError(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+		res, err := c.Lookup(context.Background(), op)
+		if err != nil {
+			t.Fatalf("lookup: %v", err)
+		}
+		if res.ObjectID == "" || res.Data["contact_id"] != "1" {
+			t.Fatalf("lookup = %+v", res)
+		}
+		if got := s.Effects(sim.Bitrix24, op.Key); got != 1 {
+			t.Fatalf("effects = %d, want 1", got)
+		}
+	})
+	t.Run("DelayPastTimeout", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400})
+		op := newOp(t, "customer-1042")
+		_, err := c.Execute(context.Background(), op)
+		mustError(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+		// The simulator commits once the delay is over, caller gone or not.
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			res, err := c.Lookup(context.Background(), op)
+			if err == nil {
+				if res.Data["contact_id"] != "1" {
+					t.Fatalf("lookup = %+v", res)
+				}
+				break
+			}
+			if !errors.Is(err, adapters.ErrNotFound) {
+				t.Fatalf("lookup: %v", err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the delayed add never committed")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if got := s.Effects(sim.Bitrix24, op.Key); got != 1 {
+			t.Fatalf("effects = %d, want 1", got)
+		}
+	})
+	t.Run("LookupDelayPastTimeout", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400, On: sim.OnLookup})
+		// A read that timed out made no effect: Retry, not Reconcile.
+		_, err := c.Lookup(context.Background(), newOp(t, "customer-1042"))
+		mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+	})
+}
+
+// TestExecute_NoDedupeAtTarget shows why the gateway serializes calls for a
+// key and looks up before executing again: Bitrix24 makes one activity per
+// add, whatever ORIGIN_ID says.
+func TestExecute_NoDedupeAtTarget(t *testing.T) {
+	t.Parallel()
+	s, c, _ := setup(t)
+	op := newOp(t, "customer-2001")
+	first, err := c.Execute(context.Background(), op)
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	second, err := c.Execute(context.Background(), op)
+	if err != nil {
+		t.Fatalf("execute again: %v", err)
+	}
+	if first.ObjectID == second.ObjectID {
+		t.Fatalf("both adds answered %s", first.ObjectID)
+	}
+	if got, want := s.Effects(sim.Bitrix24, op.Key), 2; got != want {
+		t.Fatalf("effects = %d, want %d", got, want)
+	}
+	// Lookup names the lowest id, every time.
+	res, err := c.Lookup(context.Background(), op)
+	if err != nil {
+		t.Fatalf("lookup: %v", err)
+	}
+	if res.ObjectID != first.ObjectID || res.Data["contact_id"] != "2" {
+		t.Fatalf("lookup = %+v, want activity %s", res, first.ObjectID)
+	}
+}
+
+func TestLookup(t *testing.T) {
+	t.Parallel()
+	t.Run("ErrNotFound", func(t *testing.T) {
+		t.Parallel()
+		_, c, _ := setup(t)
+		if _, err := c.Lookup(context.Background(), newOp(t, "customer-1042")); !errors.Is(err, adapters.ErrNotFound) {
+			t.Fatalf("err = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("ExactKeyOnly", func(t *testing.T) {
+		t.Parallel()
+		// Keys that differ only in case are different operations, though
+		// the CRM's filter matches them both.
+		_, c, _ := setup(t)
+		op := newOp(t, "customer-1042")
+		op.Key = "test:crm.callback:create:Event-A:v1"
+		if _, err := c.Execute(context.Background(), op); err != nil {
+			t.Fatalf("execute: %v", err)
+		}
+		other := op
+		other.Key = "test:crm.callback:create:event-a:v1"
+		if _, err := c.Lookup(context.Background(), other); !errors.Is(err, adapters.ErrNotFound) {
+			t.Fatalf("err = %v, want ErrNotFound", err)
+		}
+		if _, err := c.Lookup(context.Background(), op); err != nil {
+			t.Fatalf("lookup own key: %v", err)
+		}
+	})
+	t.Run("ErrKeyTooLong", func(t *testing.T) {
+		t.Parallel()
+		_, c, _ := setup(t)
+		op := newOp(t, "customer-1042")
+		op.Key = "test:crm.callback:create:" + strings.Repeat("x", 250) + ":v1"
+		_, err := c.Lookup(context.Background(), op)
+		mustError(t, err, adapters.Final, bitrix24.CodeValidation)
+	})
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t)
+		op := newOp(t, "customer-2001")
+		plan, err := c.Validate(context.Background(), op)
+		if err != nil {
+			t.Fatalf("validate: %v", err)
+		}
+		if plan.Data["contact_id"] != "2" || plan.Data["customer_id"] != "customer-2001" ||
+			plan.Data["due_at"] != "2026-05-01T10:00:00Z" || plan.Data["responsible_id"] != "1" {
+			t.Fatalf("plan = %+v", plan.Data)
+		}
+		if got := s.Calls(sim.Bitrix24, op.Key); got != 0 {
+			t.Fatalf("add calls = %d, want 0", got)
+		}
+		if _, err := c.Lookup(context.Background(), op); !errors.Is(err, adapters.ErrNotFound) {
+			t.Fatalf("validate wrote something: lookup err = %v", err)
+		}
+	})
+	t.Run("ErrReferenceInactive", func(t *testing.T) {
+		t.Parallel()
+		_, c, _ := setup(t)
+		_, err := c.Validate(context.Background(), newOp(t, "customer-blocked-1"))
+		if e := mustError(t, err, adapters.Final, bitrix24.CodeInactive); e.Field != "customer_id" {
+			t.Fatalf("field = %q", e.Field)
+		}
+	})
+}
+
+// TestNoSecretInErrors drives every failure path the adapter has over a
+// real connection and checks that no error names the webhook.
+func TestNoSecretInErrors(t *testing.T) {
+	t.Parallel()
+	s, c, _ := setup(t)
+	for _, f := range []sim.Fault{
+		{Fault: sim.FaultStatus, Status: 503},
+		{Fault: sim.FaultReset},
+		{Fault: sim.FaultDropResponse},
+		{Fault: sim.FaultDelay, DelayMS: 300},
+		{Fault: sim.FaultReset, On: sim.OnLookup},
+	} {
+		inject(t, s, f)
+		_, err := c.Execute(context.Background(), newOp(t, "customer-1042"))
+		if err == nil {
+			t.Fatalf("fault %+v: no error", f)
+		}
+		assertNoSecret(t, err)
+	}
+	// Nothing listening at all.
+	srv := httptest.NewServer(sim.New())
+	url := srv.URL
+	srv.Close()
+	dead, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/1/" + secret + "/", Timeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = dead.Execute(context.Background(), newOp(t, "customer-1042"))
+	mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+	_, err = dead.Lookup(context.Background(), newOp(t, "customer-1042"))
+	mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+}

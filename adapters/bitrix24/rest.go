@@ -1,0 +1,214 @@
+package bitrix24
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/oncegate/oncegate/adapters"
+)
+
+const (
+	maxAnswer = 1 << 20 // bytes of an answer read at most
+	maxPages  = 20      // pages of 50 a list call follows at most
+)
+
+// reply is a Bitrix24 REST answer: {"result": …, "total": n, "next": n,
+// "time": {…}} on success, {"error": "CODE", "error_description": "…"} on
+// failure (the code may be empty, the text then names the reason).
+type reply struct {
+	Result      json.RawMessage `json:"result"`
+	Total       *int            `json:"total"`
+	Next        *int            `json:"next"`
+	Error       *string         `json:"error"`
+	Description string          `json:"error_description"`
+}
+
+// call posts params to <webhook>/<method>.json and returns the answer, or a
+// classified *adapters.Error. write says whether the method creates an
+// effect: a write that may have reached the target is Reconcile; a read
+// never made an effect, so any failure of it is safe to repeat (Retry).
+func (c *Client) call(ctx context.Context, method string, params any, write bool) (*reply, error) {
+	body, err := json.Marshal(params)
+	if err != nil {
+		return nil, &adapters.Error{Class: adapters.Final, Code: CodeValidation,
+			Message: "the request for the CRM could not be encoded", Err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method+".json", bytes.NewReader(body))
+	if err != nil {
+		// The error would quote the URL; keep only that it failed.
+		return nil, &adapters.Error{Class: adapters.Final, Code: CodePermissionDenied,
+			Message: "the CRM webhook URL is not usable", Err: errors.New(method + ": cannot build request")}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	// No Idempotency-Key header: with one, net/http would resend a POST on
+	// its own after a broken keep-alive connection, and Bitrix24 does not
+	// dedupe.
+	resp, err := adapters.Send(c.http, req, !write)
+	if err != nil {
+		return nil, forRead(err, write)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		cause := fmt.Errorf("%s: read answer: %w", method, err)
+		if write {
+			return nil, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+				Message: "the CRM's answer was cut off", Err: cause}
+		}
+		return nil, &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+			Message: "the CRM's answer was cut off", Err: cause}
+	}
+	var r reply
+	decodeErr := json.Unmarshal(raw, &r)
+	if resp.StatusCode/100 == 2 && decodeErr == nil && r.Error == nil && r.Description == "" {
+		return &r, nil
+	}
+	return nil, interpret(method, resp, &r, write)
+}
+
+// forRead turns a transport Reconcile into Retry for a read: a read cannot
+// have made an effect, so sending it again is harmless.
+func forRead(err error, write bool) error {
+	var e *adapters.Error
+	if write || !errors.As(err, &e) || e.Class != adapters.Reconcile {
+		return err
+	}
+	return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+		Message: "the CRM did not answer in time", Err: e.Err}
+}
+
+// Error codes of the REST layer (not of a method) that mean the webhook
+// cannot act: wrong or revoked secret, missing scope, REST not on the plan,
+// portal closed, manual block.
+var deniedCodes = map[string]bool{
+	"NO_AUTH_FOUND":          true,
+	"INVALID_CREDENTIALS":    true,
+	"INVALID_REQUEST":        true, // https required
+	"ACCESS_DENIED":          true,
+	"INSUFFICIENT_SCOPE":     true,
+	"EXPIRED_TOKEN":          true,
+	"USER_ACCESS_ERROR":      true,
+	"PORTAL_DELETED":         true,
+	"OVERLOAD_LIMIT":         true,
+	"ERROR_METHOD_NOT_FOUND": true, // also what a webhook without the crm scope gets
+}
+
+// interpret classifies a failed answer. Messages are fixed texts; the
+// target's own code and text go only into Err.
+func interpret(method string, resp *http.Response, r *reply, write bool) *adapters.Error {
+	code := ""
+	if r.Error != nil {
+		code = *r.Error
+	}
+	cause := fmt.Errorf("%s: HTTP %d: %q: %q", method, resp.StatusCode, code, clip(r.Description, 200))
+	upper := strings.ToUpper(code)
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway ||
+		resp.StatusCode == http.StatusServiceUnavailable:
+		e := adapters.StatusError(resp)
+		e.Err = cause
+		return e
+	case upper == "QUERY_LIMIT_EXCEEDED" || upper == "OPERATION_TIME_LIMIT":
+		return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+			Message: "the CRM's request limit is exceeded", Err: cause}
+	case deniedCodes[upper] || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden ||
+		resp.StatusCode == http.StatusNotFound || resp.StatusCode/100 == 3 ||
+		strings.HasPrefix(strings.ToLower(r.Description), "access denied"):
+		return &adapters.Error{Class: adapters.Final, Code: CodePermissionDenied,
+			Message: "the CRM webhook is not allowed to do this; check its URL, user and crm scope", Err: cause}
+	case resp.StatusCode >= 500 || resp.StatusCode/100 == 2:
+		// A failure while handling, or a 200 that is not a REST answer:
+		// the request may have been applied.
+		if write {
+			return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+				Message: "the CRM failed while handling the request", Err: cause}
+		}
+		return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+			Message: "the CRM failed while handling the request", Err: cause}
+	default:
+		return &adapters.Error{Class: adapters.Final, Code: CodeValidation,
+			Message: "the CRM rejected the request's arguments", Err: cause}
+	}
+}
+
+// list calls a list method page by page (start = 0, 50, …) and hands each
+// page's result array to page, which reports whether to go on.
+func (c *Client) list(ctx context.Context, method string, params map[string]any, page func(json.RawMessage) (bool, error)) error {
+	start := 0
+	for n := 0; n < maxPages; n++ {
+		params["start"] = start
+		r, err := c.call(ctx, method, params, false)
+		if err != nil {
+			return err
+		}
+		more, err := page(r.Result)
+		if err != nil {
+			return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+				Message: "the CRM answered in an unexpected shape", Err: fmt.Errorf("%s: %w", method, err)}
+		}
+		if !more || r.Next == nil || *r.Next <= start {
+			return nil
+		}
+		start = *r.Next
+	}
+	return nil
+}
+
+// text is a scalar the REST API may send as a string, a number, a boolean
+// or null (ids arrive as "17" from list methods and as 17 from add).
+type text string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *text) UnmarshalJSON(b []byte) error {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case nil:
+		*t = ""
+	case string:
+		*t = text(v)
+	case json.Number:
+		*t = text(v.String())
+	case bool:
+		if v {
+			*t = "1"
+		} else {
+			*t = "0"
+		}
+	default:
+		return fmt.Errorf("not a scalar: %.20s", b)
+	}
+	return nil
+}
+
+// positiveID reads crm.activity.add's result, the new id, as a string.
+func positiveID(raw json.RawMessage) (string, bool) {
+	var t text
+	if len(raw) == 0 || json.Unmarshal(raw, &t) != nil {
+		return "", false
+	}
+	n, err := strconv.ParseInt(string(t), 10, 64)
+	if err != nil || n <= 0 {
+		return "", false
+	}
+	return strconv.FormatInt(n, 10), true
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
