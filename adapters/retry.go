@@ -31,8 +31,7 @@ func (p RetryPolicy) Delay(n int) time.Duration {
 	d := float64(p.InitialDelay)
 	for i := 1; i < n; i++ {
 		d *= p.Multiplier
-		if d >= float64(p.MaxDelay) {
-			d = float64(p.MaxDelay)
+		if p.MaxDelay > 0 && d >= float64(p.MaxDelay) {
 			break
 		}
 	}
@@ -59,9 +58,10 @@ func (p RetryPolicy) MaxTotalDelay() time.Duration {
 // Execute runs t.Execute for op, sending it again with backoff while the
 // failure is classified Retry and attempts remain. It stops at the first
 // success, Final or Reconcile failure. before, when not nil, is called with
-// the attempt number before each attempt (the journal counts attempts).
-// It returns the last error and the number of attempts made.
-func (p RetryPolicy) Execute(ctx context.Context, t Target, op Op, before func(attempt int)) (Result, int, error) {
+// the attempt number before each attempt is sent (the journal records it
+// durably); an error from it stops everything before sending, and is
+// returned as is. It returns the last error and the number of attempts sent.
+func (p RetryPolicy) Execute(ctx context.Context, t Target, op Op, before func(attempt int) error) (Result, int, error) {
 	attempts := max(p.MaxAttempts, 1)
 	first := max(op.Attempt, 1)
 	var err error
@@ -70,7 +70,10 @@ func (p RetryPolicy) Execute(ctx context.Context, t Target, op Op, before func(a
 			wait := p.Delay(n)
 			var ae *Error
 			if errors.As(err, &ae) && ae.RetryAfter > 0 {
-				wait = min(max(wait, time.Duration(ae.RetryAfter)*time.Second), p.MaxDelay)
+				wait = max(wait, time.Duration(ae.RetryAfter)*time.Second)
+				if p.MaxDelay > 0 {
+					wait = min(wait, p.MaxDelay)
+				}
 			}
 			select {
 			case <-ctx.Done():
@@ -80,7 +83,9 @@ func (p RetryPolicy) Execute(ctx context.Context, t Target, op Op, before func(a
 		}
 		op.Attempt = first + n
 		if before != nil {
-			before(op.Attempt)
+			if err := before(op.Attempt); err != nil {
+				return Result{}, n, err
+			}
 		}
 		var res Result
 		res, err = t.Execute(ctx, op)
