@@ -35,6 +35,11 @@ func Send(client *http.Client, req *http.Request, dedupes bool) (*http.Response,
 		},
 	}
 	req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	// net/http silently sends a request again on a reused connection that
+	// closed without answering when it can rewind the body and thinks the
+	// request idempotent (an Idempotency-Key header is enough). Every send
+	// must be seen and classified here, so forbid the rewind.
+	req.GetBody = nil
 	resp, err := client.Do(req)
 	if err == nil {
 		return resp, nil
@@ -52,8 +57,8 @@ func Send(client *http.Client, req *http.Request, dedupes bool) (*http.Response,
 
 // StatusError classifies an HTTP status that carries no business meaning
 // for the adapter: 429, 502 and 503 are Retry (the target or its proxy
-// refused before doing anything); any other 5xx is Reconcile (the request
-// may have been applied before the failure).
+// refused before doing anything); any other status the adapter did not
+// map is Reconcile (the request may have been applied before the failure).
 func StatusError(resp *http.Response) *Error {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable:
