@@ -1,0 +1,82 @@
+package yookassa
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+)
+
+// currencyExponents lists the currencies this adapter sends to YooKassa and
+// the number of digits after the point in each (ISO 4217 minor unit). The
+// table is deliberately small: a currency that is not here is refused before
+// anything is sent, rather than guessed.
+var currencyExponents = map[string]int{
+	"RUB": 2,
+	"USD": 2,
+	"EUR": 2,
+	"KZT": 2,
+	"BYN": 2,
+	"CNY": 2,
+}
+
+// maxMinor bounds amounts so that formatting and parsing never overflow and
+// an absurd amount is refused locally (10^15 minor units).
+const maxMinor = 1_000_000_000_000_000
+
+// exponent returns the minor-unit exponent of an upper-case ISO 4217 code.
+func exponent(currency string) (int, bool) {
+	e, ok := currencyExponents[currency]
+	return e, ok
+}
+
+// formatAmount renders minor units as YooKassa's amount.value: a decimal
+// string with exactly exp digits after the point ("1250.00" for 125000 at
+// exponent 2). No floating point is involved.
+func formatAmount(minor int64, exp int) (string, error) {
+	if minor < 0 || minor > maxMinor {
+		return "", errors.New("amount out of range")
+	}
+	if exp < 0 || exp > 4 {
+		return "", errors.New("unsupported exponent")
+	}
+	s := strconv.FormatInt(minor, 10)
+	if exp == 0 {
+		return s, nil
+	}
+	if len(s) <= exp {
+		s = strings.Repeat("0", exp-len(s)+1) + s
+	}
+	return s[:len(s)-exp] + "." + s[len(s)-exp:], nil
+}
+
+// parseAmount reads YooKassa's amount.value back into minor units, exactly.
+// It accepts at most exp fractional digits ("1250", "1250.5" and "1250.50"
+// are all 125050 at exponent 2) and refuses signs, exponents, spaces and
+// anything else a decimal string of the API does not contain.
+func parseAmount(value string, exp int) (int64, error) {
+	if exp < 0 || exp > 4 {
+		return 0, errors.New("unsupported exponent")
+	}
+	whole, frac, dot := strings.Cut(value, ".")
+	if whole == "" || (dot && frac == "") || len(frac) > exp || !digits(whole) || !digits(frac) {
+		return 0, errors.New("malformed amount " + strconv.Quote(value))
+	}
+	if len(whole) > 16 {
+		return 0, errors.New("amount out of range")
+	}
+	frac += strings.Repeat("0", exp-len(frac))
+	n, err := strconv.ParseInt(whole+frac, 10, 64)
+	if err != nil || n > maxMinor {
+		return 0, errors.New("amount out of range")
+	}
+	return n, nil
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

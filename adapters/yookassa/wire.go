@@ -1,0 +1,546 @@
+package yookassa
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/oncegate/oncegate/adapters"
+)
+
+// maxBody bounds how much of one answer is read.
+const maxBody = 4 << 20
+
+// amount is YooKassa's money: a decimal string and an ISO 4217 code.
+type amount struct {
+	Value    string `json:"value"`
+	Currency string `json:"currency"`
+}
+
+// paymentRequest is the body of POST /v3/payments for a charge of a saved
+// payment method.
+type paymentRequest struct {
+	Amount          amount            `json:"amount"`
+	Capture         bool              `json:"capture"`
+	PaymentMethodID string            `json:"payment_method_id"`
+	Description     string            `json:"description,omitempty"`
+	Metadata        map[string]string `json:"metadata,omitempty"`
+}
+
+// refundRequestBody is the body of POST /v3/refunds.
+type refundRequestBody struct {
+	PaymentID   string            `json:"payment_id"`
+	Amount      amount            `json:"amount"`
+	Description string            `json:"description,omitempty"`
+	Metadata    map[string]string `json:"metadata,omitempty"`
+}
+
+// cancellation is cancellation_details of a canceled payment or refund.
+type cancellation struct {
+	Party  string `json:"party"`
+	Reason string `json:"reason"`
+}
+
+// payment is the part of YooKassa's payment object the adapter reads.
+// Metadata is decoded loosely: a list holds every payment of the shop,
+// including ones other integrations made.
+type payment struct {
+	ID                  string         `json:"id"`
+	Status              string         `json:"status"`
+	Paid                bool           `json:"paid"`
+	Amount              amount         `json:"amount"`
+	RefundedAmount      *amount        `json:"refunded_amount,omitempty"`
+	CreatedAt           string         `json:"created_at"`
+	Description         string         `json:"description,omitempty"`
+	Metadata            map[string]any `json:"metadata,omitempty"`
+	CancellationDetails *cancellation  `json:"cancellation_details,omitempty"`
+	Refundable          bool           `json:"refundable"`
+	Test                bool           `json:"test"`
+}
+
+// refund is the part of YooKassa's refund object the adapter reads.
+type refund struct {
+	ID                  string         `json:"id"`
+	PaymentID           string         `json:"payment_id"`
+	Status              string         `json:"status"`
+	Amount              amount         `json:"amount"`
+	CreatedAt           string         `json:"created_at"`
+	Description         string         `json:"description,omitempty"`
+	Metadata            map[string]any `json:"metadata,omitempty"`
+	CancellationDetails *cancellation  `json:"cancellation_details,omitempty"`
+}
+
+// objectList is the answer of GET /v3/payments and GET /v3/refunds.
+type objectList[T any] struct {
+	Type       string `json:"type"`
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// apiError is YooKassa's error body.
+type apiError struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	Code        string `json:"code"`
+	Description string `json:"description"`
+	Parameter   string `json:"parameter"`
+}
+
+// processing is the body of HTTP 202: the request is still being handled;
+// repeat it with the same Idempotence-Key after retry_after milliseconds.
+type processing struct {
+	Type       string `json:"type"`
+	RetryAfter int64  `json:"retry_after"`
+}
+
+// do sends one request and reads its answer. A transport failure comes back
+// classified by adapters.Send (the provider dedupes by Idempotence-Key, so a
+// connection reset before any answer is Retry). The secret never appears in
+// the error.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, idemKey string, body []byte) (*http.Response, []byte, error) {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, nil, &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "the request to the payment provider could not be built", Err: errors.New("build request")}
+	}
+	req.SetBasicAuth(c.shopID, c.secret)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotence-Key", idemKey)
+	}
+	resp, err := adapters.Send(c.http, req, true)
+	if err != nil {
+		return nil, nil, c.mask(err)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	resp.Body.Close()
+	if err == nil && len(data) > maxBody {
+		err = errors.New("answer larger than 4 MiB")
+	}
+	if err != nil {
+		return nil, nil, c.mask(&adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the answer of the payment provider was cut off", Err: fmt.Errorf("read answer: %w", err)})
+	}
+	return resp, data, nil
+}
+
+// getJSON reads one object or list into v. A 404 is adapters.ErrNotFound;
+// other failures are classified as for any read.
+func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) error {
+	resp, data, err := c.do(ctx, http.MethodGet, path, q, "", nil)
+	if err != nil {
+		return err
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		if err := json.Unmarshal(data, v); err != nil {
+			return unreadable(err)
+		}
+		return nil
+	case resp.StatusCode == http.StatusNotFound:
+		return adapters.ErrNotFound
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+		e := adapters.StatusError(resp)
+		e.Err = c.cause(resp, data)
+		return e
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return final(CodePermissionDenied, "", "the payment provider refused the shop credentials or rights", c.cause(resp, data))
+	}
+	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider answered a read in an unexpected way", Err: c.cause(resp, data)}
+}
+
+func (c *Client) getPayment(ctx context.Context, id string) (payment, error) {
+	var p payment
+	if !validProviderID(id) {
+		return p, adapters.ErrNotFound
+	}
+	if err := c.getJSON(ctx, "/payments/"+url.PathEscape(id), nil, &p); err != nil {
+		return p, err
+	}
+	if p.ID == "" {
+		return p, unreadable(nil)
+	}
+	return p, nil
+}
+
+func (c *Client) getRefund(ctx context.Context, id string) (refund, error) {
+	var r refund
+	if !validProviderID(id) {
+		return r, adapters.ErrNotFound
+	}
+	if err := c.getJSON(ctx, "/refunds/"+url.PathEscape(id), nil, &r); err != nil {
+		return r, err
+	}
+	if r.ID == "" {
+		return r, unreadable(nil)
+	}
+	return r, nil
+}
+
+// findPayment finds the payment of op by id, or by its key in metadata.
+func (c *Client) findPayment(ctx context.Context, op adapters.Op) (payment, error) {
+	if op.ObjectID != "" {
+		p, err := c.getPayment(ctx, op.ObjectID)
+		if err != nil && !errors.Is(err, adapters.ErrNotFound) {
+			return p, lookupFailure(err)
+		}
+		return p, err
+	}
+	return scan(ctx, c, "/payments", scanQuery(op), op.Key, func(p payment) map[string]any { return p.Metadata })
+}
+
+// findRefund finds the refund of op by id, or by its key in metadata among
+// the refunds of the payment the payload names.
+func (c *Client) findRefund(ctx context.Context, op adapters.Op) (refund, error) {
+	if op.ObjectID != "" {
+		r, err := c.getRefund(ctx, op.ObjectID)
+		if err != nil && !errors.Is(err, adapters.ErrNotFound) {
+			return r, lookupFailure(err)
+		}
+		return r, err
+	}
+	q := scanQuery(op)
+	if p, err := decodeRefund(op); err == nil && validProviderID(p.PaymentID) {
+		q.Set("payment_id", p.PaymentID)
+	}
+	return scan(ctx, c, "/refunds", q, op.Key, func(r refund) map[string]any { return r.Metadata })
+}
+
+// scanQuery starts a list at the operation's creation, less a margin.
+func scanQuery(op adapters.Op) url.Values {
+	q := url.Values{"limit": {strconv.Itoa(lookupPageSize)}}
+	if !op.CreatedAt.IsZero() {
+		q.Set("created_at.gte", op.CreatedAt.Add(-lookupMargin).UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
+	return q
+}
+
+// scan pages through a list (newest first) for the object whose metadata
+// carries key or its derived key. Reaching the page bound without reaching
+// the end of the list is not "not found": the effect may be further back.
+func scan[T any](ctx context.Context, c *Client, path string, q url.Values, key string, meta func(T) map[string]any) (T, error) {
+	var zero T
+	derived := IdempotenceKey(key)
+	for range lookupPages {
+		var l objectList[T]
+		if err := c.getJSON(ctx, path, q, &l); err != nil {
+			if errors.Is(err, adapters.ErrNotFound) {
+				err = &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider did not list its objects", Err: errors.New("list answered 404")}
+			}
+			return zero, lookupFailure(err)
+		}
+		for _, it := range l.Items {
+			if matches(meta(it), key, derived) {
+				return it, nil
+			}
+		}
+		if l.NextCursor == "" {
+			return zero, adapters.ErrNotFound
+		}
+		q.Set("cursor", l.NextCursor)
+	}
+	return zero, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+		Message: "the lookup at the payment provider stopped before the start of the operation's time window",
+		Err:     fmt.Errorf("scanned %d pages of %s", lookupPages, path)}
+}
+
+func matches(meta map[string]any, key, derived string) bool {
+	if v, ok := meta[MetaIdempotenceKey].(string); ok && v == derived {
+		return true
+	}
+	v, ok := meta[MetaOperationKey].(string)
+	return ok && v == key
+}
+
+// paymentOutcome maps a payment's status onto the gateway's outcome.
+func paymentOutcome(p payment) (adapters.Result, error) {
+	switch p.Status {
+	case "succeeded":
+		minor, err := amountOf(p.Amount)
+		if err != nil {
+			return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: p.ID,
+				Message: "the payment succeeded but its amount could not be read", Err: err}
+		}
+		return adapters.Result{ObjectID: p.ID, Data: map[string]any{
+			"status":       "succeeded",
+			"amount_minor": minor,
+			"currency":     p.Amount.Currency,
+			"paid":         p.Paid,
+		}}, nil
+	case "canceled":
+		reason := ""
+		if p.CancellationDetails != nil {
+			reason = p.CancellationDetails.Reason
+		}
+		code, msg := cancelCode(reason)
+		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: code, Message: msg, ObjectID: p.ID,
+			Err: fmt.Errorf("payment canceled: reason %q", reason)}
+	case "pending", "waiting_for_capture":
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: p.ID,
+			Message: "the payment exists at the payment provider but is not final yet", Err: fmt.Errorf("payment status %q", p.Status)}
+	}
+	return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: p.ID,
+		Message: "the payment provider reported a payment status this gateway does not know", Err: fmt.Errorf("payment status %q", p.Status)}
+}
+
+// refundOutcome maps a refund's status onto the gateway's outcome.
+func refundOutcome(r refund) (adapters.Result, error) {
+	switch r.Status {
+	case "succeeded":
+		minor, err := amountOf(r.Amount)
+		if err != nil {
+			return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: r.ID,
+				Message: "the refund succeeded but its amount could not be read", Err: err}
+		}
+		return adapters.Result{ObjectID: r.ID, Data: map[string]any{
+			"status":       "succeeded",
+			"payment_id":   r.PaymentID,
+			"amount_minor": minor,
+			"currency":     r.Amount.Currency,
+		}}, nil
+	case "canceled":
+		reason := ""
+		if r.CancellationDetails != nil {
+			reason = r.CancellationDetails.Reason
+		}
+		msg := "the payment provider canceled the refund"
+		if safeToken(reason) {
+			msg += " (reason: " + reason + ")"
+		}
+		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: CodeRefundCanceled, Message: msg, ObjectID: r.ID,
+			Err: fmt.Errorf("refund canceled: reason %q", reason)}
+	case "pending":
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: r.ID,
+			Message: "the refund exists at the payment provider but is not final yet", Err: errors.New(`refund status "pending"`)}
+	}
+	return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: r.ID,
+		Message: "the payment provider reported a refund status this gateway does not know", Err: fmt.Errorf("refund status %q", r.Status)}
+}
+
+func amountOf(a amount) (int64, error) {
+	exp, ok := exponent(a.Currency)
+	if !ok {
+		return 0, fmt.Errorf("currency %q not in the adapter's table", a.Currency)
+	}
+	return parseAmount(a.Value, exp)
+}
+
+// declineReasons are cancellation_details.reason values by which the payer's
+// bank, the payment network or YooKassa's antifraud refused the payment.
+var declineReasons = map[string]bool{
+	"3d_secure_failed":              true,
+	"call_issuer":                   true,
+	"card_expired":                  true,
+	"country_forbidden":             true,
+	"fraud_suspected":               true,
+	"general_decline":               true,
+	"identification_required":       true,
+	"invalid_card_number":           true,
+	"invalid_csc":                   true,
+	"issuer_unavailable":            true,
+	"payment_method_limit_exceeded": true,
+	"payment_method_restricted":     true,
+	"permission_revoked":            true,
+	"unsupported_mobile_operator":   true,
+}
+
+// cancelCode maps a canceled payment's reason onto a stable code and a fixed
+// message; the reason itself, a provider enum, is quoted only when it is a
+// plain token.
+func cancelCode(reason string) (code, msg string) {
+	switch {
+	case reason == "insufficient_funds":
+		return CodeInsufficientFunds, "the payer's account has insufficient funds for this payment"
+	case declineReasons[reason]:
+		msg = "the payment was declined"
+		code = CodePaymentDeclined
+	default:
+		msg = "the payment was canceled at the payment provider"
+		code = CodePaymentCanceled
+	}
+	if safeToken(reason) {
+		msg += " (reason: " + reason + ")"
+	}
+	return code, msg
+}
+
+// safeToken reports whether s looks like a provider enum value.
+func safeToken(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		if !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// executeError classifies a non-200 answer to a POST.
+func (c *Client) executeError(intent string, resp *http.Response, data []byte) error {
+	if resp.StatusCode == http.StatusAccepted {
+		var p processing
+		_ = json.Unmarshal(data, &p)
+		return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+			Message:    "the payment provider is still processing the request",
+			RetryAfter: int((p.RetryAfter + 999) / 1000),
+			Err:        errors.New("yookassa answered 202 (processing)")}
+	}
+	cause := c.cause(resp, data)
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+		// 429, 502, 503: Retry; 500 and the rest: Reconcile — YooKassa
+		// documents 500 as "the result of processing is unknown".
+		e := adapters.StatusError(resp)
+		e.Err = cause
+		return e
+	}
+	var ae apiError
+	_ = json.Unmarshal(data, &ae)
+	switch resp.StatusCode {
+	case http.StatusBadRequest:
+		return badRequest(intent, ae.Parameter, cause)
+	case http.StatusUnauthorized:
+		return final(CodePermissionDenied, "", "the payment provider refused the shop credentials", cause)
+	case http.StatusForbidden:
+		return final(CodePermissionDenied, "", "the shop is not allowed to perform this operation at the payment provider", cause)
+	case http.StatusNotFound:
+		if intent == IntentRefund {
+			return final(CodeReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", cause)
+		}
+		// No resource of POST /payments can be missing: the base URL is
+		// wrong. Nothing was created; the call may be made again once fixed.
+		return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "the payment provider endpoint was not found", Err: cause}
+	}
+	if resp.StatusCode >= 400 {
+		return final(CodeValidation, "", "the payment provider refused the request", cause)
+	}
+	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider answered in an unexpected way", Err: cause}
+}
+
+// badRequest maps 400 invalid_request by the parameter YooKassa names.
+func badRequest(intent, parameter string, cause error) error {
+	if parameter == "Idempotence-Key" {
+		// The provider holds another request under this key (or refused the
+		// key). The effect of that request may exist: look it up by key
+		// rather than give up on an operation that may have been applied.
+		return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+			Message: "the payment provider already holds a request under this operation key", Err: cause}
+	}
+	field := func(name string) bool { return parameter == name || strings.HasPrefix(parameter, name+".") }
+	switch {
+	case intent == IntentCharge && field("payment_method_id"):
+		return final(CodeReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider or cannot be charged", cause)
+	case intent == IntentRefund && field("payment_id"):
+		return final(CodeValidation, "payment_id", "the payment cannot be refunded (it does not exist, has not succeeded or is not refundable)", cause)
+	case parameter == "amount.currency":
+		return final(CodeValidation, "currency", "the payment provider refused the currency", cause)
+	case field("amount"):
+		if intent == IntentRefund {
+			return final(CodeValidation, "amount_minor", "the refund amount exceeds what is left to refund on the payment, or is invalid", cause)
+		}
+		return final(CodeValidation, "amount_minor", "the payment provider refused the amount", cause)
+	case field("description"):
+		if intent == IntentRefund {
+			return final(CodeValidation, "reason", "the payment provider refused the refund reason", cause)
+		}
+		return final(CodeValidation, "description", "the payment provider refused the description", cause)
+	}
+	return final(CodeValidation, "", "the payment provider refused the request as invalid", cause)
+}
+
+// cause is the provider's own account of a failure, for logs only.
+func (c *Client) cause(resp *http.Response, data []byte) error {
+	var ae apiError
+	if json.Unmarshal(data, &ae) != nil || ae.Type != "error" {
+		return errors.New("yookassa answered " + resp.Status)
+	}
+	s := fmt.Sprintf("yookassa answered %s: %s", resp.Status, ae.Code)
+	if ae.Parameter != "" {
+		s += " (parameter " + ae.Parameter + ")"
+	}
+	if ae.Description != "" {
+		s += ": " + ae.Description
+	}
+	if ae.ID != "" {
+		s += " [error id " + ae.ID + "]"
+	}
+	return errors.New(c.scrub(s))
+}
+
+// mask rewrites a classified error so that its cause cannot carry the secret.
+func (c *Client) mask(err error) error {
+	var e *adapters.Error
+	if !errors.As(err, &e) {
+		return errors.New(c.scrub(err.Error()))
+	}
+	m := *e
+	if m.Err != nil {
+		m.Err = errors.New(c.scrub(m.Err.Error()))
+	}
+	return &m
+}
+
+// scrub removes the secret and the Basic credentials from a text.
+func (c *Client) scrub(s string) string {
+	if c.secret != "" {
+		s = strings.ReplaceAll(s, c.secret, "***")
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte(c.shopID + ":" + c.secret))
+	return strings.ReplaceAll(s, basic, "***")
+}
+
+// unreadable is the failure of an answer that came but could not be read.
+func unreadable(err error) *adapters.Error {
+	if err == nil {
+		err = errors.New("answer without an object id")
+	}
+	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+		Message: "the payment provider sent an answer that could not be read", Err: err}
+}
+
+// lookupFailure turns the failure of a lookup call into Reconcile: nothing
+// was learned about the effect, so the operation stays unknown.
+func lookupFailure(err error) error {
+	var e *adapters.Error
+	if errors.As(err, &e) {
+		m := *e
+		m.Class = adapters.Reconcile
+		return &m
+	}
+	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider could not be asked about the operation", Err: err}
+}
+
+// readFailure turns the failure of a read made by Validate into Retry: a
+// GET writes nothing, so it can be made again; refusals stay Final.
+func readFailure(err error) error {
+	var e *adapters.Error
+	if errors.As(err, &e) {
+		if e.Class == adapters.Final {
+			return e
+		}
+		m := *e
+		m.Class = adapters.Retry
+		m.Code = adapters.CodeTargetUnavailable
+		return &m
+	}
+	return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "the payment provider could not be reached", Err: err}
+}
