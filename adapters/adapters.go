@@ -58,7 +58,10 @@ type Target interface {
 	// Execute creates the effect of op at the target, carrying op.Key.
 	Execute(ctx context.Context, op Op) (Result, error)
 	// Lookup finds the effect of an earlier attempt of op by its key.
-	// It returns ErrNotFound when the target has no such effect.
+	// It returns ErrNotFound only when the target certainly has no such
+	// effect; a Final *Error carrying an ObjectID when the effect exists
+	// and ended in failure (a canceled payment); any other error when the
+	// target could not tell (the operation stays unknown).
 	Lookup(ctx context.Context, op Op) (Result, error)
 }
 
