@@ -1,0 +1,28 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// lockDataDir takes an exclusive lock on the data directory for the life
+// of serve, so a second serve on it refuses to start. Short commands
+// (token, migrate) do not take it and work beside a running serve.
+func lockDataDir(dir string) (func(), error) {
+	path := filepath.Join(dir, "serve.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock data directory: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another oncegate serve is already running on data directory %s", dir)
+		}
+		return nil, fmt.Errorf("lock data directory: %w", err)
+	}
+	return func() { f.Close() }, nil
+}

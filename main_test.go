@@ -1,0 +1,389 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// End-to-end tests: the real binary, started and killed as a user would.
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "oncegate-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "oncegate")
+	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// proc is a running oncegate process.
+type proc struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	stdout bytes.Buffer
+	stderr bytes.Buffer
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stdout.String() + p.stderr.String()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// start runs the binary with args and env; it is killed at cleanup.
+func start(t testing.TB, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(binary, args...)}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
+	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("oncegate %v output:\n%s", args, p.output())
+		}
+	})
+	return p
+}
+
+// kill9 kills the process with SIGKILL and waits for it.
+func (p *proc) kill9() {
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+// waitHTTP waits until url answers 200.
+func waitHTTP(t testing.TB, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s never became ready", url)
+}
+
+// cli runs a short command and returns its stdout.
+func cli(t testing.TB, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("oncegate %v: %v\n%s", args, err, stderr.String())
+	}
+	return string(out)
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// rig is a gateway binary against a simulator binary, with a config file.
+type rig struct {
+	t       testing.TB
+	simURL  string
+	apiURL  string
+	dataDir string
+	config  string
+	env     []string
+	token   string
+	gateway *proc
+}
+
+func newRig(t testing.TB) *rig {
+	t.Helper()
+	r := &rig{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
+	simAddr := freeAddr(t)
+	start(t, nil, "sim", "--listen", simAddr)
+	r.simURL = "http://" + simAddr
+	waitHTTP(t, r.simURL+"/_sim/effects")
+
+	r.config = filepath.Join(t.TempDir(), "oncegate.yaml")
+	cfg := fmt.Sprintf(`contour: test
+targets:
+  onec: { base_url: "%[1]s/onec", timeout_ms: 1000 }
+  bitrix24: { webhook_url_env: E2E_BITRIX24_WEBHOOK, timeout_ms: 1000 }
+  yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "e2e-shop", secret_key_env: E2E_YOOKASSA_SECRET, timeout_ms: 1000 }
+retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }
+`, r.simURL)
+	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.env = []string{
+		"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/e2e-secret/",
+		"E2E_YOOKASSA_SECRET=sim-secret-key",
+		"YOOKASSA_SECRET_KEY=sim-secret-key",
+	}
+	out := cli(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "e2e-agent", "--scopes", "read,draft,write,post,pay")
+	r.token = lastLine(out)
+	if !strings.HasPrefix(r.token, "og_") {
+		t.Fatalf("token create's last line is not a token: %q", out)
+	}
+	r.startGateway()
+	return r
+}
+
+func (r *rig) startGateway() {
+	r.t.Helper()
+	addr := freeAddr(r.t)
+	r.gateway = start(r.t, r.env, "serve", "--config", r.config, "--data", r.dataDir, "--listen", addr)
+	r.apiURL = "http://" + addr
+	waitHTTP(r.t, r.apiURL+"/readyz")
+}
+
+// post submits an envelope with key; err is a transport failure.
+func (r *rig) post(key, envelope string) (int, map[string]any, error) {
+	req, _ := http.NewRequest("POST", r.apiURL+"/v1/operations", strings.NewReader(envelope))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return resp.StatusCode, nil, err
+	}
+	return resp.StatusCode, body, nil
+}
+
+// simJSON GETs a control endpoint of the simulators.
+func (r *rig) simJSON(path string) map[string]map[string]int {
+	r.t.Helper()
+	resp, err := http.Get(r.simURL + path)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]map[string]int
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+func (r *rig) fault(f string) {
+	r.t.Helper()
+	resp, err := http.Post(r.simURL+"/_sim/faults", "application/json", strings.NewReader(f))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		r.t.Fatalf("fault %s refused: %d", f, resp.StatusCode)
+	}
+}
+
+const e2eInvoice = `{"schema_version":"1.0","intent":"invoice.create","payload":{"order_id":"%s","organization_id":"org-main","customer_id":"customer-1042","currency":"RUB","items":[{"product_id":"product-778","quantity":%d,"unit":"pcs","price_minor":62500}]}}`
+
+// The binary end to end: an operation, its replay, a changed payload.
+func TestBinaryOperationAndReplay(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	const key = "test:invoice.create:order-e2e-1:v1"
+	code, first, err := r.post(key, fmt.Sprintf(e2eInvoice, "order-e2e-1", 2))
+	if err != nil || code != 200 || first["status"] != "succeeded" {
+		t.Fatalf("first: %d %v %v", code, first, err)
+	}
+	code, again, err := r.post(key, fmt.Sprintf(e2eInvoice, "order-e2e-1", 2))
+	if err != nil || code != 200 || again["replayed"] != true || again["target_object_id"] != first["target_object_id"] {
+		t.Fatalf("replay: %d %v %v", code, again, err)
+	}
+	code, changed, _ := r.post(key, fmt.Sprintf(e2eInvoice, "order-e2e-1", 3))
+	if code != 422 || changed["errors"].([]any)[0].(map[string]any)["code"] != "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH" {
+		t.Fatalf("changed payload: %d %v", code, changed)
+	}
+	if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
+		t.Fatalf("effects = %d, want 1", got)
+	}
+}
+
+// (9) kill -9 of the gateway while the target is committing; restart;
+// the agent retries with its key until the answer is final: one effect,
+// and no second execute call — the restart reconciles by key.
+func TestKillDuringCommit(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	const key = "test:invoice.create:order-kill-1:v1"
+	body := fmt.Sprintf(e2eInvoice, "order-kill-1", 2)
+	// The target takes 700 ms to commit; the gateway dies at 250 ms.
+	r.fault(`{"target":"onec","fault":"delay","delay_ms":700,"times":1}`)
+	done := make(chan error, 1)
+	go func() { _, _, err := r.post(key, body); done <- err }()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.simJSON("/_sim/calls")["onec"][key] == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the call never reached the target")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	r.gateway.kill9()
+	if err := <-done; err == nil {
+		t.Fatal("the agent got an answer from a killed gateway")
+	}
+
+	r.startGateway()
+	var final map[string]any
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		code, body, err := r.post(key, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code == 200 {
+			final = body
+			break
+		}
+		if code != 202 || body["status"] != "unknown" {
+			t.Fatalf("retry after restart: %d %v", code, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never resolved")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if final["status"] != "succeeded" {
+		t.Fatalf("final = %v", final)
+	}
+	if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
+		t.Fatalf("effects = %d, want 1", got)
+	}
+	if got := r.simJSON("/_sim/calls")["onec"][key]; got != 1 {
+		t.Fatalf("execute calls = %d, want 1", got)
+	}
+}
+
+// A second serve on the same data directory refuses to start.
+func TestSecondServeRefused(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	cmd := exec.Command(binary, "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
+	cmd.Env = append(os.Environ(), r.env...)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "already running") {
+		t.Fatalf("second serve: %v\n%s", err, out)
+	}
+	// Short commands still work beside it.
+	if out := cli(t, r.env, "token", "list", "--config", r.config, "--data", r.dataDir); !strings.Contains(out, "e2e-agent") {
+		t.Fatalf("token list: %s", out)
+	}
+}
+
+// With no config, serve runs on built-in simulators and prints a first
+// token once.
+func TestServeDefaults(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	p := start(t, nil, "serve", "--data", filepath.Join(dir, "data"), "--listen", addr)
+	waitHTTP(t, "http://"+addr+"/readyz")
+	var token string
+	deadline := time.Now().Add(5 * time.Second)
+	for token == "" && time.Now().Before(deadline) {
+		sc := bufio.NewScanner(strings.NewReader(p.output()))
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "og_") {
+				token = sc.Text()
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if token == "" {
+		t.Fatalf("no first-run token printed:\n%s", p.output())
+	}
+	if !strings.Contains(p.output(), "SIMULATORS IN USE") {
+		t.Fatal("simulators not announced")
+	}
+	rg := &rig{t: t, apiURL: "http://" + addr, token: token}
+	code, body, err := rg.post("test:invoice.create:order-default:v1", fmt.Sprintf(e2eInvoice, "order-default", 1))
+	if err != nil || code != 200 {
+		t.Fatalf("operation on defaults: %d %v %v", code, body, err)
+	}
+	// The token is printed once: a restart prints none.
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	p.cmd.Wait()
+	p2 := start(t, nil, "serve", "--data", filepath.Join(dir, "data"), "--listen", addr)
+	waitHTTP(t, "http://"+addr+"/readyz")
+	if strings.Contains(p2.output(), "og_") {
+		t.Fatal("a token was printed again")
+	}
+}
+
+// Bad configuration fails at start with the key and what is wrong.
+func TestBadConfig(t *testing.T) {
+	t.Parallel()
+	cfg := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(cfg, []byte("retry: { max_attempts: 0 }\ntargets: { onec: { base_url: \"ftp://x\" } }\nsurprise: 1\n"), 0o600)
+	out, err := exec.Command(binary, "serve", "--config", cfg, "--data", t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "surprise") {
+		t.Fatalf("unknown key not named: %v\n%s", err, out)
+	}
+	os.WriteFile(cfg, []byte("retry: { max_attempts: 0 }\ntargets: { onec: { base_url: \"ftp://x\" } }\n"), 0o600)
+	out, _ = exec.Command(binary, "serve", "--config", cfg, "--data", t.TempDir()).CombinedOutput()
+	for _, want := range []string{"retry.max_attempts", "targets.onec.base_url"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("error does not name %s:\n%s", want, out)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+// answer is the one JSON object every POST and GET of an operation
+// returns (API.md section 5). Problem answers add type, title and detail.
+type answer struct {
+	Type   string `json:"type,omitempty"`
+	Title  string `json:"title,omitempty"`
+	Detail string `json:"detail,omitempty"`
+
+	OperationKey   string          `json:"operation_key"`
+	RequestID      string          `json:"request_id"`
+	Operation      string          `json:"operation"`
+	Status         string          `json:"status"`
+	TargetSystem   string          `json:"target_system,omitempty"`
+	TargetObjectID *string         `json:"target_object_id"`
+	Result         json.RawMessage `json:"result"`
+	Errors         []ErrorItem     `json:"errors"`
+	Fingerprint    string          `json:"fingerprint,omitempty"`
+	AttemptCount   int             `json:"attempt_count"`
+	Replayed       bool            `json:"replayed"`
+
+	// Validate mode only.
+	Plan     json.RawMessage `json:"plan,omitempty"`
+	PlanHash string          `json:"plan_hash,omitempty"`
+}
+
+// Retry-After hints, in seconds, by the state an answer reports.
+const (
+	retryInProgress = 1
+	retryUnknown    = 2
+	retryApproval   = 30
+)
+
+// operationAnswer renders a journal row as the API's answer, with its HTTP
+// status and Retry-After hint (0 for none).
+func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
+	a := answer{
+		OperationKey: op.Key,
+		RequestID:    requestID,
+		Operation:    op.Intent,
+		Status:       string(op.Status),
+		TargetSystem: op.TargetSystem,
+		Result:       op.Result,
+		Fingerprint:  op.Fingerprint,
+		AttemptCount: op.AttemptCount,
+	}
+	if a.RequestID == "" {
+		a.RequestID = op.RequestID
+	}
+	if op.TargetObjectID != "" {
+		id := op.TargetObjectID
+		a.TargetObjectID = &id
+	}
+	if a.Result == nil {
+		a.Result = json.RawMessage("null")
+	}
+	item := func(code, field, msg string) {
+		a.Errors = []ErrorItem{{Code: code, Field: field, Message: msg, Retryable: retryableCodes[code]}}
+	}
+	switch op.Status {
+	case store.StatusSucceeded:
+		return http.StatusOK, 0, a
+	case store.StatusFailedFinal:
+		item(op.ErrorCode, op.ErrorField, op.ErrorMessage)
+		return statusOf(op.ErrorCode), 0, a
+	case store.StatusFailedRetryable:
+		item(CodeTargetUnavailable, "", "the target is unavailable and retries are spent; send the same request again later")
+		return http.StatusServiceUnavailable, 5, a
+	case store.StatusUnknown:
+		item(CodeOutcomeUnknown, "", "the request reached the target but its outcome is not known yet; it is being reconciled by key, send the same request again to get the result")
+		return http.StatusAccepted, retryUnknown, a
+	case store.StatusAwaitingApproval:
+		item(CodeApprovalRequired, "", "a money operation waits for a person's approval; send the same request again to learn the decision")
+		return http.StatusAccepted, retryApproval, a
+	default: // started: another attempt holds the lease
+		item(CodeKeyInUse, "", "another attempt with this key is in progress; send the same request again shortly")
+		return http.StatusConflict, retryInProgress, a
+	}
+}
+
+// writeOperation answers with a journal row.
+func (s *Server) writeOperation(c echo.Context, op store.Operation, requestID string, replayed bool) error {
+	status, retry, a := operationAnswer(op, requestID)
+	a.Replayed = replayed
+	h := c.Response().Header()
+	if replayed {
+		h.Set("Idempotent-Replayed", "true")
+	}
+	if retry > 0 {
+		h.Set("Retry-After", itoa(retry))
+	}
+	return s.writeAnswer(c, status, a)
+}

@@ -1,0 +1,289 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/oncegate/oncegate/adapters"
+)
+
+// Config is the gateway's configuration: one YAML file, every key
+// optional, environment variables (ONCEGATE_<PATH>) overriding it. Secrets
+// never appear in it: keys ending in _env name the environment variable
+// that holds them.
+type Config struct {
+	Listen    string          `yaml:"listen"`
+	DataDir   string          `yaml:"data_dir"`
+	Contour   string          `yaml:"contour"`
+	Targets   TargetsConfig   `yaml:"targets"`
+	Retry     RetryConfig     `yaml:"retry"`
+	Approval  ApprovalConfig  `yaml:"approval"`
+	Retention RetentionConfig `yaml:"retention"`
+}
+
+// TargetsConfig says where each target system is. A target with nothing
+// configured is served by the built-in simulator.
+type TargetsConfig struct {
+	OneC     OneCConfig     `yaml:"onec"`
+	Bitrix24 Bitrix24Config `yaml:"bitrix24"`
+	YooKassa YooKassaConfig `yaml:"yookassa"`
+}
+
+// OneCConfig is the 1C HTTP service.
+type OneCConfig struct {
+	BaseURL     string `yaml:"base_url"`
+	UsernameEnv string `yaml:"username_env"`
+	PasswordEnv string `yaml:"password_env"`
+	TimeoutMS   int    `yaml:"timeout_ms"`
+}
+
+// Bitrix24Config is the Bitrix24 inbound webhook.
+type Bitrix24Config struct {
+	WebhookURLEnv string `yaml:"webhook_url_env"`
+	TimeoutMS     int    `yaml:"timeout_ms"`
+}
+
+// YooKassaConfig is the YooKassa API v3.
+type YooKassaConfig struct {
+	BaseURL      string `yaml:"base_url"`
+	ShopID       string `yaml:"shop_id"`
+	SecretKeyEnv string `yaml:"secret_key_env"`
+	TimeoutMS    int    `yaml:"timeout_ms"`
+}
+
+// RetryConfig is the retry policy of target calls.
+type RetryConfig struct {
+	MaxAttempts    int     `yaml:"max_attempts"`
+	InitialDelayMS int     `yaml:"initial_delay_ms"`
+	Multiplier     float64 `yaml:"multiplier"`
+	MaxDelayMS     int     `yaml:"max_delay_ms"`
+	Jitter         *bool   `yaml:"jitter"`
+}
+
+// ApprovalConfig governs approvals of money intents.
+type ApprovalConfig struct {
+	TTL Duration `yaml:"ttl"`
+}
+
+// RetentionConfig says how long terminal operations are kept.
+type RetentionConfig struct {
+	Default Duration `yaml:"default"`
+}
+
+// Duration is a time.Duration written as "24h", "90s" in YAML.
+type Duration time.Duration
+
+// UnmarshalYAML parses a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration like 90s, 15m or 24h", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// DefaultConfig is the embedded default: loopback, a journal under
+// ./oncegate-data, contour test, built-in simulators as targets.
+func DefaultConfig() Config {
+	jitter := true
+	return Config{
+		Listen:  "127.0.0.1:8080",
+		DataDir: "./oncegate-data",
+		Contour: "test",
+		Targets: TargetsConfig{
+			OneC:     OneCConfig{TimeoutMS: 5000},
+			Bitrix24: Bitrix24Config{TimeoutMS: 5000},
+			YooKassa: YooKassaConfig{ShopID: "demo-shop", TimeoutMS: 5000},
+		},
+		Retry:     RetryConfig{MaxAttempts: 4, InitialDelayMS: 500, Multiplier: 2, MaxDelayMS: 5000, Jitter: &jitter},
+		Approval:  ApprovalConfig{TTL: Duration(24 * time.Hour)},
+		Retention: RetentionConfig{Default: Duration(720 * time.Hour)},
+	}
+}
+
+// LoadConfig reads the YAML file at path (none when path is ""), over the
+// defaults, then applies ONCEGATE_* environment overrides from env, then
+// checks the result. Errors name the key and what is wrong with it.
+func LoadConfig(path string, env func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return Config{}, fmt.Errorf("config %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+	}
+	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "ONCEGATE", env); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return cfg, nil
+}
+
+// applyEnv sets every field from PREFIX_<YAML PATH> (upper case, "." as
+// "_"), e.g. ONCEGATE_TARGETS_ONEC_BASE_URL, when that variable is set.
+func applyEnv(v reflect.Value, prefix string, env func(string) string) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name := prefix + "_" + strings.ToUpper(strings.Split(f.Tag.Get("yaml"), ",")[0])
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Struct {
+			if err := applyEnv(fv, name, env); err != nil {
+				return err
+			}
+			continue
+		}
+		raw := env(name)
+		if raw == "" {
+			continue
+		}
+		if err := setFromString(fv, raw); err != nil {
+			return fmt.Errorf("%s=%q: %w", name, raw, err)
+		}
+	}
+	return nil
+}
+
+func setFromString(v reflect.Value, raw string) error {
+	switch v.Interface().(type) {
+	case Duration:
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			return errors.New("not a duration like 90s, 15m or 24h")
+		}
+		v.Set(reflect.ValueOf(Duration(d)))
+		return nil
+	case *bool:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return errors.New("not a boolean")
+		}
+		v.Set(reflect.ValueOf(&b))
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(raw)
+	case reflect.Int:
+		n, err := strconv.Atoi(raw)
+		if err != nil {
+			return errors.New("not an integer")
+		}
+		v.SetInt(int64(n))
+	case reflect.Float64:
+		n, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return errors.New("not a number")
+		}
+		v.SetFloat(n)
+	default:
+		return fmt.Errorf("cannot be set from the environment")
+	}
+	return nil
+}
+
+var (
+	contourPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+func (c Config) validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("listen", "%q is not host:port", c.Listen)
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if !contourPattern.MatchString(c.Contour) {
+		bad("contour", "%q must be 1-32 characters of A-Z a-z 0-9 _ -", c.Contour)
+	}
+	checkURL := func(key, raw string) {
+		if raw == "" {
+			return
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(key, "%q is not an absolute http(s) URL", raw)
+		} else if u.User != nil {
+			bad(key, "must not hold credentials; name an environment variable in the *_env key instead")
+		}
+	}
+	checkEnv := func(key, name string) {
+		if name != "" && !envNamePattern.MatchString(name) {
+			bad(key, "%q is not an environment variable name (the secret itself never goes in the file)", name)
+		}
+	}
+	checkTimeout := func(key string, ms int) {
+		if ms < 1 || ms > 600000 {
+			bad(key, "%d must be between 1 and 600000", ms)
+		}
+	}
+	t := c.Targets
+	checkURL("targets.onec.base_url", t.OneC.BaseURL)
+	checkEnv("targets.onec.username_env", t.OneC.UsernameEnv)
+	checkEnv("targets.onec.password_env", t.OneC.PasswordEnv)
+	checkTimeout("targets.onec.timeout_ms", t.OneC.TimeoutMS)
+	checkEnv("targets.bitrix24.webhook_url_env", t.Bitrix24.WebhookURLEnv)
+	checkTimeout("targets.bitrix24.timeout_ms", t.Bitrix24.TimeoutMS)
+	checkURL("targets.yookassa.base_url", t.YooKassa.BaseURL)
+	checkEnv("targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv)
+	checkTimeout("targets.yookassa.timeout_ms", t.YooKassa.TimeoutMS)
+	if t.YooKassa.BaseURL != "" && (t.YooKassa.ShopID == "" || t.YooKassa.SecretKeyEnv == "") {
+		bad("targets.yookassa", "base_url needs shop_id and secret_key_env")
+	}
+	r := c.Retry
+	if r.MaxAttempts < 1 || r.MaxAttempts > 20 {
+		bad("retry.max_attempts", "%d must be between 1 and 20", r.MaxAttempts)
+	}
+	if r.InitialDelayMS < 0 || r.InitialDelayMS > 60000 {
+		bad("retry.initial_delay_ms", "%d must be between 0 and 60000", r.InitialDelayMS)
+	}
+	if r.Multiplier < 1 || r.Multiplier > 10 {
+		bad("retry.multiplier", "%v must be between 1 and 10", r.Multiplier)
+	}
+	if r.MaxDelayMS < r.InitialDelayMS || r.MaxDelayMS > 300000 {
+		bad("retry.max_delay_ms", "%d must be between initial_delay_ms and 300000", r.MaxDelayMS)
+	}
+	if c.Approval.TTL <= 0 {
+		bad("approval.ttl", "must be positive")
+	}
+	if c.Retention.Default < Duration(time.Hour) {
+		bad("retention.default", "must be at least 1h (a shorter window would let old retries run again)")
+	}
+	return errors.Join(errs...)
+}
+
+// RetryPolicy is the configured retry policy.
+func (c Config) RetryPolicy() adapters.RetryPolicy {
+	return adapters.RetryPolicy{
+		MaxAttempts:  c.Retry.MaxAttempts,
+		InitialDelay: time.Duration(c.Retry.InitialDelayMS) * time.Millisecond,
+		Multiplier:   c.Retry.Multiplier,
+		MaxDelay:     time.Duration(c.Retry.MaxDelayMS) * time.Millisecond,
+		Jitter:       c.Retry.Jitter == nil || *c.Retry.Jitter,
+	}
+}

@@ -1,0 +1,174 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+// Stable machine codes of the agent API (API.md section 5) that the server
+// itself produces; the contract package and the adapters add theirs.
+const (
+	CodeKeyMismatch       = "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH"
+	CodeKeyForeign        = "IDEMPOTENCY_KEY_FOREIGN"
+	CodeKeyInUse          = "IDEMPOTENCY_KEY_IN_USE"
+	CodeApprovalRequired  = "APPROVAL_REQUIRED"
+	CodeApprovalDenied    = "APPROVAL_DENIED"
+	CodeApprovalExpired   = "APPROVAL_EXPIRED"
+	CodeOutcomeUnknown    = "OUTCOME_UNKNOWN"
+	CodeTargetUnavailable = "TARGET_UNAVAILABLE"
+	CodeUnauthenticated   = "UNAUTHENTICATED"
+	CodePermissionDenied  = "PERMISSION_DENIED"
+	CodePayloadTooLarge   = "PAYLOAD_TOO_LARGE"
+	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA_TYPE"
+	CodeRateLimited       = "RATE_LIMITED"
+	CodePlanChanged       = "PLAN_CHANGED"
+	CodeOperationNotFound = "OPERATION_NOT_FOUND"
+	CodeNotFound          = "NOT_FOUND"
+	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"
+	CodeInternal          = "INTERNAL"
+)
+
+// httpStatus is the HTTP status of each code. A code not listed is a
+// target's business refusal: 422.
+var httpStatus = map[string]int{
+	CodeKeyMismatch:               http.StatusUnprocessableEntity,
+	CodeKeyForeign:                http.StatusConflict,
+	CodeKeyInUse:                  http.StatusConflict,
+	CodeApprovalRequired:          http.StatusAccepted,
+	CodeOutcomeUnknown:            http.StatusAccepted,
+	CodeTargetUnavailable:         http.StatusServiceUnavailable,
+	CodeUnauthenticated:           http.StatusUnauthorized,
+	CodePermissionDenied:          http.StatusForbidden,
+	CodePayloadTooLarge:           http.StatusRequestEntityTooLarge,
+	CodeUnsupportedMedia:          http.StatusUnsupportedMediaType,
+	CodeRateLimited:               http.StatusTooManyRequests,
+	CodePlanChanged:               http.StatusConflict,
+	CodeOperationNotFound:         http.StatusNotFound,
+	CodeNotFound:                  http.StatusNotFound,
+	CodeMethodNotAllowed:          http.StatusMethodNotAllowed,
+	CodeInternal:                  http.StatusInternalServerError,
+	contract.CodeKeyMissing:       http.StatusBadRequest,
+	contract.CodeKeyInvalid:       http.StatusBadRequest,
+	contract.CodeIntentNotAllowed: http.StatusBadRequest,
+	contract.CodeUnknownField:     http.StatusBadRequest,
+	contract.CodeValidation:       http.StatusBadRequest,
+	contract.CodeUnsupportedSchema: http.StatusBadRequest,
+}
+
+// statusOf returns the HTTP status of an answer carrying code.
+func statusOf(code string) int {
+	if s, ok := httpStatus[code]; ok {
+		return s
+	}
+	return http.StatusUnprocessableEntity
+}
+
+// retryableCodes are the codes after which the same request, with the same
+// key, may be sent again.
+var retryableCodes = map[string]bool{
+	CodeKeyInUse: true, CodeApprovalRequired: true, CodeOutcomeUnknown: true,
+	CodeTargetUnavailable: true, CodeRateLimited: true,
+}
+
+// titles are the RFC 9457 titles of problem answers.
+var titles = map[int]string{
+	400: "Bad request", 401: "Unauthenticated", 403: "Permission denied", 404: "Not found",
+	405: "Method not allowed", 409: "Conflict", 413: "Payload too large", 415: "Unsupported media type",
+	422: "Unprocessable request", 429: "Too many requests", 500: "Internal error", 503: "Target unavailable",
+}
+
+// ErrorItem is one error of an answer.
+type ErrorItem struct {
+	Code      string `json:"code"`
+	Field     string `json:"field"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+}
+
+// apiError is a refusal before anything was journaled. Handlers return it;
+// the error handler renders it.
+type apiError struct {
+	ErrorItem
+	RetryAfter int
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func refuse(code, field, message string) *apiError {
+	return &apiError{ErrorItem: ErrorItem{Code: code, Field: field, Message: message, Retryable: retryableCodes[code]}}
+}
+
+// handleError is Echo's HTTPErrorHandler: every error becomes a
+// problem+json answer with a stable code; only 5xx are logged, and no
+// internal detail ever reaches the client.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var ae *apiError
+	var ce *contract.Error
+	var he *echo.HTTPError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &ce):
+		ae = refuse(ce.Code, ce.Field, ce.Message)
+	case errors.As(err, &he):
+		switch he.Code {
+		case http.StatusNotFound:
+			ae = refuse(CodeNotFound, "", "no such endpoint")
+		case http.StatusMethodNotAllowed:
+			ae = refuse(CodeMethodNotAllowed, "", "this method is not allowed on this endpoint")
+		case http.StatusRequestEntityTooLarge:
+			ae = refuse(CodePayloadTooLarge, "", "the body is larger than 64 KiB")
+		case http.StatusUnauthorized:
+			ae = refuse(CodeUnauthenticated, "", "a valid bearer token is required")
+		default:
+			s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+			ae = refuse(CodeInternal, "", "internal error; the request may be retried with the same key")
+		}
+	default:
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+		ae = refuse(CodeInternal, "", "internal error; the request may be retried with the same key")
+	}
+	a := answer{Status: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
+	if key, ok := c.Get(ctxKey).(string); ok {
+		a.OperationKey = key
+	}
+	if in, ok := c.Get(ctxIntent).(string); ok {
+		a.Operation = in
+	}
+	if ae.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", itoa(ae.RetryAfter))
+	}
+	s.writeAnswer(c, statusOf(ae.Code), a)
+}
+
+// writeAnswer writes a: application/json for 2xx, RFC 9457
+// application/problem+json (with type, title, detail) otherwise.
+func (s *Server) writeAnswer(c echo.Context, status int, a answer) error {
+	if a.Errors == nil {
+		a.Errors = []ErrorItem{}
+	}
+	ct := echo.MIMEApplicationJSON
+	if status >= 400 {
+		ct = "application/problem+json"
+		code := CodeInternal
+		if len(a.Errors) > 0 {
+			code = a.Errors[0].Code
+			a.Detail = a.Errors[0].Message
+		}
+		a.Type = "urn:oncegate:error:" + strings.ToLower(strings.ReplaceAll(code, "_", "-"))
+		a.Title = titles[status]
+		if a.Title == "" {
+			a.Title = http.StatusText(status)
+		}
+	}
+	c.Response().Header().Set(echo.HeaderContentType, ct)
+	c.Response().WriteHeader(status)
+	return s.encodeJSON(c, a)
+}

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/store"
+)
+
+// timeout is one call's timeout at the target system.
+func (s *Server) timeout(system string) time.Duration {
+	ms := 5000
+	switch system {
+	case "onec":
+		ms = s.cfg.Targets.OneC.TimeoutMS
+	case "crm":
+		ms = s.cfg.Targets.Bitrix24.TimeoutMS
+	case "payments":
+		ms = s.cfg.Targets.YooKassa.TimeoutMS
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// budget is the longest one drive of an operation may take: a lookup and
+// every attempt of the retry policy with its delays. Target calls run
+// under this deadline, so they always end before the lease does.
+func (s *Server) budget(system string) time.Duration {
+	t := s.timeout(system)
+	return t + time.Duration(max(s.policy.MaxAttempts, 1))*t + s.policy.MaxTotalDelay()
+}
+
+// lease is how long a claim holds an operation: its budget plus a margin
+// for the journal writes around the calls.
+func (s *Server) lease(system string) time.Duration { return s.budget(system) + 10*time.Second }
+
+// maxLease is the longest lease of any target.
+func (s *Server) maxLease() time.Duration {
+	var m time.Duration
+	for _, system := range []string{"onec", "crm", "payments"} {
+		m = max(m, s.lease(system))
+	}
+	return m
+}
+
+// settle is how long after an attempt was sent a "not found" from a lookup
+// is not yet trusted: the attempt may still be on its way to a commit.
+func (s *Server) settle(system string) time.Duration { return 2 * s.timeout(system) }
+
+// drive takes an operation whose lease the caller holds to its next
+// resting state in the journal and returns the row as it is then. A
+// resumed operation is first looked up by key at the target; found
+// reports that the effect was found there rather than made now.
+//
+// Target calls run detached from the agent's request: an agent that hangs
+// up must not turn a call in flight into an unknown outcome.
+func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation) (store.Operation, bool, error) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.budget(op.TargetSystem))
+	defer cancel()
+
+	target := s.targets[op.TargetSystem]
+	aop := adapters.Op{
+		Key:         op.Key,
+		Intent:      op.Intent,
+		Fingerprint: op.Fingerprint,
+		Payload:     op.Payload,
+		Attempt:     max(op.AttemptCount, 1),
+		ObjectID:    op.TargetObjectID,
+		CreatedAt:   op.CreatedAt,
+	}
+
+	found := false
+	err := func() error {
+		// Reconcile before anything is sent again.
+		if d == store.DecisionResume {
+			done, err := s.reconcile(ctx, target, aop, op)
+			if done || err != nil {
+				found = done && err == nil
+				return err
+			}
+			aop.Attempt = op.AttemptCount + 1
+		}
+		res, _, err := s.policy.Execute(ctx, target, aop, func(n int) error {
+			if n <= op.AttemptCount {
+				return nil // recorded by the claim
+			}
+			return s.store.RecordAttempt(ctx, op.Key, s.owner, n, s.lease(op.TargetSystem))
+		})
+		return s.settleOutcome(ctx, op, res, err)
+	}()
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		return store.Operation{}, false, err
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		s.log.Warn("lease lost while driving an operation", "key", op.Key)
+	}
+	after, err := s.store.Get(ctx, op.Key)
+	return after, found && after.Status == store.StatusSucceeded, err
+}
+
+// reconcile looks a resumed operation up at its target. It reports done
+// when the row reached a resting state (found, or still unclear); false
+// with no error means the target has nothing and it is safe to execute.
+func (s *Server) reconcile(ctx context.Context, target adapters.Target, aop adapters.Op, op store.Operation) (bool, error) {
+	lctx, cancel := context.WithTimeout(ctx, s.timeout(op.TargetSystem))
+	res, err := target.Lookup(lctx, aop)
+	cancel()
+	switch {
+	case err == nil:
+		s.log.Info("reconciled: the target has the effect", "key", op.Key, "object", res.ObjectID)
+		return true, s.complete(ctx, op, res)
+	case errors.Is(err, adapters.ErrNotFound):
+		// After an unclear attempt (not after one classified Retry, which
+		// had no effect or one the target dedupes), that attempt may still
+		// be on its way to a commit: not yet safe to send another.
+		if op.ResumedFrom != store.StatusFailedRetryable && s.store.Now().Sub(op.LastAttemptAt) < s.settle(op.TargetSystem) {
+			return true, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.store.Now().Add(s.settle(op.TargetSystem)))
+		}
+		s.log.Info("reconciled: the target has no effect; executing", "key", op.Key)
+		return false, nil
+	case finalAtTarget(err):
+		var ae *adapters.Error
+		errors.As(err, &ae)
+		s.log.Info("reconciled: the target has the effect, failed", "key", op.Key, "object", ae.ObjectID, "code", ae.Code)
+		return true, s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
+	default:
+		s.log.Warn("lookup failed", "key", op.Key, "err", err)
+		if op.ResumedFrom == store.StatusFailedRetryable {
+			return true, s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+		}
+		return true, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the lookup at the target failed"}, s.store.Now().Add(s.settle(op.TargetSystem)))
+	}
+}
+
+// settleOutcome journals the outcome of the execute attempts.
+func (s *Server) settleOutcome(ctx context.Context, op store.Operation, res adapters.Result, err error) error {
+	if err == nil {
+		return s.complete(ctx, op, res)
+	}
+	var ae *adapters.Error
+	if !errors.As(err, &ae) {
+		if errors.Is(err, store.ErrLeaseLost) {
+			return err
+		}
+		ae = &adapters.Error{Class: adapters.ClassOf(err), Code: CodeOutcomeUnknown, Err: err}
+	}
+	s.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "err", ae.Err)
+	switch ae.Class {
+	case adapters.Final:
+		return s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
+	case adapters.Retry:
+		return s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+	default:
+		return s.store.MarkUnknown(ctx, op.Key, s.owner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: "the request was sent but its outcome is not known"}, s.store.Now().Add(s.settle(op.TargetSystem)))
+	}
+}
+
+func (s *Server) complete(ctx context.Context, op store.Operation, res adapters.Result) error {
+	var data json.RawMessage
+	if len(res.Data) > 0 {
+		b, err := json.Marshal(res.Data)
+		if err != nil {
+			return err
+		}
+		data = b
+	}
+	return s.store.Complete(ctx, op.Key, s.owner, res.ObjectID, data)
+}
+
+// finalAtTarget reports whether a lookup found the effect ended in failure
+// at the target: a Final error naming the target's object.
+func finalAtTarget(err error) bool {
+	var ae *adapters.Error
+	return errors.As(err, &ae) && ae.Class == adapters.Final && ae.ObjectID != ""
+}

@@ -1,0 +1,35 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+// intentInfo is one entry of GET /v1/intents.
+type intentInfo struct {
+	Name          string          `json:"name"`
+	Target        string          `json:"target"`
+	Scope         string          `json:"scope"`
+	Money         bool            `json:"money"`
+	KeyRequired   bool            `json:"key_required"`
+	Description   string          `json:"description"`
+	PayloadSchema json.RawMessage `json:"payload_schema"`
+}
+
+// handleIntentList serves GET /v1/intents: the whitelist with each
+// intent's target, scope, money flag and payload JSON Schema.
+func (s *Server) handleIntentList(c echo.Context) error {
+	all := contract.All()
+	out := make([]intentInfo, 0, len(all))
+	for _, in := range all {
+		out = append(out, intentInfo{
+			Name: in.Name, Target: in.Target, Scope: in.Scope, Money: in.Money,
+			KeyRequired: in.Journaled, Description: in.Effect, PayloadSchema: in.Schema,
+		})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"schema_version": "1.0", "intents": out})
+}

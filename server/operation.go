@@ -1,0 +1,159 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/store"
+)
+
+// maxBody is the largest request body accepted (API.md section 3).
+const maxBody = 64 << 10
+
+// handleOperationCreate serves POST /v1/operations: checks the request
+// against the contract, binds its key to its fingerprint in the journal,
+// and drives the operation to the target exactly once.
+func (s *Server) handleOperationCreate(c echo.Context) error {
+	ctx := c.Request().Context()
+	body, err := readJSON(c)
+	if err != nil {
+		return err
+	}
+
+	// The contract: envelope, intent, scope, key, payload — all before
+	// anything is journaled, so a refusal binds nothing.
+	env, err := contract.DecodeEnvelope(body)
+	if err != nil {
+		return err
+	}
+	in, ok := contract.Lookup(env.Intent)
+	if !ok {
+		return contract.ErrIntentNotAllowed(env.Intent)
+	}
+	c.Set(ctxIntent, in.Name)
+	tok := token(c)
+	if !tok.Has(in.Scope) {
+		return refuse(CodePermissionDenied, "", fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name))
+	}
+	hv, hasKey := c.Request().Header[http.CanonicalHeaderKey("Idempotency-Key")]
+	header := ""
+	if hasKey {
+		header = hv[0]
+	}
+	key, err := contract.KeyFromRequest(header, hasKey, env.RequestID)
+	if err != nil {
+		return err
+	}
+	if key == "" && in.Journaled && env.Mode != "validate" {
+		return contract.ErrKeyMissing()
+	}
+	if key != "" {
+		if err := contract.CheckKey(key, s.cfg.Contour, in.Name); err != nil {
+			return err
+		}
+		c.Set(ctxKey, key)
+	}
+	norm, err := in.Normalize(env.Payload)
+	if err != nil {
+		return err
+	}
+	target, ok := s.targets[in.Target]
+	if !ok {
+		return fmt.Errorf("no target configured for system %q", in.Target)
+	}
+
+	switch {
+	case env.Mode == "validate":
+		return s.validate(c, in, norm, key, env.RequestID)
+	case !in.Journaled:
+		return s.read(c, in, norm, target)
+	case env.PlanHash != "":
+		if err := s.checkPlan(c, in, norm, key, env.PlanHash); err != nil {
+			return err
+		}
+	}
+
+	d, op, err := s.store.Claim(ctx, store.ClaimRequest{
+		Key:           key,
+		Intent:        in.Name,
+		Fingerprint:   norm.Fingerprint,
+		TargetSystem:  in.Target,
+		Agent:         tok.Agent,
+		ActorID:       env.ActorID,
+		RequestID:     env.RequestID,
+		Payload:       norm.Payload,
+		AwaitApproval: in.Money,
+		Owner:         s.owner,
+		Lease:         s.lease(in.Target),
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Info("operation claimed", "key", key, "intent", in.Name, "agent", tok.Agent, "decision", d.String())
+
+	switch d {
+	case store.DecisionMismatch:
+		return refuse(CodeKeyMismatch, "", "this key was first used with a different request; a changed request needs a new key")
+	case store.DecisionForeign:
+		return refuse(CodeKeyForeign, "", "this key was first used by another agent")
+	case store.DecisionReplay:
+		return s.writeOperation(c, op, env.RequestID, true)
+	case store.DecisionInProgress, store.DecisionAwaitingApproval:
+		return s.writeOperation(c, op, env.RequestID, false)
+	}
+	op, found, err := s.drive(ctx, d, op)
+	if err != nil {
+		return err
+	}
+	return s.writeOperation(c, op, env.RequestID, found)
+}
+
+// handleOperationGet serves GET /v1/operations/{key}: the operation's
+// current state, to the agent that owns the key.
+func (s *Server) handleOperationGet(c echo.Context) error {
+	key, err := url.PathUnescape(c.Param("key"))
+	if err != nil {
+		return refuse(CodeOperationNotFound, "", "no operation with this key")
+	}
+	op, err := s.store.Get(c.Request().Context(), key)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && op.Agent != token(c).Agent) {
+		// Another agent's key is not found either: keys are not shared.
+		return refuse(CodeOperationNotFound, "", "no operation with this key")
+	}
+	if err != nil {
+		return err
+	}
+	status, retry, a := operationAnswer(op, "")
+	_ = status
+	if retry > 0 {
+		c.Response().Header().Set("Retry-After", itoa(retry))
+	}
+	return s.writeAnswer(c, http.StatusOK, a)
+}
+
+// readJSON reads the request body, refusing a wrong media type (415) or a
+// body over the limit (413).
+func readJSON(c echo.Context) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
+	if err != nil || mt != echo.MIMEApplicationJSON {
+		return nil, refuse(CodeUnsupportedMedia, "", "send the request as Content-Type: application/json")
+	}
+	if c.Request().ContentLength > maxBody {
+		return nil, refuse(CodePayloadTooLarge, "", "the body is larger than 64 KiB")
+	}
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
+	if err != nil {
+		return nil, refuse(contract.CodeValidation, "", "the body could not be read")
+	}
+	if len(body) > maxBody {
+		return nil, refuse(CodePayloadTooLarge, "", "the body is larger than 64 KiB")
+	}
+	return body, nil
+}

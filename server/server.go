@@ -1,0 +1,143 @@
+// Package server is the gateway: the Echo app with the agent API, the flow
+// that binds each operation key to one effect, and the background work.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/static"
+	"github.com/oncegate/oncegate/store"
+)
+
+// Server is the gateway.
+type Server struct {
+	cfg     Config
+	store   *store.Store
+	targets map[string]adapters.Target // by target system: onec, crm, payments
+	policy  adapters.RetryPolicy
+	owner   string // lease owner id of this run
+	log     *slog.Logger
+	echo    *echo.Echo
+
+	// inflight counts operations being driven, so shutdown can wait for them.
+	inflight sync.WaitGroup
+}
+
+// New builds the gateway over an open journal and its targets, keyed by
+// target system ("onec", "crm", "payments").
+func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *slog.Logger) *Server {
+	buf := make([]byte, 8)
+	rand.Read(buf)
+	s := &Server{
+		cfg:     cfg,
+		store:   st,
+		targets: targets,
+		policy:  cfg.RetryPolicy(),
+		owner:   "run-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(buf),
+		log:     log,
+		echo:    echo.New(),
+	}
+	s.echo.HideBanner = true
+	s.echo.HidePort = true
+	s.echo.HTTPErrorHandler = s.handleError
+	s.echo.Use(s.recoverPanics)
+	s.routes()
+	return s
+}
+
+// Owner is this run's lease owner id.
+func (s *Server) Owner() string { return s.owner }
+
+// Handler is the HTTP handler of the gateway.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+func (s *Server) routes() {
+	s.echo.GET("/healthz", s.handleHealth)
+	s.echo.GET("/readyz", s.handleReady)
+	s.echo.GET("/", s.handleHome)
+	s.echo.StaticFS("/static", static.FS)
+
+	v1 := s.echo.Group("/v1", s.authenticate)
+	v1.POST("/operations", s.handleOperationCreate)
+	v1.GET("/operations/:key", s.handleOperationGet)
+	v1.GET("/intents", s.handleIntentList)
+}
+
+// Start prepares the journal for this run: rows left started by a
+// previous run, which is known dead, become unknown so they are
+// reconciled at once instead of waiting for their leases to expire.
+func (s *Server) Start(ctx context.Context) error {
+	n, err := s.store.OrphanLeases(ctx, s.owner)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.log.Warn("operations left in flight by a previous run are now unknown and will be reconciled", "count", n)
+	}
+	return nil
+}
+
+// Serve answers on ln until ctx is done, then shuts down gracefully: it
+// stops accepting, lets requests in progress finish (each settles its
+// operation in the journal), and returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.maxLease())
+	defer cancel()
+	err := hs.Shutdown(shutdownCtx)
+	s.inflight.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// recoverPanics turns a panic in a handler into a 500 with a safe message.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				if r == http.ErrAbortHandler {
+					panic(r)
+				}
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		return next(c)
+	}
+}
+
+func (s *Server) encodeJSON(c echo.Context, v any) error {
+	enc := json.NewEncoder(c.Response())
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,201 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+
+	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/store"
+)
+
+// gateway is a real Echo app over a real journal file, talking over
+// loopback to real simulators.
+type gateway struct {
+	t      testing.TB
+	srv    *server.Server
+	store  *store.Store
+	sim    *sim.Server
+	url    string
+	token  string // scopes read, draft, write, post
+	client *http.Client
+}
+
+// testConfig is the default configuration with timeouts and delays small
+// enough for tests.
+func testConfig() server.Config {
+	cfg := server.DefaultConfig()
+	cfg.Targets.OneC.TimeoutMS = 300
+	cfg.Targets.Bitrix24.TimeoutMS = 300
+	cfg.Targets.YooKassa.TimeoutMS = 300
+	cfg.Retry.InitialDelayMS = 10
+	cfg.Retry.MaxDelayMS = 40
+	return cfg
+}
+
+func setup(tb testing.TB) *gateway { return setupWith(tb, testConfig()) }
+
+func setupWith(tb testing.TB, cfg server.Config) *gateway {
+	tb.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(tb.TempDir(), "journal.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+
+	simulators := sim.New()
+	simHTTP := httptest.NewServer(simulators)
+	tb.Cleanup(simHTTP.Close)
+
+	env := func(string) string { return "" }
+	targets, err := server.BuildTargets(cfg, simHTTP.URL, env)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := server.New(cfg, st, targets, log)
+	if err := srv.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	api := httptest.NewServer(srv.Handler())
+	tb.Cleanup(api.Close)
+
+	secret, _, err := st.CreateToken(ctx, "agent-a", []string{"read", "draft", "write", "post"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &gateway{t: tb, srv: srv, store: st, sim: simulators, url: api.URL, token: secret, client: api.Client()}
+}
+
+// MustToken makes another agent token.
+func (g *gateway) MustToken(agent string, scopes ...string) string {
+	g.t.Helper()
+	secret, _, err := g.store.CreateToken(context.Background(), agent, scopes)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return secret
+}
+
+// reply is an answer as an agent sees it.
+type reply struct {
+	Code   int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+// str returns a top-level string field of the body.
+func (r reply) str(field string) string {
+	s, _ := r.Body[field].(string)
+	return s
+}
+
+// errCode returns the first error's code, or "".
+func (r reply) errCode() string {
+	errs, _ := r.Body["errors"].([]any)
+	if len(errs) == 0 {
+		return ""
+	}
+	e, _ := errs[0].(map[string]any)
+	s, _ := e["code"].(string)
+	return s
+}
+
+// errField returns the first error's field, or "".
+func (r reply) errField() string {
+	errs, _ := r.Body["errors"].([]any)
+	if len(errs) == 0 {
+		return ""
+	}
+	e, _ := errs[0].(map[string]any)
+	s, _ := e["field"].(string)
+	return s
+}
+
+// do sends a request with the agent's token.
+func (g *gateway) do(method, path, token string, header map[string]string, body []byte) reply {
+	g.t.Helper()
+	req, err := http.NewRequest(method, g.url+path, bytes.NewReader(body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := g.client.Do(req)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := reply{Code: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &r.Body); err != nil {
+			g.t.Fatalf("%s %s: answer is not JSON: %s", method, path, raw)
+		}
+	}
+	return r
+}
+
+// post submits an operation with key in the Idempotency-Key header.
+func (g *gateway) post(key string, envelope map[string]any) reply {
+	g.t.Helper()
+	body, _ := json.Marshal(envelope)
+	h := map[string]string{}
+	if key != "" {
+		h["Idempotency-Key"] = key
+	}
+	return g.do("POST", "/v1/operations", g.token, h, body)
+}
+
+// invoice is an invoice.create envelope for order with quantity.
+func invoice(order string, quantity float64) map[string]any {
+	return map[string]any{
+		"schema_version": "1.0",
+		"intent":         "invoice.create",
+		"actor_id":       "user-42",
+		"payload": map[string]any{
+			"order_id": order, "organization_id": "org-main", "customer_id": "customer-1042", "currency": "rub",
+			"items": []any{map[string]any{"product_id": "product-778", "quantity": quantity, "unit": "pcs", "price_minor": 62500}},
+		},
+	}
+}
+
+// row reads the journal row of key.
+func (g *gateway) row(key string) store.Operation {
+	g.t.Helper()
+	op, err := g.store.Get(context.Background(), key)
+	if err != nil {
+		g.t.Fatalf("journal row %s: %v", key, err)
+	}
+	return op
+}
+
+func (g *gateway) inject(f sim.Fault) {
+	g.t.Helper()
+	if err := g.sim.Inject(f); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func expect(tb testing.TB, r reply, code int, status, errCode string) {
+	tb.Helper()
+	if r.Code != code || r.str("status") != status || r.errCode() != errCode {
+		tb.Fatalf("got HTTP %d status %q code %q, want %d %q %q; body %s", r.Code, r.str("status"), r.errCode(), code, status, errCode, r.Raw)
+	}
+}

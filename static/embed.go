@@ -1,0 +1,9 @@
+// Package static holds the admin UI's CSS and scripts, embedded.
+package static
+
+import "embed"
+
+// FS holds the static files.
+//
+//go:embed *.css
+var FS embed.FS
