@@ -1,0 +1,163 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxDepth bounds the nesting of any JSON this package decodes; the contract needs
+// three levels, the rest is headroom.
+const maxDepth = 32
+
+// Reasons decodeStrict refuses its input.
+var (
+	errNotJSON = errors.New("not valid JSON")
+	errNotUTF8 = errors.New("not valid UTF-8")
+	errTooDeep = errors.New("nested too deeply")
+)
+
+// dupKeyError is a member name that occurs twice in one JSON object.
+type dupKeyError struct {
+	Path string // field path of the object holding the duplicate, "" at the top
+	Key  string
+}
+
+// Field is the field path of the duplicate member.
+func (e *dupKeyError) Field() string {
+	if e.Path == "" {
+		return e.Key
+	}
+	return e.Path + "." + e.Key
+}
+
+func (e *dupKeyError) Error() string { return "duplicate key " + strconv.Quote(e.Key) }
+
+// decodeStrict decodes one JSON value into map[string]any, []any, string, json.Number,
+// bool and nil. It refuses invalid JSON or UTF-8, trailing data, nesting deeper than
+// maxDepth, and duplicate member names at any level (*dupKeyError): JSON parsers
+// disagree on which duplicate wins, so such input is ambiguous.
+func decodeStrict(data []byte) (any, error) {
+	if !utf8.Valid(data) {
+		return nil, errNotUTF8
+	}
+	if !json.Valid(data) { // also refuses trailing data
+		return nil, errNotJSON
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeValue(dec, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errNotJSON
+	}
+	return v, nil
+}
+
+// decodeValue reads the value starting at the decoder's next token; path is its field
+// path and depth its nesting.
+func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, errTooDeep
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, errNotJSON
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			obj := map[string]any{}
+			for dec.More() {
+				kt, err := dec.Token()
+				if err != nil {
+					return nil, errNotJSON
+				}
+				k, ok := kt.(string)
+				if !ok {
+					return nil, errNotJSON
+				}
+				if _, dup := obj[k]; dup {
+					return nil, &dupKeyError{Path: path, Key: k}
+				}
+				child := k
+				if path != "" {
+					child = path + "." + k
+				}
+				v, err := decodeValue(dec, child, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				obj[k] = v
+			}
+			if _, err := dec.Token(); err != nil { // '}'
+				return nil, errNotJSON
+			}
+			return obj, nil
+		case '[':
+			arr := []any{}
+			for dec.More() {
+				v, err := decodeValue(dec, path+"["+strconv.Itoa(len(arr))+"]", depth+1)
+				if err != nil {
+					return nil, err
+				}
+				arr = append(arr, v)
+			}
+			if _, err := dec.Token(); err != nil { // ']'
+				return nil, errNotJSON
+			}
+			return arr, nil
+		}
+		return nil, errNotJSON
+	case string, json.Number, bool, nil:
+		return t, nil
+	}
+	return nil, fmt.Errorf("unexpected JSON token %T", tok)
+}
+
+// fieldPath renders a location inside root as a field path: object members dotted,
+// array elements as [i] ("items[0].quantity"). Whether a step is an array index is read
+// from root itself, so a member named "0" stays a member.
+func fieldPath(root any, loc []string) string {
+	var b []byte
+	cur := root
+	for _, step := range loc {
+		switch c := cur.(type) {
+		case []any:
+			b = append(b, '[')
+			b = append(b, step...)
+			b = append(b, ']')
+			if i, err := strconv.Atoi(step); err == nil && i >= 0 && i < len(c) {
+				cur = c[i]
+			} else {
+				cur = nil
+			}
+		default:
+			if len(b) > 0 {
+				b = append(b, '.')
+			}
+			b = append(b, step...)
+			if m, ok := c.(map[string]any); ok {
+				cur = m[step]
+			} else {
+				cur = nil
+			}
+		}
+	}
+	return string(b)
+}
+
+// fieldPathIn is fieldPath followed by a member name; "" loc gives the bare name.
+func fieldPathIn(root any, loc []string, member string) string {
+	if p := fieldPath(root, loc); p != "" {
+		return p + "." + member
+	}
+	return member
+}

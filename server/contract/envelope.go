@@ -1,0 +1,217 @@
+package contract
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// SchemaVersion is the only envelope version this gateway speaks.
+const SchemaVersion = "1.0"
+
+// Modes of a request.
+const (
+	ModeExecute  = "execute"  // run the intent (the default)
+	ModeValidate = "validate" // check everything, journal and write nothing
+)
+
+// String limits of the envelope, in characters (Unicode code points, as JSON Schema's
+// maxLength counts them).
+const (
+	MaxStringLen = 1024 // any string ("strings ≤ 1 KiB")
+	MaxIDLen     = 255  // request_id, actor_id
+)
+
+// envelopeFields are the fields an envelope may have, in API.md's order.
+var envelopeFields = []string{"schema_version", "intent", "request_id", "actor_id", "mode", "payload", "plan_hash"}
+
+// forbiddenFields exist in no contract; refusals of them say why.
+var forbiddenFields = []string{"method", "query", "script", "posted", "privileged_mode"}
+
+// Envelope is a decoded POST /v1/operations body.
+type Envelope struct {
+	SchemaVersion string
+	Intent        string
+	RequestID     string // "" if absent
+	ActorID       string // "" if absent
+	Mode          string // "execute" (default when absent) or "validate"
+	PlanHash      string // optional, "" if absent
+	Payload       json.RawMessage
+}
+
+// DecodeEnvelope decodes and checks a request body: one JSON object, no duplicate
+// member names anywhere, only the envelope fields of API.md section 3, each of the right
+// type and length. The payload is returned raw and unchecked; Intent.Normalize checks it.
+//
+// Checks run in a fixed order so the answer is deterministic: JSON well-formedness and
+// duplicates; an unsupported schema_version (before unknown fields, because a newer
+// version may define fields this one does not know); unknown fields, the first in sorted
+// order; then each field in API.md's order. Whether the intent exists is the caller's
+// question (Lookup). request_id, when present, must not be empty.
+func DecodeEnvelope(body []byte) (Envelope, error) {
+	v, err := decodeStrict(body)
+	if err != nil {
+		return Envelope{}, bodyError(err)
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return Envelope{}, badRequest(CodeValidation, "",
+			"the body is not a JSON object (got %s); send one object such as "+
+				`{"schema_version":"1.0","intent":"invoice.create","payload":{…}}`, jsonType(v))
+	}
+
+	if sv, ok := obj["schema_version"].(string); ok && sv != SchemaVersion {
+		return Envelope{}, badRequest(CodeUnsupportedSchema, "schema_version",
+			"schema_version %s is not supported; this gateway speaks %q only", quoteShort(sv), SchemaVersion)
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		if !slices.Contains(envelopeFields, k) {
+			return Envelope{}, unknownField(truncate(k, maxEcho), k, "the request body", envelopeFields)
+		}
+	}
+
+	var env Envelope
+	if _, ok := obj["schema_version"]; !ok {
+		return Envelope{}, badRequest(CodeValidation, "schema_version",
+			"schema_version is missing; send \"schema_version\": %q", SchemaVersion)
+	}
+	steps := []struct {
+		name     string
+		dst      *string
+		required bool
+		max      int
+	}{
+		{"schema_version", &env.SchemaVersion, true, MaxStringLen},
+		{"intent", &env.Intent, true, MaxStringLen},
+		{"request_id", &env.RequestID, false, MaxIDLen},
+		{"actor_id", &env.ActorID, false, MaxIDLen},
+		{"mode", &env.Mode, false, MaxStringLen},
+	}
+	for _, s := range steps {
+		if err := envelopeString(obj, s.name, s.dst, s.required, s.max); err != nil {
+			return Envelope{}, err
+		}
+	}
+	if _, ok := obj["request_id"]; ok && env.RequestID == "" {
+		return Envelope{}, badRequest(CodeValidation, "request_id",
+			"request_id is empty; send the operation key (the same as the Idempotency-Key header) or leave request_id out")
+	}
+	if _, ok := obj["mode"]; !ok {
+		env.Mode = ModeExecute
+	} else if env.Mode != ModeExecute && env.Mode != ModeValidate {
+		return Envelope{}, badRequest(CodeValidation, "mode",
+			"mode must be %q (the default) or %q (got %s)", ModeExecute, ModeValidate, quoteShort(env.Mode))
+	}
+
+	switch p := obj["payload"].(type) {
+	case map[string]any:
+	case nil:
+		if _, present := obj["payload"]; !present {
+			return Envelope{}, badRequest(CodeValidation, "payload",
+				"payload is missing; send the intent's fields as a JSON object in \"payload\" (GET /v1/intents lists them)")
+		}
+		return Envelope{}, badRequest(CodeValidation, "payload", "payload must be a JSON object (got null)")
+	default:
+		return Envelope{}, badRequest(CodeValidation, "payload", "payload must be a JSON object (got %s)", jsonType(p))
+	}
+
+	if err := envelopeString(obj, "plan_hash", &env.PlanHash, false, MaxStringLen); err != nil {
+		return Envelope{}, err
+	}
+	if _, ok := obj["plan_hash"]; ok && env.PlanHash == "" {
+		return Envelope{}, badRequest(CodeValidation, "plan_hash",
+			"plan_hash is empty; send the plan_hash that validate mode returned, or leave it out")
+	}
+
+	// The payload raw, as sent: the body is known to be valid and duplicate-free.
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return Envelope{}, fmt.Errorf("decode envelope: %w", err) // unreachable: checked above
+	}
+	env.Payload = raw["payload"]
+	return env, nil
+}
+
+// envelopeString reads the string field name of obj into dst.
+func envelopeString(obj map[string]any, name string, dst *string, required bool, max int) error {
+	v, present := obj[name]
+	if !present {
+		if required {
+			return badRequest(CodeValidation, name, "%s is missing; it is a required string", name)
+		}
+		return nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return badRequest(CodeValidation, name, "%s must be a string (got %s)", name, jsonType(v))
+	}
+	if required && strings.TrimSpace(s) == "" {
+		return badRequest(CodeValidation, name, "%s must not be empty", name)
+	}
+	if n := utf8.RuneCountInString(s); n > max {
+		return badRequest(CodeValidation, name, "%s is too long: at most %d characters (got %d)", name, max, n)
+	}
+	*dst = s
+	return nil
+}
+
+// bodyError maps a decodeStrict error on a request body. Duplicate fields inside the
+// payload are named relative to the payload, like every payload field.
+func bodyError(err error) *Error {
+	var dup *dupKeyError
+	switch {
+	case errors.As(err, &dup):
+		field, where := dup.Field(), "the request body"
+		if rel, ok := strings.CutPrefix(field, "payload."); ok {
+			field, where = rel, "the payload"
+			if p, ok := strings.CutPrefix(dup.Path, "payload."); ok {
+				where = p + " of the payload"
+			}
+		} else if dup.Path != "" {
+			where = dup.Path
+		}
+		return badRequest(CodeValidation, truncate(field, MaxStringLen),
+			"duplicate field %s in %s; each field may appear only once, the input is ambiguous", quoteShort(dup.Key), where)
+	case errors.Is(err, errNotUTF8):
+		return badRequest(CodeValidation, "", "the body is not a JSON object: it is not valid UTF-8")
+	case errors.Is(err, errTooDeep):
+		return badRequest(CodeValidation, "", "the body is not a valid request: it is nested more than %d levels deep", maxDepth)
+	default:
+		return badRequest(CodeValidation, "",
+			"the body is not a JSON object: it is not valid JSON, or has data after the object; send exactly one object such as "+
+				`{"schema_version":"1.0","intent":"invoice.create","payload":{…}}`)
+	}
+}
+
+// unknownField is the refusal of member name (shown as shown) at field in where, which
+// allows allowed.
+func unknownField(shown, field, where string, allowed []string) *Error {
+	msg := fmt.Sprintf("unknown field %q in %s; allowed: %s", shown, where, strings.Join(allowed, ", "))
+	if slices.Contains(forbiddenFields, field[strings.LastIndex(field, ".")+1:]) {
+		msg += "; oncegate takes declarative intents only, never methods, queries, scripts or flags such as posted or privileged_mode"
+	}
+	return badRequest(CodeUnknownField, truncate(field, MaxStringLen), "%s", msg)
+}
+
+// jsonType names the JSON type of a decoded value.
+func jsonType(v any) string {
+	switch v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case json.Number, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", v)
+}

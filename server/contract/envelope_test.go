@@ -1,0 +1,181 @@
+package contract_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+func TestDecodeEnvelope(t *testing.T) {
+	t.Parallel()
+	t.Run("OK", func(t *testing.T) {
+		t.Parallel()
+		body := `{
+  "schema_version": "1.0",
+  "intent": "invoice.create",
+  "request_id": "prod:invoice.create:order-48291:v1",
+  "actor_id": "user-42",
+  "mode": "execute",
+  "payload": { "order_id": "order-48291", "organization_id": "org-main",
+               "customer_id": "customer-1042", "currency": "rub",
+               "items": [ { "product_id": "product-778", "quantity": 2, "unit": "pcs", "price_minor": 62500 } ] }
+}`
+		env, err := contract.DecodeEnvelope([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := env.SchemaVersion, "1.0"; got != want {
+			t.Fatalf("SchemaVersion = %q, want %q", got, want)
+		}
+		if got, want := env.Intent, "invoice.create"; got != want {
+			t.Fatalf("Intent = %q, want %q", got, want)
+		}
+		if got, want := env.RequestID, "prod:invoice.create:order-48291:v1"; got != want {
+			t.Fatalf("RequestID = %q, want %q", got, want)
+		}
+		if got, want := env.ActorID, "user-42"; got != want {
+			t.Fatalf("ActorID = %q, want %q", got, want)
+		}
+		if got, want := env.Mode, contract.ModeExecute; got != want {
+			t.Fatalf("Mode = %q, want %q", got, want)
+		}
+		if got, want := env.PlanHash, ""; got != want {
+			t.Fatalf("PlanHash = %q, want %q", got, want)
+		}
+		// The payload goes on to Normalize as it was sent.
+		n, err := mustLookup(t, env.Intent).Normalize(env.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(n.Canonical), `"currency":"RUB"`) {
+			t.Fatalf("canonical %s", n.Canonical)
+		}
+	})
+	t.Run("OKDefaults", func(t *testing.T) {
+		t.Parallel()
+		env, err := contract.DecodeEnvelope([]byte(`{"schema_version":"1.0","intent":"x","payload":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Mode != contract.ModeExecute || env.RequestID != "" || env.ActorID != "" || env.PlanHash != "" {
+			t.Fatalf("defaults: %+v", env)
+		}
+		if got, want := string(env.Payload), `{}`; got != want {
+			t.Fatalf("Payload = %s, want %s", got, want)
+		}
+	})
+	t.Run("OKValidateWithPlanHash", func(t *testing.T) {
+		t.Parallel()
+		env, err := contract.DecodeEnvelope([]byte(`{"plan_hash":"abc","mode":"validate","payload":{"a":1},"intent":"x","schema_version":"1.0"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if env.Mode != contract.ModeValidate || env.PlanHash != "abc" || string(env.Payload) != `{"a":1}` {
+			t.Fatalf("got %+v", env)
+		}
+	})
+
+	long := strings.Repeat("a", 1025)
+	id256 := strings.Repeat("a", 256)
+	tests := []struct {
+		name  string
+		body  string
+		code  string
+		field string
+	}{
+		{"ErrEmpty", ``, contract.CodeValidation, ""},
+		{"ErrNotJSON", `{"schema_version":`, contract.CodeValidation, ""},
+		{"ErrArray", `[]`, contract.CodeValidation, ""},
+		{"ErrString", `"x"`, contract.CodeValidation, ""},
+		{"ErrNull", `null`, contract.CodeValidation, ""},
+		{"ErrTrailing", `{"schema_version":"1.0","intent":"x","payload":{}} {}`, contract.CodeValidation, ""},
+		{"ErrTrailingGarbage", `{"schema_version":"1.0","intent":"x","payload":{}}x`, contract.CodeValidation, ""},
+		{"ErrBadUTF8", "{\"schema_version\":\"1.0\",\"intent\":\"\xff\",\"payload\":{}}", contract.CodeValidation, ""},
+		{"ErrTooDeep", `{"schema_version":"1.0","intent":"x","payload":` + strings.Repeat(`{"a":`, 40) + `1` + strings.Repeat(`}`, 40) + `}`,
+			contract.CodeValidation, ""},
+		{"ErrDuplicateTop", `{"schema_version":"1.0","intent":"x","intent":"y","payload":{}}`, contract.CodeValidation, "intent"},
+		{"ErrDuplicateInPayload", `{"schema_version":"1.0","intent":"x","payload":{"order_id":"a","order_id":"b"}}`,
+			contract.CodeValidation, "order_id"},
+		{"ErrDuplicateInItems", `{"schema_version":"1.0","intent":"x","payload":{"items":[{},{"unit":"a","unit":"b"}]}}`,
+			contract.CodeValidation, "items[1].unit"},
+		{"ErrUnknownField", `{"schema_version":"1.0","intent":"x","payload":{},"method":"POST"}`, contract.CodeUnknownField, "method"},
+		{"ErrUnknownFieldsSorted", `{"zeta":1,"schema_version":"1.0","intent":"x","payload":{},"alpha":1}`, contract.CodeUnknownField, "alpha"},
+		{"ErrUnknownBeforeMissing", `{"query":"select 1"}`, contract.CodeUnknownField, "query"},
+		{"ErrSchemaVersionMissing", `{"intent":"x","payload":{}}`, contract.CodeValidation, "schema_version"},
+		{"ErrSchemaVersionNumber", `{"schema_version":1.0,"intent":"x","payload":{}}`, contract.CodeValidation, "schema_version"},
+		{"ErrSchemaVersion2", `{"schema_version":"2.0","intent":"x","payload":{}}`, contract.CodeUnsupportedSchema, "schema_version"},
+		{"ErrSchemaVersion2WithNewField", `{"schema_version":"2.0","intent":"x","payload":{},"new":1}`, contract.CodeUnsupportedSchema, "schema_version"},
+		{"ErrSchemaVersionEmpty", `{"schema_version":"","intent":"x","payload":{}}`, contract.CodeUnsupportedSchema, "schema_version"},
+		{"ErrIntentMissing", `{"schema_version":"1.0","payload":{}}`, contract.CodeValidation, "intent"},
+		{"ErrIntentEmpty", `{"schema_version":"1.0","intent":" ","payload":{}}`, contract.CodeValidation, "intent"},
+		{"ErrIntentNumber", `{"schema_version":"1.0","intent":7,"payload":{}}`, contract.CodeValidation, "intent"},
+		{"ErrIntentLong", `{"schema_version":"1.0","intent":"` + long + `","payload":{}}`, contract.CodeValidation, "intent"},
+		{"ErrRequestIDEmpty", `{"schema_version":"1.0","intent":"x","request_id":"","payload":{}}`, contract.CodeValidation, "request_id"},
+		{"ErrRequestIDNull", `{"schema_version":"1.0","intent":"x","request_id":null,"payload":{}}`, contract.CodeValidation, "request_id"},
+		{"ErrRequestIDLong", `{"schema_version":"1.0","intent":"x","request_id":"` + id256 + `","payload":{}}`, contract.CodeValidation, "request_id"},
+		{"ErrActorIDLong", `{"schema_version":"1.0","intent":"x","actor_id":"` + id256 + `","payload":{}}`, contract.CodeValidation, "actor_id"},
+		{"ErrActorIDObject", `{"schema_version":"1.0","intent":"x","actor_id":{},"payload":{}}`, contract.CodeValidation, "actor_id"},
+		{"ErrMode", `{"schema_version":"1.0","intent":"x","mode":"dry_run","payload":{}}`, contract.CodeValidation, "mode"},
+		{"ErrModeEmpty", `{"schema_version":"1.0","intent":"x","mode":"","payload":{}}`, contract.CodeValidation, "mode"},
+		{"ErrModeCase", `{"schema_version":"1.0","intent":"x","mode":"Execute","payload":{}}`, contract.CodeValidation, "mode"},
+		{"ErrPayloadMissing", `{"schema_version":"1.0","intent":"x"}`, contract.CodeValidation, "payload"},
+		{"ErrPayloadNull", `{"schema_version":"1.0","intent":"x","payload":null}`, contract.CodeValidation, "payload"},
+		{"ErrPayloadArray", `{"schema_version":"1.0","intent":"x","payload":[]}`, contract.CodeValidation, "payload"},
+		{"ErrPayloadString", `{"schema_version":"1.0","intent":"x","payload":"{}"}`, contract.CodeValidation, "payload"},
+		{"ErrPlanHashEmpty", `{"schema_version":"1.0","intent":"x","payload":{},"plan_hash":""}`, contract.CodeValidation, "plan_hash"},
+		{"ErrPlanHashLong", `{"schema_version":"1.0","intent":"x","payload":{},"plan_hash":"` + long + `"}`, contract.CodeValidation, "plan_hash"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := contract.DecodeEnvelope([]byte(tt.body))
+			mustRefuse(t, err, tt.code, tt.field)
+		})
+	}
+}
+
+func TestDecodeEnvelope_Messages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		body string
+		want []string
+	}{
+		{`[1]`, []string{"not a JSON object"}},
+		{`{"a":1} x`, []string{"not a JSON object"}},
+		{`{"schema_version":"1.0","intent":"x","payload":{},"method":"POST"}`,
+			[]string{`unknown field "method"`, "allowed: schema_version, intent, request_id, actor_id, mode, payload, plan_hash", "never methods"}},
+		{`{"schema_version":"1.0","intent":"x","payload":{"items":[{},{"unit":"a","unit":"b"}]}}`,
+			[]string{`duplicate field "unit" in items[1] of the payload`}},
+		{`{"schema_version":"3","intent":"x","payload":{}}`, []string{`"3"`, `"1.0"`}},
+		{`{"schema_version":"1.0","intent":"x","payload":{},"` + strings.Repeat("k", 500) + `":1}`,
+			[]string{strings.Repeat("k", 64) + "…"}},
+	}
+	for _, tt := range tests {
+		_, err := contract.DecodeEnvelope([]byte(tt.body))
+		ce := mustRefuse(t, err, errCode(err), errField(err))
+		for _, w := range tt.want {
+			if !strings.Contains(ce.Message, w) {
+				t.Errorf("DecodeEnvelope(%.40s…) message %q lacks %q", tt.body, ce.Message, w)
+			}
+		}
+		if strings.Contains(ce.Message, strings.Repeat("k", 65)) {
+			t.Errorf("message reflects long input: %.100s…", ce.Message)
+		}
+	}
+}
+
+// errCode and errField read a *contract.Error's code and field ("" otherwise).
+func errCode(err error) string {
+	if ce, ok := err.(*contract.Error); ok {
+		return ce.Code
+	}
+	return ""
+}
+
+func errField(err error) string {
+	if ce, ok := err.(*contract.Error); ok {
+		return ce.Field
+	}
+	return ""
+}

@@ -1,0 +1,205 @@
+package contract_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+// FuzzCheckKey: CheckKey never panics, and every key it accepts keeps the key rules,
+// re-checked here independently.
+func FuzzCheckKey(f *testing.F) {
+	for _, s := range []struct{ key, contour, intent string }{
+		{"prod:invoice.create:order-48291:v1", "prod", "invoice.create"},
+		{"prod:crm.callback:create:event-90173:v1", "prod", "crm.callback.create"},
+		{"test:invoice.create:order-demo-1:v1", "test", "invoice.create"},
+		{"prod:payment.charge:4111111111111111:v1", "prod", "payment.charge"},
+		{"prod:payment.charge:4111-1111-1111-1111:v1", "prod", "payment.charge"},
+		{"prod:invoice.create:550e8400-e29b-41d4-a716-446655440000:v1", "prod", "invoice.create"},
+		{"prod:invoice.create:og_AbCdEfGhIjKlMnOpQrStUv:v1", "prod", "invoice.create"},
+		{"prod:a::v1", "prod", "a"},
+		{"", "", ""},
+	} {
+		f.Add(s.key, s.contour, s.intent)
+	}
+	f.Fuzz(func(t *testing.T, key, contour, intent string) {
+		if err := contract.CheckKey(key, contour, intent); err != nil {
+			if _, ok := err.(*contract.Error); !ok {
+				t.Fatalf("error %T is not *contract.Error", err)
+			}
+			return
+		}
+		if len(key) < 8 || len(key) > 255 {
+			t.Fatalf("accepted key of length %d", len(key))
+		}
+		for _, c := range []byte(key) {
+			ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._:-", c) >= 0
+			if !ok {
+				t.Fatalf("accepted key with %q", c)
+			}
+		}
+		segs := strings.Split(key, ":")
+		if len(segs) < 4 {
+			t.Fatalf("accepted key with %d segments", len(segs))
+		}
+		for _, s := range segs {
+			if s == "" {
+				t.Fatal("accepted key with an empty segment")
+			}
+		}
+		if segs[0] != contour {
+			t.Fatalf("accepted contour %q, want %q", segs[0], contour)
+		}
+		v := segs[len(segs)-1]
+		if len(v) < 2 || v[0] != 'v' || strings.Trim(v[1:], "0123456789") != "" {
+			t.Fatalf("accepted version %q", v)
+		}
+		if op := strings.Join(segs[1:len(segs)-2], "."); op != intent {
+			t.Fatalf("accepted operation %q for intent %q", op, intent)
+		}
+		// No plain card number and no long mixed blob.
+		for _, run := range strings.FieldsFunc(key, func(r rune) bool { return r < '0' || r > '9' }) {
+			if len(run) >= 13 && len(run) <= 19 && luhnOK(run) {
+				t.Fatalf("accepted a card number run %s", run)
+			}
+		}
+		for _, run := range strings.FieldsFunc(key, func(r rune) bool { return strings.ContainsRune("._:-", r) }) {
+			if len(run) >= 32 && strings.ContainsAny(run, "0123456789") && strings.Trim(run, "0123456789") != "" {
+				t.Fatalf("accepted a high-entropy run %s", run)
+			}
+		}
+	})
+}
+
+// luhnOK is an independent Luhn check for the fuzz body.
+func luhnOK(d string) bool {
+	sum, double := 0, false
+	for i := len(d) - 1; i >= 0; i-- {
+		n := int(d[i] - '0')
+		if double {
+			if n *= 2; n > 9 {
+				n -= 9
+			}
+		}
+		sum, double = sum+n, !double
+	}
+	return sum%10 == 0
+}
+
+// FuzzDecodeEnvelope: DecodeEnvelope never panics, and what it accepts is a v1.0
+// envelope with a known mode, an intent and an object payload.
+func FuzzDecodeEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"schema_version":"1.0","intent":"invoice.create","request_id":"prod:invoice.create:order-48291:v1","actor_id":"user-42","mode":"execute","payload":{"order_id":"order-48291"}}`,
+		`{"schema_version":"1.0","intent":"x","mode":"validate","payload":{},"plan_hash":"abc"}`,
+		`{"schema_version":"2.0","intent":"x","payload":{}}`,
+		`{"schema_version":"1.0","intent":"x","payload":{"a":1,"a":2}}`,
+		`{"schema_version":"1.0","intent":"x","payload":{}} {}`,
+		`{"method":"POST"}`,
+		`[]`,
+		``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		env, err := contract.DecodeEnvelope(body)
+		if err != nil {
+			if _, ok := err.(*contract.Error); !ok {
+				t.Fatalf("error %T is not *contract.Error", err)
+			}
+			return
+		}
+		if env.SchemaVersion != "1.0" {
+			t.Fatalf("accepted schema_version %q", env.SchemaVersion)
+		}
+		if env.Mode != contract.ModeExecute && env.Mode != contract.ModeValidate {
+			t.Fatalf("accepted mode %q", env.Mode)
+		}
+		if strings.TrimSpace(env.Intent) == "" {
+			t.Fatal("accepted an empty intent")
+		}
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(env.Payload, &p); err != nil || p == nil {
+			t.Fatalf("accepted payload %q: %v", env.Payload, err)
+		}
+	})
+}
+
+// FuzzNormalize: Normalize never panics; an accepted payload's normalized form is
+// accepted again (it re-validates) with the same fingerprint and bytes (idempotence),
+// and the fingerprint is the SHA-256 of Canonical.
+func FuzzNormalize(f *testing.F) {
+	for _, name := range []string{"invoice.create", "payment.charge", "crm.callback.create", "sales_order.create_draft"} {
+		f.Add(name, []byte(validPayloads[name]))
+	}
+	f.Add("invoice.create", []byte(`{"order_id":" o ","organization_id":"g","customer_id":"c","currency":" rub ","items":[{"product_id":"p","quantity":1e-300,"unit":"kg","price_minor":0}],"due_date":" "}`))
+	f.Add("crm.callback.create", []byte(`{"customer_id":"c","due_at":"0001-01-01t00:30:00.123456789123+00:01","comment":null}`))
+	f.Add("payment.charge", []byte(`{"account_id":"a","order_id":"o","amount_minor":1e15,"currency":"rub","description":"\u0000 x"}`))
+	f.Add("payment.refund", []byte(`{"payment_id":"p","amount_minor":1,"currency":"RUB","reason":"r","reason":"s"}`))
+	f.Fuzz(func(t *testing.T, name string, payload []byte) {
+		in, ok := contract.Lookup(name)
+		if !ok {
+			return
+		}
+		n, err := in.Normalize(payload)
+		if err != nil {
+			if _, ok := err.(*contract.Error); !ok {
+				t.Fatalf("error %T is not *contract.Error: %v", err, err)
+			}
+			return
+		}
+		sum := sha256.Sum256(n.Canonical)
+		if n.Fingerprint != hex.EncodeToString(sum[:]) {
+			t.Fatal("fingerprint is not the SHA-256 of Canonical")
+		}
+		again, err := in.Normalize(n.Payload)
+		if err != nil {
+			t.Fatalf("normalized payload %s refused: %v", n.Payload, err)
+		}
+		if again.Fingerprint != n.Fingerprint || !bytes.Equal(again.Payload, n.Payload) || !bytes.Equal(again.Canonical, n.Canonical) {
+			t.Fatalf("not idempotent:\n%s\n%s", n.Canonical, again.Canonical)
+		}
+	})
+}
+
+// FuzzNormalizeFields reaches further than FuzzNormalize: it fuzzes field values inside
+// well-formed invoice.create, payment.charge and crm.callback.create payloads, so most
+// inputs get past decoding and the normalization steps themselves are exercised.
+func FuzzNormalizeFields(f *testing.F) {
+	f.Add("order-48291", " rub ", "2.5", "62500", "2026-12-31", "2026-12-03T10:00:00+03:00", " note ")
+	f.Add(" o ", "RUB", "1e-7", "0", "", "2026-12-03t10:00:00.5z", "")
+	f.Add("o", "usd", "1000000000", "1000000000000000", "2024-02-29", "0001-01-01T00:00:00+00:01", "\u00a0\t")
+	f.Add("a.b:c-d_e", "eur", "0.30000000000000004", "1.0e2", "9999-12-31", "9999-12-31T23:59:59.999999999-23:59", "<&>")
+	f.Fuzz(func(t *testing.T, id, currency, quantity, price, dueDate, dueAt, comment string) {
+		str := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		payloads := map[string]string{
+			"invoice.create": `{"order_id":` + str(id) + `,"organization_id":"org","customer_id":"c","currency":` + str(currency) +
+				`,"items":[{"product_id":"p","quantity":` + quantity + `,"unit":"kg","price_minor":` + price + `}],"due_date":` + str(dueDate) + `}`,
+			"payment.charge": `{"account_id":"a","order_id":` + str(id) + `,"amount_minor":` + price + `,"currency":` + str(currency) +
+				`,"description":` + str(comment) + `}`,
+			"crm.callback.create": `{"customer_id":` + str(id) + `,"due_at":` + str(dueAt) + `,"comment":` + str(comment) + `}`,
+		}
+		for name, p := range payloads {
+			in := mustLookup(t, name)
+			n, err := in.Normalize([]byte(p))
+			if err != nil {
+				if _, ok := err.(*contract.Error); !ok {
+					t.Fatalf("%s: error %T is not *contract.Error: %v", name, err, err)
+				}
+				continue
+			}
+			again, err := in.Normalize(n.Payload)
+			if err != nil {
+				t.Fatalf("%s: normalized payload %s refused: %v", name, n.Payload, err)
+			}
+			if again.Fingerprint != n.Fingerprint || !bytes.Equal(again.Payload, n.Payload) {
+				t.Fatalf("%s: not idempotent:\n%s\n%s", name, n.Canonical, again.Canonical)
+			}
+		}
+	})
+}
