@@ -27,6 +27,9 @@ type answer struct {
 	Fingerprint    string          `json:"fingerprint,omitempty"`
 	AttemptCount   int             `json:"attempt_count"`
 	Replayed       bool            `json:"replayed"`
+	// NeedsReview: the outcome could not be established by key and a
+	// person has been asked to look at it.
+	NeedsReview bool `json:"needs_review,omitempty"`
 
 	// Validate mode only.
 	Plan     json.RawMessage `json:"plan,omitempty"`
@@ -52,6 +55,7 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 		Result:       op.Result,
 		Fingerprint:  op.Fingerprint,
 		AttemptCount: op.AttemptCount,
+		NeedsReview:  op.NeedsReview,
 	}
 	if a.RequestID == "" {
 		a.RequestID = op.RequestID
@@ -73,10 +77,18 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 		item(op.ErrorCode, op.ErrorField, op.ErrorMessage)
 		return statusOf(op.ErrorCode), 0, a
 	case store.StatusFailedRetryable:
-		item(CodeTargetUnavailable, "", "the target is unavailable and retries are spent; send the same request again later")
+		msg := op.ErrorMessage
+		if msg == "" || op.ErrorCode != CodeTargetUnavailable {
+			msg = "the target is unavailable and retries are spent; send the same request again later"
+		}
+		item(CodeTargetUnavailable, "", msg)
 		return http.StatusServiceUnavailable, 5, a
 	case store.StatusUnknown:
-		item(CodeOutcomeUnknown, "", "the request reached the target but its outcome is not known yet; it is being reconciled by key, send the same request again to get the result")
+		msg := "the request reached the target but its outcome is not known yet; it is being reconciled by key, send the same request again to get the result"
+		if op.NeedsReview {
+			msg = "the outcome could not be established at the target; a person is reviewing it, send the same request again later"
+		}
+		item(CodeOutcomeUnknown, "", msg)
 		return http.StatusAccepted, retryUnknown, a
 	case store.StatusAwaitingApproval:
 		item(CodeApprovalRequired, "", "a money operation waits for a person's approval; send the same request again to learn the decision")

@@ -24,13 +24,22 @@ import (
 // never appear in it: keys ending in _env name the environment variable
 // that holds them.
 type Config struct {
-	Listen    string          `yaml:"listen"`
-	DataDir   string          `yaml:"data_dir"`
-	Contour   string          `yaml:"contour"`
-	Targets   TargetsConfig   `yaml:"targets"`
-	Retry     RetryConfig     `yaml:"retry"`
-	Approval  ApprovalConfig  `yaml:"approval"`
-	Retention RetentionConfig `yaml:"retention"`
+	Listen     string           `yaml:"listen"`
+	DataDir    string           `yaml:"data_dir"`
+	Contour    string           `yaml:"contour"`
+	Targets    TargetsConfig    `yaml:"targets"`
+	Retry      RetryConfig      `yaml:"retry"`
+	Approval   ApprovalConfig   `yaml:"approval"`
+	Retention  RetentionConfig  `yaml:"retention"`
+	Reconciler ReconcilerConfig `yaml:"reconciler"`
+}
+
+// ReconcilerConfig governs the background reconciliation of unknown
+// outcomes.
+type ReconcilerConfig struct {
+	IntervalMS   int `yaml:"interval_ms"`    // how often due rows are looked for
+	ReviewAfter  int `yaml:"review_after"`   // failed lookups before a person is asked
+	MaxBackoffMS int `yaml:"max_backoff_ms"` // longest wait between lookups of one row
 }
 
 // TargetsConfig says where each target system is. A target with nothing
@@ -108,9 +117,10 @@ func DefaultConfig() Config {
 			Bitrix24: Bitrix24Config{TimeoutMS: 5000},
 			YooKassa: YooKassaConfig{ShopID: "demo-shop", TimeoutMS: 5000},
 		},
-		Retry:     RetryConfig{MaxAttempts: 4, InitialDelayMS: 500, Multiplier: 2, MaxDelayMS: 5000, Jitter: &jitter},
-		Approval:  ApprovalConfig{TTL: Duration(24 * time.Hour)},
-		Retention: RetentionConfig{Default: Duration(720 * time.Hour)},
+		Retry:      RetryConfig{MaxAttempts: 4, InitialDelayMS: 500, Multiplier: 2, MaxDelayMS: 5000, Jitter: &jitter},
+		Approval:   ApprovalConfig{TTL: Duration(24 * time.Hour)},
+		Retention:  RetentionConfig{Default: Duration(720 * time.Hour)},
+		Reconciler: ReconcilerConfig{IntervalMS: 1000, ReviewAfter: 5, MaxBackoffMS: 300000},
 	}
 }
 
@@ -271,8 +281,17 @@ func (c Config) validate() error {
 	if c.Approval.TTL <= 0 {
 		bad("approval.ttl", "must be positive")
 	}
-	if c.Retention.Default < Duration(time.Hour) {
-		bad("retention.default", "must be at least 1h (a shorter window would let old retries run again)")
+	if c.Retention.Default < Duration(24*time.Hour) {
+		bad("retention.default", "must be at least 24h: a retry that comes after its key was purged runs again, and payment providers keep keys for 24h")
+	}
+	if c.Reconciler.IntervalMS < 10 || c.Reconciler.IntervalMS > 600000 {
+		bad("reconciler.interval_ms", "%d must be between 10 and 600000", c.Reconciler.IntervalMS)
+	}
+	if c.Reconciler.ReviewAfter < 1 {
+		bad("reconciler.review_after", "must be at least 1")
+	}
+	if c.Reconciler.MaxBackoffMS < c.Reconciler.IntervalMS {
+		bad("reconciler.max_backoff_ms", "must be at least interval_ms")
 	}
 	return errors.Join(errs...)
 }

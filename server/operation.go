@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -80,6 +81,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		}
 	}
 
+	ctx = store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: tok.Agent})
 	d, op, err := s.store.Claim(ctx, store.ClaimRequest{
 		Key:           key,
 		Intent:        in.Name,
@@ -90,6 +92,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		RequestID:     env.RequestID,
 		Payload:       norm.Payload,
 		AwaitApproval: in.Money,
+		ApprovalTTL:   time.Duration(s.cfg.Approval.TTL),
 		Owner:         s.owner,
 		Lease:         s.lease(in.Target),
 	})

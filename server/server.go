@@ -35,6 +35,8 @@ type Server struct {
 
 	// inflight counts operations being driven, so shutdown can wait for them.
 	inflight sync.WaitGroup
+	// wake pokes the executor when an approval was decided.
+	wake chan struct{}
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
@@ -50,6 +52,7 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 		owner:   "run-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(buf),
 		log:     log,
 		echo:    echo.New(),
+		wake:    make(chan struct{}, 1),
 	}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
@@ -102,16 +105,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	workCtx, stopWork := context.WithCancel(context.Background())
+	waitWorkers := s.runWorkers(workCtx)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	var err error
 	select {
-	case err := <-errc:
-		return err
+	case err = <-errc:
 	case <-ctx.Done():
 	}
+	// Stop accepting; requests in progress finish and settle their
+	// operations; workers finish their current item; then return.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.maxLease())
 	defer cancel()
-	err := hs.Shutdown(shutdownCtx)
+	if serr := hs.Shutdown(shutdownCtx); err == nil {
+		err = serr
+	}
+	stopWork()
+	waitWorkers()
 	s.inflight.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -26,15 +28,17 @@ type gateway struct {
 	url    string
 	token  string // scopes read, draft, write, post
 	client *http.Client
+	// stop shuts the gateway down gracefully and returns Serve's error.
+	stop func() error
 }
 
 // testConfig is the default configuration with timeouts and delays small
 // enough for tests.
 func testConfig() server.Config {
 	cfg := server.DefaultConfig()
-	cfg.Targets.OneC.TimeoutMS = 300
-	cfg.Targets.Bitrix24.TimeoutMS = 300
-	cfg.Targets.YooKassa.TimeoutMS = 300
+	cfg.Targets.OneC.TimeoutMS = 1000
+	cfg.Targets.Bitrix24.TimeoutMS = 1000
+	cfg.Targets.YooKassa.TimeoutMS = 1000
 	cfg.Retry.InitialDelayMS = 10
 	cfg.Retry.MaxDelayMS = 40
 	return cfg
@@ -65,14 +69,31 @@ func setupWith(tb testing.TB, cfg server.Config) *gateway {
 	if err := srv.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	api := httptest.NewServer(srv.Handler())
-	tb.Cleanup(api.Close)
+	// Serve for real: the HTTP server and the background workers.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, ln) }()
+	var once sync.Once
+	var serveErr error
+	shutdown := func() error {
+		once.Do(func() { stop(); serveErr = <-served })
+		return serveErr
+	}
+	tb.Cleanup(func() {
+		if err := shutdown(); err != nil {
+			tb.Errorf("serve: %v", err)
+		}
+	})
 
 	secret, _, err := st.CreateToken(ctx, "agent-a", []string{"read", "draft", "write", "post"})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &gateway{t: tb, srv: srv, store: st, sim: simulators, url: api.URL, token: secret, client: api.Client()}
+	return &gateway{t: tb, srv: srv, store: st, sim: simulators, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown}
 }
 
 // MustToken makes another agent token.

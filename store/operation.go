@@ -71,6 +71,7 @@ type ClaimRequest struct {
 	RequestID     string
 	Payload       json.RawMessage
 	AwaitApproval bool          // money: journal as awaiting_approval, take no lease
+	ApprovalTTL   time.Duration // how long a person has to decide
 	Owner         string        // lease owner: the id of this serve run
 	Lease         time.Duration // how long the lease lasts
 }
@@ -157,18 +158,25 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, req ClaimRequest) (Decisi
 		return 0, Operation{}, err
 	}
 	if inserted == 1 {
+		detail := map[string]any{"intent": req.Intent, "fingerprint": req.Fingerprint, "target": req.TargetSystem, "request_id": req.RequestID, "actor_id": req.ActorID}
 		if req.AwaitApproval {
-			return DecisionAwaitingApproval, op, nil
+			if _, err := tx.ExecContext(ctx, `
+				INSERT INTO approvals (operation_key, fingerprint, status, expires_at, created_at)
+				VALUES (?, ?, 'pending', ?, ?)`,
+				req.Key, req.Fingerprint, formatTime(now.Add(req.ApprovalTTL)), formatTime(now)); err != nil {
+				return 0, Operation{}, interpretError(err)
+			}
+			return DecisionAwaitingApproval, op, s.appendAudit(ctx, tx, "operation.awaiting_approval", req.Key, detail)
 		}
-		return DecisionExecute, op, nil
+		return DecisionExecute, op, s.appendAudit(ctx, tx, "operation.started", req.Key, detail)
 	}
 
 	// The key was seen before: owner, then fingerprint, then state.
 	switch {
 	case op.Agent != req.Agent:
-		return DecisionForeign, op, nil
+		return DecisionForeign, op, s.appendAudit(ctx, tx, "operation.refused", req.Key, map[string]any{"reason": "foreign_key", "agent": req.Agent})
 	case op.Fingerprint != req.Fingerprint:
-		return DecisionMismatch, op, nil
+		return DecisionMismatch, op, s.appendAudit(ctx, tx, "operation.refused", req.Key, map[string]any{"reason": "payload_mismatch", "fingerprint": req.Fingerprint})
 	case op.Status.Terminal():
 		return DecisionReplay, op, nil
 	case op.Status == StatusAwaitingApproval:
@@ -179,24 +187,37 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, req ClaimRequest) (Decisi
 
 	// unknown, failed_retryable, or started with an expired lease: take the
 	// lease, conditional on the row being exactly as read.
-	res, err = tx.ExecContext(ctx, `
+	if op, err = s.takeLease(ctx, tx, op, req.Owner, req.Lease); err != nil {
+		return 0, Operation{}, err
+	}
+	return DecisionResume, op, nil
+}
+
+// takeLease moves op, as read in tx, to started under owner's lease, on
+// the condition that the row has not changed since, and audits it.
+func (s *Store) takeLease(ctx context.Context, tx *sql.Tx, op Operation, owner string, lease time.Duration) (Operation, error) {
+	now := s.now()
+	res, err := tx.ExecContext(ctx, `
 		UPDATE operations
 		SET status = 'started', lease_owner = ?, lease_until = ?, updated_at = ?
 		WHERE operation_key = ? AND status = ? AND coalesce(lease_owner, '') = ?`,
-		req.Owner, formatTime(now.Add(req.Lease)), formatTime(now),
-		req.Key, op.Status, op.LeaseOwner)
+		owner, formatTime(now.Add(lease)), formatTime(now),
+		op.Key, op.Status, op.LeaseOwner)
 	if err != nil {
-		return 0, Operation{}, err
+		return Operation{}, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return 0, Operation{}, fmt.Errorf("take lease of %q: row changed under the write lock", req.Key)
+		return Operation{}, fmt.Errorf("take lease of %q: row changed under the write lock", op.Key)
 	}
 	prev := op.Status
-	if op, err = getOperation(ctx, tx, req.Key); err != nil {
-		return 0, Operation{}, err
+	if err := s.appendAudit(ctx, tx, "operation.resumed", op.Key, map[string]any{"from": string(prev)}); err != nil {
+		return Operation{}, err
+	}
+	if op, err = getOperation(ctx, tx, op.Key); err != nil {
+		return Operation{}, err
 	}
 	op.ResumedFrom = prev
-	return DecisionResume, op, nil
+	return op, nil
 }
 
 // Get returns the operation for key, or ErrNotFound.
@@ -255,7 +276,7 @@ func scanOperation(sc scanner) (Operation, error) {
 // before anything leaves, so a crash leaves a row known to be attempted.
 func (s *Store) RecordAttempt(ctx context.Context, key, owner string, n int, lease time.Duration) error {
 	now := s.now()
-	return s.transition(ctx, "record attempt", key, owner, `
+	return s.transition(ctx, "operation.attempt", key, owner, map[string]any{"attempt": n}, `
 		UPDATE operations
 		SET attempt_count = max(attempt_count, ?), last_attempt_at = ?, lease_until = ?, updated_at = ?
 		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
@@ -265,7 +286,7 @@ func (s *Store) RecordAttempt(ctx context.Context, key, owner string, n int, lea
 // Complete moves a started operation held by owner to succeeded.
 func (s *Store) Complete(ctx context.Context, key, owner, objectID string, result json.RawMessage) error {
 	now := formatTime(s.now())
-	return s.transition(ctx, "complete operation", key, owner, `
+	return s.transition(ctx, "operation.succeeded", key, owner, map[string]any{"object_id": objectID}, `
 		UPDATE operations
 		SET status = 'succeeded', target_object_id = ?, result = ?,
 			error_code = NULL, error_field = NULL, error_message = NULL,
@@ -290,7 +311,7 @@ func (s *Store) Fail(ctx context.Context, key, owner string, final bool, f Failu
 	if final {
 		status, completed = StatusFailedFinal, formatTime(now)
 	}
-	return s.transition(ctx, "fail operation", key, owner, `
+	return s.transition(ctx, "operation."+string(status), key, owner, map[string]any{"code": f.Code, "field": f.Field}, `
 		UPDATE operations
 		SET status = ?, error_code = ?, error_field = ?, error_message = ?,
 			lease_owner = NULL, lease_until = NULL, next_check_at = NULL,
@@ -304,7 +325,7 @@ func (s *Store) Fail(ctx context.Context, key, owner string, final bool, f Failu
 // kept for later lookups. The row is due for reconciliation at nextCheck.
 func (s *Store) MarkUnknown(ctx context.Context, key, owner, objectID string, f Failure, nextCheck time.Time) error {
 	now := formatTime(s.now())
-	return s.transition(ctx, "mark operation unknown", key, owner, `
+	return s.transition(ctx, "operation.unknown", key, owner, map[string]any{"object_id": objectID, "reason": f.Message}, `
 		UPDATE operations
 		SET status = 'unknown', target_object_id = coalesce(?, target_object_id),
 			error_code = ?, error_field = NULL, error_message = ?,
@@ -313,21 +334,29 @@ func (s *Store) MarkUnknown(ctx context.Context, key, owner, objectID string, f 
 		nullString(objectID), f.Code, f.Message, formatTime(nextCheck), now, key, owner)
 }
 
-// transition runs one conditional update; no row changed means the caller
-// lost the lease.
-func (s *Store) transition(ctx context.Context, what, key, owner, query string, args ...any) error {
-	res, err := s.db.ExecContext(ctx, query, args...)
+// transition runs one conditional update and audits it as event, in one
+// transaction; no row changed means the caller lost the lease.
+func (s *Store) transition(ctx context.Context, event, key, owner string, detail map[string]any, query string, args ...any) error {
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, interpretError(err))
+		return fmt.Errorf("%s: %w", event, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", event, interpretError(err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return fmt.Errorf("%s: %w", event, err)
 	}
 	if n != 1 {
-		return fmt.Errorf("%s %q: %w", what, key, ErrLeaseLost)
+		return fmt.Errorf("%s %q: %w", event, key, ErrLeaseLost)
 	}
-	return nil
+	if err := s.appendAudit(ctx, tx, event, key, detail); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // OrphanLeases turns every started row whose lease belongs to another run
@@ -335,18 +364,43 @@ func (s *Store) transition(ctx context.Context, what, key, owner, query string, 
 // directory's lock), so whatever it sent may or may not have been applied.
 // It returns how many rows it moved.
 func (s *Store) OrphanLeases(ctx context.Context, owner string) (int, error) {
-	now := formatTime(s.now())
-	res, err := s.db.ExecContext(ctx, `
-		UPDATE operations
-		SET status = 'unknown', error_code = 'OUTCOME_UNKNOWN',
-			error_message = 'the gateway stopped while the operation was in flight',
-			lease_owner = NULL, lease_until = NULL, next_check_at = ?, updated_at = ?
-		WHERE status = 'started' AND lease_owner IS NOT ?`, now, now, owner)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("orphan leases: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT operation_key FROM operations WHERE status = 'started' AND lease_owner IS NOT ?`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("orphan leases: %w", err)
+	}
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("orphan leases: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("orphan leases: %w", err)
+	}
+	now := formatTime(s.now())
+	for _, k := range keys {
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE operations
+			SET status = 'unknown', error_code = 'OUTCOME_UNKNOWN',
+				error_message = 'the gateway stopped while the operation was in flight',
+				lease_owner = NULL, lease_until = NULL, next_check_at = ?, updated_at = ?
+			WHERE operation_key = ?`, now, now, k); err != nil {
+			return 0, fmt.Errorf("orphan leases: %w", err)
+		}
+		if err := s.appendAudit(ctx, tx, "operation.unknown", k, map[string]any{"reason": "the gateway stopped while the operation was in flight"}); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), tx.Commit()
 }
 
 func nullJSON(b json.RawMessage) any {

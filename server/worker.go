@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/store"
+)
+
+// Background work: in-process goroutines started by Serve and stopped,
+// each after its current item, on shutdown.
+
+var (
+	reconcilerCtx = store.Actor{Kind: store.ActorSystem, Name: "reconciler"}
+	executorCtx   = store.Actor{Kind: store.ActorSystem, Name: "executor"}
+	retentionCtx  = store.Actor{Kind: store.ActorSystem, Name: "retention"}
+)
+
+// runWorkers starts the reconciler, the executor and retention; they stop
+// when ctx is done. The returned function waits for them.
+func (s *Server) runWorkers(ctx context.Context) (wait func()) {
+	done := make(chan struct{}, 3)
+	loop := func(every time.Duration, wake <-chan struct{}, tick func(context.Context)) {
+		defer func() { done <- struct{}{} }()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			tick(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-wake:
+			}
+		}
+	}
+	go loop(time.Duration(s.cfg.Reconciler.IntervalMS)*time.Millisecond, nil, s.reconcileDue)
+	go loop(time.Duration(s.cfg.Reconciler.IntervalMS)*time.Millisecond, s.wake, s.executeApproved)
+	go loop(10*time.Minute, nil, s.purge)
+	return func() {
+		for range 3 {
+			<-done
+		}
+	}
+}
+
+// Wake tells the executor that an approval was decided.
+func (s *Server) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reconcileDue looks up, at their targets, the operations whose outcome
+// is unknown or whose holder died: found → succeeded; certainly not there
+// → failed_retryable (the agent's next request executes it again with the
+// same key); the target could not tell → still unknown, checked again
+// later with backoff, and flagged for a person after review_after tries.
+func (s *Server) reconcileDue(ctx context.Context) {
+	due, err := s.store.DueForReconcile(ctx, 50)
+	if err != nil {
+		s.log.Error("reconciler: list due operations", "err", err)
+		return
+	}
+	for _, op := range due {
+		if ctx.Err() != nil {
+			return
+		}
+		s.reconcileOne(store.WithActor(context.WithoutCancel(ctx), reconcilerCtx), op)
+	}
+}
+
+func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	op, err := s.store.TakeForReconcile(ctx, op, s.owner, s.lease(op.TargetSystem))
+	if errors.Is(err, store.ErrLeaseLost) {
+		return // an agent's request or another pass took it
+	}
+	if err != nil {
+		s.log.Error("reconciler: take operation", "key", op.Key, "err", err)
+		return
+	}
+	target := s.targets[op.TargetSystem]
+	lctx, cancel := context.WithTimeout(ctx, s.timeout(op.TargetSystem))
+	res, err := target.Lookup(lctx, adapters.Op{
+		Key: op.Key, Intent: op.Intent, Fingerprint: op.Fingerprint, Payload: op.Payload,
+		Attempt: op.AttemptCount, ObjectID: op.TargetObjectID, CreatedAt: op.CreatedAt,
+	})
+	cancel()
+	switch {
+	case err == nil:
+		s.log.Info("reconciler: the target has the effect", "key", op.Key, "object", res.ObjectID)
+		err = s.complete(ctx, op, res)
+	case finalAtTarget(err):
+		var ae *adapters.Error
+		errors.As(err, &ae)
+		err = s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
+	case errors.Is(err, adapters.ErrNotFound):
+		if wait := op.LastAttemptAt.Add(s.settle(op.TargetSystem)).Sub(s.store.Now()); wait > 0 {
+			// The last attempt may still be on its way to a commit.
+			err = s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.store.Now().Add(wait))
+			break
+		}
+		s.log.Info("reconciler: the target has no effect; safe to execute again", "key", op.Key)
+		err = s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
+	default:
+		next := s.store.Now().Add(s.lookupBackoff(op.LookupFailures + 1))
+		var flagged bool
+		flagged, err = s.store.LookupFailed(ctx, op.Key, s.owner, s.cfg.Reconciler.ReviewAfter, next)
+		s.log.Warn("reconciler: lookup failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged)
+	}
+	if err != nil {
+		s.log.Error("reconciler: settle operation", "key", op.Key, "err", err)
+	}
+}
+
+// lookupBackoff is the wait before the next lookup after n failed ones:
+// the interval doubling per failure, up to max_backoff_ms.
+func (s *Server) lookupBackoff(n int) time.Duration {
+	d := time.Duration(s.cfg.Reconciler.IntervalMS) * time.Millisecond
+	limit := time.Duration(s.cfg.Reconciler.MaxBackoffMS) * time.Millisecond
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// executeApproved ends expired approvals, then runs every approved money
+// operation, each once.
+func (s *Server) executeApproved(ctx context.Context) {
+	wctx := store.WithActor(context.WithoutCancel(ctx), executorCtx)
+	if keys, err := s.store.ExpireApprovals(wctx); err != nil {
+		s.log.Error("executor: expire approvals", "err", err)
+	} else if len(keys) > 0 {
+		s.log.Info("executor: approvals expired", "count", len(keys))
+	}
+	for ctx.Err() == nil {
+		op, err := s.store.TakeApproved(wctx, s.owner, s.lease("payments"))
+		if errors.Is(err, store.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			s.log.Error("executor: take approved operation", "err", err)
+			return
+		}
+		s.log.Info("executor: running approved operation", "key", op.Key)
+		if _, _, err := s.drive(wctx, store.DecisionExecute, op); err != nil {
+			s.log.Error("executor: run operation", "key", op.Key, "err", err)
+		}
+	}
+}
+
+// purge deletes terminal operations older than the retention, in small
+// batches that never hold the journal's writer for long.
+func (s *Server) purge(ctx context.Context) {
+	cutoff := s.store.Now().Add(-time.Duration(s.cfg.Retention.Default))
+	total := 0
+	for ctx.Err() == nil {
+		n, err := s.store.PurgeTerminal(store.WithActor(ctx, retentionCtx), cutoff, 500)
+		if err != nil {
+			s.log.Error("retention: purge", "err", err)
+			return
+		}
+		total += n
+		if n < 500 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if total > 0 {
+		s.log.Info("retention: purged terminal operations", "count", total, "completed_before", cutoff)
+	}
+}

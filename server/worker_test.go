@@ -1,0 +1,214 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/store"
+)
+
+// fastConfig makes the background workers and timeouts quick.
+func fastConfig() server.Config {
+	cfg := testConfig()
+	cfg.Targets.OneC.TimeoutMS = 300
+	cfg.Targets.YooKassa.TimeoutMS = 300
+	cfg.Reconciler.IntervalMS = 50
+	cfg.Reconciler.MaxBackoffMS = 100
+	cfg.Reconciler.ReviewAfter = 2
+	return cfg
+}
+
+// eventually polls cond until it holds or the time is up.
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func charge(order string, amount int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"schema_version": "1.0", "intent": "payment.charge",
+		"payload": map[string]any{"account_id": "merchant-account-17", "order_id": order, "amount_minor": amount, "currency": "RUB"},
+	})
+	return b
+}
+
+// payer submits a charge with a pay token.
+func (g *gateway) charge(token, key, order string, amount int) reply {
+	g.t.Helper()
+	return g.do("POST", "/v1/operations", token, map[string]string{"Idempotency-Key": key}, charge(order, amount))
+}
+
+func (g *gateway) approval(key string) store.Approval {
+	g.t.Helper()
+	a, err := g.store.ApprovalByKey(context.Background(), key)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return a
+}
+
+// An approved charge runs once through the executor; the agent's retry
+// gets 200 with the payment id; a second decision is refused.
+func TestApprovedChargeRunsOnce(t *testing.T) {
+	t.Parallel()
+	g := setupWith(t, fastConfig())
+	payer := g.MustToken("agent-pay", "pay")
+	const key = "test:payment.charge:order-7001:v1"
+	expect(t, g.charge(payer, key, "order-7001", 125000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+	a := g.approval(key)
+	if a.Status != store.ApprovalPending || a.Fingerprint != g.row(key).Fingerprint {
+		t.Fatalf("approval = %+v", a)
+	}
+	// Nothing reaches the provider before a person decides.
+	if got := g.sim.Calls(sim.YooKassa, yookassa.IdempotenceKey(key)); got != 0 {
+		t.Fatalf("calls before approval = %d", got)
+	}
+	if err := g.store.DecideApproval(context.Background(), a.ID, true, "accountant-1", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	g.srv.Wake()
+	eventually(t, "the executor to charge", func() bool { return g.row(key).Status == store.StatusSucceeded })
+
+	r := g.charge(payer, key, "order-7001", 125000)
+	expect(t, r, http.StatusOK, "succeeded", "")
+	if r.str("target_object_id") == "" || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry after approval: %s", r.Raw)
+	}
+	if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(key)); got != 1 {
+		t.Fatalf("payments made = %d, want 1", got)
+	}
+	err := g.store.DecideApproval(context.Background(), a.ID, true, "accountant-2", "")
+	if !errors.Is(err, store.ErrApprovalDecided) {
+		t.Fatalf("second approval: %v, want ErrApprovalDecided", err)
+	}
+	// A changed amount is a new fingerprint: refused under this key.
+	expect(t, g.charge(payer, key, "order-7001", 125001), http.StatusUnprocessableEntity, "rejected", "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH")
+}
+
+func TestDeniedCharge(t *testing.T) {
+	t.Parallel()
+	g := setupWith(t, fastConfig())
+	payer := g.MustToken("agent-pay", "pay")
+	const key = "test:payment.charge:order-7002:v1"
+	expect(t, g.charge(payer, key, "order-7002", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+	if err := g.store.DecideApproval(context.Background(), g.approval(key).ID, false, "accountant-1", "not ours"); err != nil {
+		t.Fatal(err)
+	}
+	r := g.charge(payer, key, "order-7002", 5000)
+	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "APPROVAL_DENIED")
+	if got := g.sim.Calls(sim.YooKassa, yookassa.IdempotenceKey(key)); got != 0 {
+		t.Fatalf("a denied charge reached the provider %d times", got)
+	}
+}
+
+func TestExpiredApproval(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.Approval.TTL = server.Duration(200 * time.Millisecond)
+	g := setupWith(t, cfg)
+	payer := g.MustToken("agent-pay", "pay")
+	const key = "test:payment.charge:order-7003:v1"
+	expect(t, g.charge(payer, key, "order-7003", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+	id := g.approval(key).ID
+	eventually(t, "the approval to expire", func() bool { return g.row(key).Status == store.StatusFailedFinal })
+	expect(t, g.charge(payer, key, "order-7003", 5000), http.StatusUnprocessableEntity, "failed_final", "APPROVAL_EXPIRED")
+	if err := g.store.DecideApproval(context.Background(), id, true, "late", ""); !errors.Is(err, store.ErrApprovalExpired) {
+		t.Fatalf("approve after expiry: %v, want ErrApprovalExpired", err)
+	}
+	if got := g.sim.Calls(sim.YooKassa, yookassa.IdempotenceKey(key)); got != 0 {
+		t.Fatalf("an expired charge reached the provider %d times", got)
+	}
+}
+
+// The reconciler resolves an unknown outcome without any agent retry.
+func TestReconcilerFindsEffect(t *testing.T) {
+	t.Parallel()
+	g := setupWith(t, fastConfig())
+	const key = "test:invoice.create:order-rec-1:v1"
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDropResponse, Times: 1})
+	expect(t, g.post(key, invoice("order-rec-1", 1)), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
+	eventually(t, "the reconciler to find the effect", func() bool { return g.row(key).Status == store.StatusSucceeded })
+	if got := g.sim.Calls(sim.OneC, key); got != 1 {
+		t.Fatalf("execute calls = %d, want 1", got)
+	}
+	r := g.post(key, invoice("order-rec-1", 1))
+	expect(t, r, http.StatusOK, "succeeded", "")
+}
+
+// An operation whose holder died before sending: the reconciler finds
+// nothing at the target and marks it safe to retry; the agent's retry then
+// executes it once.
+func TestReconcilerNothingThere(t *testing.T) {
+	t.Parallel()
+	g := setupWith(t, fastConfig())
+	const key = "test:invoice.create:order-rec-2:v1"
+	// Register the operation as a dead run would have left it.
+	body, _ := json.Marshal(invoice("order-rec-2", 1)["payload"])
+	ctx := context.Background()
+	_, _, err := g.store.Claim(ctx, store.ClaimRequest{
+		Key: key, Intent: "invoice.create", Fingerprint: "0000000000000000000000000000000000000000000000000000000000000001",
+		TargetSystem: "onec", Agent: "agent-a", Payload: body, Owner: "dead-run", Lease: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the reconciler to mark it retryable", func() bool { return g.row(key).Status == store.StatusFailedRetryable })
+	if got := g.sim.Calls(sim.OneC, key); got != 0 {
+		t.Fatalf("the reconciler executed: %d calls", got)
+	}
+	r := g.do("GET", "/v1/operations/"+key, g.token, nil, nil)
+	if r.errCode() != "TARGET_UNAVAILABLE" || r.str("status") != "failed_retryable" {
+		t.Fatalf("GET = %s", r.Raw)
+	}
+}
+
+// Lookups that keep failing flag the operation for a person, visibly.
+func TestReconcilerFlagsForReview(t *testing.T) {
+	t.Parallel()
+	g := setupWith(t, fastConfig())
+	const key = "test:invoice.create:order-rec-3:v1"
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDropResponse, Times: 1})
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 503, Times: 1000, On: sim.OnLookup})
+	expect(t, g.post(key, invoice("order-rec-3", 1)), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
+	eventually(t, "the review flag", func() bool { return g.row(key).NeedsReview })
+	op := g.row(key)
+	if op.Status != store.StatusUnknown || op.LookupFailures < 2 {
+		t.Fatalf("row = %+v", op)
+	}
+	r := g.do("GET", "/v1/operations/"+key, g.token, nil, nil)
+	if r.Body["needs_review"] != true || r.str("status") != "unknown" {
+		t.Fatalf("GET = %s", r.Raw)
+	}
+}
+
+// Shutdown lets a request in flight finish and settle its operation.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:invoice.create:order-shutdown:v1"
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDelay, DelayMS: 300, Times: 1})
+	done := make(chan reply, 1)
+	go func() { done <- g.post(key, invoice("order-shutdown", 1)) }()
+	eventually(t, "the call to reach the target", func() bool { return g.sim.Calls(sim.OneC, key) == 1 })
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	expect(t, r, http.StatusOK, "succeeded", "")
+	if got := g.row(key).Status; got != store.StatusSucceeded {
+		t.Fatalf("row after shutdown: %s", got)
+	}
+}

@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Approval states.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+	ApprovalExpired  = "expired"
+	ApprovalConsumed = "consumed"
+)
+
+// Errors of approval decisions.
+var (
+	// ErrApprovalExpired: the approval's time ran out before the decision.
+	ErrApprovalExpired = errors.New("approval expired")
+	// ErrApprovalDecided: the approval was already decided (or consumed).
+	ErrApprovalDecided = errors.New("approval already decided")
+)
+
+// Approval is a person's decision on one money operation, bound to its
+// key and fingerprint.
+type Approval struct {
+	ID           int64
+	OperationKey string
+	Fingerprint  string
+	Status       string
+	ExpiresAt    time.Time
+	DecidedBy    string
+	DecidedAt    time.Time
+	Comment      string
+	CreatedAt    time.Time
+	Operation    Operation // the operation it is for
+}
+
+// Approvals returns the approvals in status (all when ""), oldest first,
+// each with its operation.
+func (s *Store) Approvals(ctx context.Context, status string, limit int) ([]Approval, error) {
+	if limit <= 0 {
+		limit = 200
+	}
+	q := `SELECT a.id, a.operation_key, a.fingerprint, a.status, a.expires_at, a.decided_by, a.decided_at, a.comment, a.created_at
+		FROM approvals a WHERE (? = '' OR a.status = ?) ORDER BY a.id LIMIT ?`
+	rows, err := s.rdb.QueryContext(ctx, q, status, status, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	var out []Approval
+	for rows.Next() {
+		a, err := scanApproval(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list approvals: %w", err)
+		}
+		out = append(out, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list approvals: %w", err)
+	}
+	for i := range out {
+		if out[i].Operation, err = getOperation(ctx, s.rdb, out[i].OperationKey); err != nil {
+			return nil, fmt.Errorf("list approvals: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// ApprovalByKey returns the approval of an operation, or ErrNotFound.
+func (s *Store) ApprovalByKey(ctx context.Context, key string) (Approval, error) {
+	row := s.rdb.QueryRowContext(ctx, `SELECT id, operation_key, fingerprint, status, expires_at, decided_by, decided_at, comment, created_at
+		FROM approvals WHERE operation_key = ?`, key)
+	a, err := scanApproval(row)
+	if err != nil {
+		return Approval{}, fmt.Errorf("get approval: %w", interpretError(err))
+	}
+	return a, nil
+}
+
+func scanApproval(sc scanner) (Approval, error) {
+	var a Approval
+	var expires, created string
+	var by, at sql.NullString
+	if err := sc.Scan(&a.ID, &a.OperationKey, &a.Fingerprint, &a.Status, &expires, &by, &at, &a.Comment, &created); err != nil {
+		return Approval{}, err
+	}
+	a.ExpiresAt = parseTime(sql.NullString{String: expires, Valid: true})
+	a.CreatedAt = parseTime(sql.NullString{String: created, Valid: true})
+	a.DecidedBy, a.DecidedAt = by.String, parseTime(at)
+	return a, nil
+}
+
+// DecideApproval records user's decision on the approval id. The decision
+// and the expiry check are one conditional update, so no decision lands
+// after the expiry. A denial ends the operation failed_final with
+// APPROVAL_DENIED in the same transaction; an approval leaves it for the
+// executor (TakeApproved).
+func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, user, comment string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("decide approval: %w", err)
+	}
+	defer tx.Rollback()
+	now := formatTime(s.now())
+	status := ApprovalDenied
+	if approve {
+		status = ApprovalApproved
+	}
+	res, err := tx.ExecContext(ctx, `
+		UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, comment = ?
+		WHERE id = ? AND status = 'pending' AND expires_at > ?`,
+		status, user, now, comment, id, now)
+	if err != nil {
+		return fmt.Errorf("decide approval: %w", interpretError(err))
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		a, err := scanApproval(tx.QueryRowContext(ctx, `SELECT id, operation_key, fingerprint, status, expires_at, decided_by, decided_at, comment, created_at FROM approvals WHERE id = ?`, id))
+		switch {
+		case err != nil:
+			return fmt.Errorf("decide approval %d: %w", id, interpretError(err))
+		case a.Status == ApprovalPending || a.Status == ApprovalExpired:
+			return fmt.Errorf("decide approval %d: %w", id, ErrApprovalExpired)
+		default:
+			return fmt.Errorf("decide approval %d: %w (%s)", id, ErrApprovalDecided, a.Status)
+		}
+	}
+	var key string
+	if err := tx.QueryRowContext(ctx, `SELECT operation_key FROM approvals WHERE id = ?`, id).Scan(&key); err != nil {
+		return fmt.Errorf("decide approval: %w", err)
+	}
+	detail := map[string]any{"approval_id": id, "comment": comment}
+	if err := s.appendAudit(ctx, tx, "approval."+status, key, detail); err != nil {
+		return err
+	}
+	if !approve {
+		if err := s.endAwaiting(ctx, tx, key, "APPROVAL_DENIED", "a person denied this operation"); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// endAwaiting ends an operation awaiting approval as failed_final.
+func (s *Store) endAwaiting(ctx context.Context, tx *sql.Tx, key, code, msg string) error {
+	now := formatTime(s.now())
+	res, err := tx.ExecContext(ctx, `
+		UPDATE operations SET status = 'failed_final', error_code = ?, error_message = ?, updated_at = ?, completed_at = ?
+		WHERE operation_key = ? AND status = 'awaiting_approval'`, code, msg, now, now, key)
+	if err != nil {
+		return fmt.Errorf("end operation awaiting approval: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("end operation awaiting approval %q: %w", key, ErrConflict)
+	}
+	return s.appendAudit(ctx, tx, "operation.failed_final", key, map[string]any{"code": code})
+}
+
+// ExpireApprovals ends every pending approval whose time ran out: the
+// approval becomes expired and its operation failed_final with
+// APPROVAL_EXPIRED. It returns the keys it ended.
+func (s *Store) ExpireApprovals(ctx context.Context) ([]string, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("expire approvals: %w", err)
+	}
+	defer tx.Rollback()
+	now := formatTime(s.now())
+	rows, err := tx.QueryContext(ctx, `SELECT id, operation_key FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY id LIMIT 500`, now)
+	if err != nil {
+		return nil, fmt.Errorf("expire approvals: %w", err)
+	}
+	type due struct {
+		id  int64
+		key string
+	}
+	var list []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.id, &d.key); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("expire approvals: %w", err)
+		}
+		list = append(list, d)
+	}
+	rows.Close()
+	var keys []string
+	for _, d := range list {
+		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'expired' WHERE id = ? AND status = 'pending'`, d.id); err != nil {
+			return nil, fmt.Errorf("expire approvals: %w", err)
+		}
+		if err := s.appendAudit(ctx, tx, "approval.expired", d.key, map[string]any{"approval_id": d.id}); err != nil {
+			return nil, err
+		}
+		if err := s.endAwaiting(ctx, tx, d.key, "APPROVAL_EXPIRED", "nobody approved this operation in time"); err != nil {
+			return nil, err
+		}
+		keys = append(keys, d.key)
+	}
+	return keys, tx.Commit()
+}
+
+// TakeApproved consumes one approved approval whose operation still
+// awaits it with the same fingerprint, and moves that operation to
+// started under owner's lease with attempt 1 recorded — all in one
+// transaction, so an approval runs once. It returns ErrNotFound when none
+// is ready.
+func (s *Store) TakeApproved(ctx context.Context, owner string, lease time.Duration) (Operation, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Operation{}, fmt.Errorf("take approved: %w", err)
+	}
+	defer tx.Rollback()
+	var id int64
+	var key string
+	err = tx.QueryRowContext(ctx, `
+		SELECT a.id, a.operation_key FROM approvals a
+		JOIN operations o ON o.operation_key = a.operation_key
+		WHERE a.status = 'approved' AND o.status = 'awaiting_approval' AND o.fingerprint = a.fingerprint
+		ORDER BY a.decided_at LIMIT 1`).Scan(&id, &key)
+	if err != nil {
+		return Operation{}, fmt.Errorf("take approved: %w", interpretError(err))
+	}
+	now := s.now()
+	if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'consumed' WHERE id = ? AND status = 'approved'`, id); err != nil {
+		return Operation{}, fmt.Errorf("take approved: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, `
+		UPDATE operations
+		SET status = 'started', lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
+			last_attempt_at = ?, updated_at = ?
+		WHERE operation_key = ? AND status = 'awaiting_approval'`,
+		owner, formatTime(now.Add(lease)), formatTime(now), formatTime(now), key)
+	if err != nil {
+		return Operation{}, fmt.Errorf("take approved: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return Operation{}, fmt.Errorf("take approved %q: %w", key, ErrConflict)
+	}
+	if err := s.appendAudit(ctx, tx, "operation.started", key, map[string]any{"approval_id": id}); err != nil {
+		return Operation{}, err
+	}
+	op, err := getOperation(ctx, tx, key)
+	if err != nil {
+		return Operation{}, fmt.Errorf("take approved: %w", err)
+	}
+	return op, tx.Commit()
+}

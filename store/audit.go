@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Actor kinds of audit events.
+const (
+	ActorAgent  = "agent"
+	ActorUser   = "user"
+	ActorSystem = "system"
+)
+
+// Actor is who caused an event: an agent identity, a signed-in user, or a
+// worker of the gateway.
+type Actor struct {
+	Kind string
+	Name string
+}
+
+type actorKey struct{}
+
+// WithActor returns a context whose journal writes are audited as actor.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// actorOf is the actor of ctx; the gateway itself when none was set.
+func actorOf(ctx context.Context) Actor {
+	if a, ok := ctx.Value(actorKey{}).(Actor); ok && a.Kind != "" {
+		return a
+	}
+	return Actor{Kind: ActorSystem, Name: "gateway"}
+}
+
+// AuditEvent is one entry of the audit trail.
+type AuditEvent struct {
+	ID           int64
+	At           time.Time
+	Actor        Actor
+	Event        string
+	OperationKey string
+	Detail       json.RawMessage // small JSON object, secrets masked
+	PrevHash     string
+	Hash         string
+}
+
+// genesis is the prev_hash of the first event.
+var genesis = strings.Repeat("0", 64)
+
+// canonicalEvent is what an event's hash covers, in a fixed field order.
+func canonicalEvent(e AuditEvent) []byte {
+	b, _ := json.Marshal(struct {
+		ID           int64           `json:"id"`
+		At           string          `json:"at"`
+		ActorKind    string          `json:"actor_kind"`
+		Actor        string          `json:"actor"`
+		Event        string          `json:"event"`
+		OperationKey string          `json:"operation_key"`
+		Detail       json.RawMessage `json:"detail"`
+	}{e.ID, formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, e.OperationKey, e.Detail})
+	return b
+}
+
+func chainHash(prev string, e AuditEvent) string {
+	h := sha256.New()
+	h.Write([]byte(prev))
+	h.Write(canonicalEvent(e))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// appendAudit adds an event inside the caller's write transaction, chained
+// to the last one. detail is marshalled as JSON (maps sort their keys).
+func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, event, key string, detail map[string]any) error {
+	var prevID int64
+	prev := genesis
+	err := tx.QueryRowContext(ctx, `SELECT id, hash FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&prevID, &prev)
+	if err != nil && err != sql.ErrNoRows {
+		return fmt.Errorf("append audit: %w", err)
+	}
+	if detail == nil {
+		detail = map[string]any{}
+	}
+	d, err := json.Marshal(detail)
+	if err != nil {
+		return fmt.Errorf("append audit: %w", err)
+	}
+	e := AuditEvent{ID: prevID + 1, At: s.now(), Actor: actorOf(ctx), Event: event, OperationKey: key, Detail: d}
+	e.Hash = chainHash(prev, e)
+	_, err = tx.ExecContext(ctx, `
+		INSERT INTO audit_events (id, at, actor_kind, actor, event, operation_key, detail, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.ID, formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, nullString(key), string(d), prev, e.Hash)
+	if err != nil {
+		return fmt.Errorf("append audit: %w", interpretError(err))
+	}
+	return nil
+}
+
+// Audit records an event that changes nothing else in the journal (a
+// sign-in, a manual note), in its own transaction.
+func (s *Store) Audit(ctx context.Context, event, key string, detail map[string]any) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer tx.Rollback()
+	if err := s.appendAudit(ctx, tx, event, key, detail); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// AuditFilter selects audit events. Zero fields select everything.
+type AuditFilter struct {
+	OperationKey string
+	Event        string // exact name, or a prefix ending in "." (e.g. "approval.")
+	Actor        string
+	From, To     time.Time
+	BeforeID     int64 // keyset pagination: events with a smaller id
+	Limit        int   // default 100
+}
+
+// AuditEvents returns events matching f, newest first.
+func (s *Store) AuditEvents(ctx context.Context, f AuditFilter) ([]AuditEvent, error) {
+	q := `SELECT id, at, actor_kind, actor, event, coalesce(operation_key, ''), detail, prev_hash, hash FROM audit_events WHERE 1=1`
+	var args []any
+	if f.OperationKey != "" {
+		q += ` AND operation_key = ?`
+		args = append(args, f.OperationKey)
+	}
+	if strings.HasSuffix(f.Event, ".") {
+		q += ` AND event >= ? AND event < ?`
+		args = append(args, f.Event, f.Event[:len(f.Event)-1]+"/")
+	} else if f.Event != "" {
+		q += ` AND event = ?`
+		args = append(args, f.Event)
+	}
+	if f.Actor != "" {
+		q += ` AND actor = ?`
+		args = append(args, f.Actor)
+	}
+	if !f.From.IsZero() {
+		q += ` AND at >= ?`
+		args = append(args, formatTime(f.From))
+	}
+	if !f.To.IsZero() {
+		q += ` AND at < ?`
+		args = append(args, formatTime(f.To))
+	}
+	if f.BeforeID > 0 {
+		q += ` AND id < ?`
+		args = append(args, f.BeforeID)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, f.Limit)
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list audit events: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditEvent
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list audit events: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func scanAudit(sc scanner) (AuditEvent, error) {
+	var e AuditEvent
+	var at, detail string
+	if err := sc.Scan(&e.ID, &at, &e.Actor.Kind, &e.Actor.Name, &e.Event, &e.OperationKey, &detail, &e.PrevHash, &e.Hash); err != nil {
+		return AuditEvent{}, err
+	}
+	e.At = parseTime(sql.NullString{String: at, Valid: true})
+	e.Detail = json.RawMessage(detail)
+	return e, nil
+}
+
+// AuditReport is the outcome of VerifyAudit.
+type AuditReport struct {
+	Events   int   // events checked
+	BrokenAt int64 // id of the first event whose link is broken; 0 when intact
+	Reason   string
+}
+
+// VerifyAudit walks the whole chain and reports the first broken link: an
+// event whose content no longer hashes to its stored hash, whose prev_hash
+// is not its predecessor's hash, or a gap in the ids (a deleted event).
+func (s *Store) VerifyAudit(ctx context.Context) (AuditReport, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id, at, actor_kind, actor, event, coalesce(operation_key, ''), detail, prev_hash, hash FROM audit_events ORDER BY id`)
+	if err != nil {
+		return AuditReport{}, fmt.Errorf("verify audit: %w", err)
+	}
+	defer rows.Close()
+	var r AuditReport
+	prev, prevID := genesis, int64(0)
+	for rows.Next() {
+		e, err := scanAudit(rows)
+		if err != nil {
+			return AuditReport{}, fmt.Errorf("verify audit: %w", err)
+		}
+		r.Events++
+		switch {
+		case e.ID != prevID+1:
+			r.BrokenAt, r.Reason = e.ID, fmt.Sprintf("event %d follows event %d: events in between are missing", e.ID, prevID)
+		case e.PrevHash != prev:
+			r.BrokenAt, r.Reason = e.ID, fmt.Sprintf("event %d does not link to the hash of event %d", e.ID, prevID)
+		case chainHash(prev, e) != e.Hash:
+			r.BrokenAt, r.Reason = e.ID, fmt.Sprintf("event %d was changed after it was written", e.ID)
+		}
+		if r.BrokenAt != 0 {
+			return r, nil
+		}
+		prev, prevID = e.Hash, e.ID
+	}
+	return r, rows.Err()
+}

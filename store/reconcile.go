@@ -1,0 +1,94 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DueForReconcile returns up to limit operations whose outcome must be
+// established at the target: unknown rows whose next check is due, and
+// started rows whose lease has expired (their holder is gone).
+func (s *Store) DueForReconcile(ctx context.Context, limit int) ([]Operation, error) {
+	now := formatTime(s.now())
+	rows, err := s.rdb.QueryContext(ctx, `
+		SELECT `+operationColumns+` FROM operations
+		WHERE (status = 'unknown' AND (next_check_at IS NULL OR next_check_at <= ?))
+		   OR (status = 'started' AND lease_until <= ?)
+		ORDER BY coalesce(next_check_at, lease_until) LIMIT ?`, now, now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("due for reconcile: %w", err)
+	}
+	defer rows.Close()
+	var out []Operation
+	for rows.Next() {
+		op, err := scanOperation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("due for reconcile: %w", err)
+		}
+		out = append(out, op)
+	}
+	return out, rows.Err()
+}
+
+// TakeForReconcile takes the lease of an operation that DueForReconcile
+// returned, if it is still as it was read. ErrLeaseLost when it moved on.
+func (s *Store) TakeForReconcile(ctx context.Context, op Operation, owner string, lease time.Duration) (Operation, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Operation{}, fmt.Errorf("take for reconcile: %w", err)
+	}
+	defer tx.Rollback()
+	cur, err := getOperation(ctx, tx, op.Key)
+	if err != nil {
+		return Operation{}, fmt.Errorf("take for reconcile: %w", err)
+	}
+	live := cur.LeaseOwner != "" && cur.LeaseUntil.After(s.now())
+	if cur.Status != op.Status || cur.UpdatedAt != op.UpdatedAt || live {
+		return Operation{}, fmt.Errorf("take for reconcile %q: %w", op.Key, ErrLeaseLost)
+	}
+	if cur, err = s.takeLease(ctx, tx, cur, owner, lease); err != nil {
+		return Operation{}, fmt.Errorf("take for reconcile: %w", err)
+	}
+	return cur, tx.Commit()
+}
+
+// LookupFailed puts an operation whose lookup failed back to unknown,
+// counts the failure, schedules the next check, and flags the row for a
+// person's review once failures reach reviewAfter. It reports whether the
+// row is now flagged.
+func (s *Store) LookupFailed(ctx context.Context, key, owner string, reviewAfter int, next time.Time) (bool, error) {
+	now := formatTime(s.now())
+	err := s.transition(ctx, "operation.lookup_failed", key, owner, map[string]any{"next_check_at": formatTime(next)}, `
+		UPDATE operations
+		SET status = 'unknown', lookup_failures = lookup_failures + 1,
+			needs_review = CASE WHEN lookup_failures + 1 >= ? THEN 1 ELSE needs_review END,
+			lease_owner = NULL, lease_until = NULL, next_check_at = ?, updated_at = ?
+		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
+		reviewAfter, formatTime(next), now, key, owner)
+	if err != nil {
+		return false, err
+	}
+	op, err := getOperation(ctx, s.db, key)
+	if err != nil {
+		return false, fmt.Errorf("lookup failed: %w", err)
+	}
+	return op.NeedsReview, nil
+}
+
+// PurgeTerminal deletes up to batch succeeded or failed_final operations
+// completed before cutoff and returns how many it deleted. Non-terminal
+// rows are never deleted. Each call is one short transaction, so a purge
+// in a loop of calls never holds the writer for long.
+func (s *Store) PurgeTerminal(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+	res, err := s.db.ExecContext(ctx, `
+		DELETE FROM operations WHERE operation_key IN (
+			SELECT operation_key FROM operations
+			WHERE status IN ('succeeded', 'failed_final') AND completed_at < ?
+			LIMIT ?)`, formatTime(cutoff), batch)
+	if err != nil {
+		return 0, fmt.Errorf("purge operations: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
