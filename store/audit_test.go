@@ -1,0 +1,106 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+func TestAudit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("TransitionsAreEvents", func(t *testing.T) {
+		s := MustOpenStore(t)
+		const key = "test:invoice.create:a-1:v1"
+		actx := store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: "agent-a"})
+		if _, _, err := s.Claim(actx, claimReq(key, fp1, "run-1")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordAttempt(ctx, key, "run-1", 2, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Complete(ctx, key, "run-1", "INV-1", nil); err != nil {
+			t.Fatal(err)
+		}
+		events, err := s.AuditEvents(ctx, store.AuditFilter{OperationKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range events {
+			names = append([]string{e.Event}, names...)
+		}
+		if got, want := len(names), 3; got != want {
+			t.Fatalf("events %v", names)
+		}
+		if names[0] != "operation.started" || names[1] != "operation.attempt" || names[2] != "operation.succeeded" {
+			t.Fatalf("events %v", names)
+		}
+		if a := events[2].Actor; a.Kind != store.ActorAgent || a.Name != "agent-a" {
+			t.Fatalf("claim audited as %+v", a)
+		}
+		if a := events[0].Actor; a.Kind != store.ActorSystem {
+			t.Fatalf("completion audited as %+v", a)
+		}
+		r, err := s.VerifyAudit(ctx)
+		if err != nil || r.BrokenAt != 0 || r.Events != 3 {
+			t.Fatalf("verify = %+v, %v", r, err)
+		}
+	})
+	t.Run("TamperDetected", func(t *testing.T) {
+		s := MustOpenStore(t)
+		for i := range 5 {
+			if err := s.Audit(ctx, "note", "", map[string]any{"n": i}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db, err := sql.Open("sqlite", s.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`UPDATE audit_events SET detail = '{"n":99}' WHERE id = 3`); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.VerifyAudit(ctx)
+		if err != nil || r.BrokenAt != 3 {
+			t.Fatalf("after an edit of event 3: %+v, %v", r, err)
+		}
+		if _, err := db.Exec(`UPDATE audit_events SET detail = '{"n":2}' WHERE id = 3`); err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := s.VerifyAudit(ctx); r.BrokenAt != 0 {
+			t.Fatalf("restored chain still broken: %+v", r)
+		}
+		if _, err := db.Exec(`DELETE FROM audit_events WHERE id = 4`); err != nil {
+			t.Fatal(err)
+		}
+		if r, _ := s.VerifyAudit(ctx); r.BrokenAt != 5 {
+			t.Fatalf("after a deletion: %+v, want broken at 5", r)
+		}
+	})
+	t.Run("Filter", func(t *testing.T) {
+		s := MustOpenStore(t)
+		for _, ev := range []string{"approval.approved", "approval.denied", "user.login", "approval.approved"} {
+			if err := s.Audit(ctx, ev, "", map[string]any{"secret": false}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.AuditEvents(ctx, store.AuditFilter{Event: "approval."})
+		if err != nil || len(got) != 3 {
+			t.Fatalf("prefix filter: %d events, %v", len(got), err)
+		}
+		page, err := s.AuditEvents(ctx, store.AuditFilter{BeforeID: got[0].ID, Limit: 2})
+		if err != nil || len(page) != 2 || page[0].ID != got[0].ID-1 {
+			t.Fatalf("keyset page = %+v, %v", page, err)
+		}
+		var d map[string]any
+		if err := json.Unmarshal(got[0].Detail, &d); err != nil || d["secret"] != false {
+			t.Fatalf("detail %s", got[0].Detail)
+		}
+	})
+}
