@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// OperationFilter selects operations for the browser. Zero fields select
+// everything.
+type OperationFilter struct {
+	Status      Status
+	Intent      string
+	Target      string
+	Agent       string
+	KeyPrefix   string
+	NeedsReview bool // only rows flagged for a person
+	From, To    time.Time
+	// Keyset pagination: rows strictly older than (BeforeCreated, BeforeKey).
+	BeforeCreated time.Time
+	BeforeKey     string
+	Limit         int // default 50, at most 500
+}
+
+// ListOperations returns operations matching f, newest first. Pages are
+// keyset-based (never OFFSET), so every page costs the same.
+func (s *Store) ListOperations(ctx context.Context, f OperationFilter) ([]Operation, error) {
+	q := `SELECT ` + operationColumns + ` FROM operations WHERE 1=1`
+	var args []any
+	add := func(clause string, a ...any) { q += " AND " + clause; args = append(args, a...) }
+	if f.Status != "" {
+		add(`status = ?`, f.Status)
+	}
+	if f.Intent != "" {
+		add(`intent = ?`, f.Intent)
+	}
+	if f.Target != "" {
+		add(`target_system = ?`, f.Target)
+	}
+	if f.Agent != "" {
+		add(`agent = ?`, f.Agent)
+	}
+	if f.KeyPrefix != "" {
+		add(`operation_key >= ? AND operation_key < ?`, f.KeyPrefix, f.KeyPrefix+"\U0010FFFF")
+	}
+	if f.NeedsReview {
+		add(`needs_review = 1`)
+	}
+	if !f.From.IsZero() {
+		add(`created_at >= ?`, formatTime(f.From))
+	}
+	if !f.To.IsZero() {
+		add(`created_at < ?`, formatTime(f.To))
+	}
+	if !f.BeforeCreated.IsZero() {
+		c := formatTime(f.BeforeCreated)
+		add(`(created_at < ? OR (created_at = ? AND operation_key < ?))`, c, c, f.BeforeKey)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	q += ` ORDER BY created_at DESC, operation_key DESC LIMIT ?`
+	args = append(args, min(f.Limit, 500))
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list operations: %w", err)
+	}
+	defer rows.Close()
+	var out []Operation
+	for rows.Next() {
+		op, err := scanOperation(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list operations: %w", err)
+		}
+		out = append(out, op)
+	}
+	return out, rows.Err()
+}
+
+// Summary is what the dashboard shows.
+type Summary struct {
+	ByStatus         map[Status]int
+	ApprovalsWaiting int
+	NeedsReview      int
+	OldestUnresolved time.Time // creation of the oldest non-terminal operation; zero if none
+}
+
+// Summarize counts operations by status and what waits for people.
+func (s *Store) Summarize(ctx context.Context) (Summary, error) {
+	sum := Summary{ByStatus: map[Status]int{}}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT status, count(*) FROM operations GROUP BY status`)
+	if err != nil {
+		return Summary{}, fmt.Errorf("summarize: %w", err)
+	}
+	for rows.Next() {
+		var st Status
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			rows.Close()
+			return Summary{}, fmt.Errorf("summarize: %w", err)
+		}
+		sum.ByStatus[st] = n
+	}
+	rows.Close()
+	var oldest sql.NullString
+	err = s.rdb.QueryRowContext(ctx, `
+		SELECT (SELECT count(*) FROM approvals WHERE status = 'pending'),
+		       (SELECT count(*) FROM operations WHERE needs_review = 1),
+		       (SELECT min(created_at) FROM operations WHERE status NOT IN ('succeeded', 'failed_final'))`).
+		Scan(&sum.ApprovalsWaiting, &sum.NeedsReview, &oldest)
+	if err != nil {
+		return Summary{}, fmt.Errorf("summarize: %w", err)
+	}
+	sum.OldestUnresolved = parseTime(oldest)
+	return sum, nil
+}
+
+// ResolveByHand settles an unknown operation on a person's word, with a
+// mandatory reason: found at the target (objectID required) makes it
+// succeeded; not there makes it failed_retryable, safe for the agent to
+// send again. Only an unknown row whose lease is free can be resolved.
+func (s *Store) ResolveByHand(ctx context.Context, key string, found bool, objectID, reason string) error {
+	if reason == "" {
+		return fmt.Errorf("resolve by hand: %w: a reason is required", ErrInvalid)
+	}
+	if found && objectID == "" {
+		return fmt.Errorf("resolve by hand: %w: the target's object id is required", ErrInvalid)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("resolve by hand: %w", err)
+	}
+	defer tx.Rollback()
+	now := formatTime(s.now())
+	var res sql.Result
+	if found {
+		res, err = tx.ExecContext(ctx, `
+			UPDATE operations SET status = 'succeeded', target_object_id = ?, result = NULL,
+				error_code = NULL, error_field = NULL, error_message = NULL, needs_review = 0,
+				next_check_at = NULL, updated_at = ?, completed_at = ?
+			WHERE operation_key = ? AND status = 'unknown' AND lease_owner IS NULL`, objectID, now, now, key)
+	} else {
+		res, err = tx.ExecContext(ctx, `
+			UPDATE operations SET status = 'failed_retryable', error_code = 'TARGET_UNAVAILABLE',
+				error_message = 'a person found no effect at the target; send the same request again to execute it',
+				needs_review = 0, next_check_at = NULL, updated_at = ?
+			WHERE operation_key = ? AND status = 'unknown' AND lease_owner IS NULL`, now, key)
+	}
+	if err != nil {
+		return fmt.Errorf("resolve by hand: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("resolve by hand %q: %w: the operation is not unknown (or is being reconciled right now)", key, ErrConflict)
+	}
+	detail := map[string]any{"found": found, "object_id": objectID, "reason": reason}
+	if err := s.appendAudit(ctx, tx, "operation.resolved_by_hand", key, detail); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
