@@ -1,0 +1,661 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/store"
+)
+
+// OpenAPI returns the OpenAPI 3.1 document of the agent API (API.md), as
+// served by GET /v1/openapi.json. It is generated from the intent registry
+// (contract.All) and the server's error codes, so the published contract
+// cannot drift from what is enforced. The bytes are the same on every call;
+// the slice is the caller's own.
+func OpenAPI() ([]byte, error) {
+	doc, err := openAPIDoc()
+	return bytes.Clone(doc), err
+}
+
+// openAPIDoc is the document, built once.
+var openAPIDoc = sync.OnceValues(buildOpenAPI)
+
+// handleOpenAPI serves GET /v1/openapi.json: the OpenAPI 3.1 document of
+// the agent API. It needs no token.
+func (s *Server) handleOpenAPI(c echo.Context) error {
+	doc, err := openAPIDoc()
+	if err != nil {
+		return err
+	}
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, doc)
+}
+
+// openAPIDescription summarizes API.md sections 1, 3 and 5.
+const openAPIDescription = `oncegate stands between AI agents and business systems (1C, the CRM, the payment provider). Agents send declarative **intents** from a closed, versioned whitelist — never method names, queries or scripts. Each intent's payload is described here by a JSON Schema (draft 2020-12, ` + "`additionalProperties: false`" + `) generated from the same registry the gateway validates with; ` + "`GET /v1/intents`" + ` serves the same schemas.
+
+Every mutating intent carries an **operation key** (` + "`<contour>:<operation>:<intent-id>:v<digits>`" + `, e.g. ` + "`prod:invoice.create:order-48291:v1`" + `), made once by the orchestrator and re-sent unchanged on every retry, in the ` + "`Idempotency-Key`" + ` header or as ` + "`request_id`" + `. The key is bound forever to the **fingerprint** of the request's business meaning (SHA-256 of the RFC 8785 canonical payload plus the intent name; transport fields such as request_id, actor_id and mode are not part of it). The **journal** records every operation, so the same key with the same request never acts twice: a retry gets the stored answer with ` + "`Idempotent-Replayed: true`" + `, while the same key with a different request is refused. ` + "`mode: \"validate\"`" + ` runs every check, returns the normalized plan and its ` + "`plan_hash`" + `, and writes and journals nothing.
+
+Unknown fields anywhere are refused with ` + "`UNKNOWN_FIELD`" + ` and the field path; bodies are at most 64 KiB of ` + "`application/json`" + `. A request refused before execution (400, 401, 403, 413, 415, 429) binds nothing: its key stays free.
+
+Every answer to POST and GET is one JSON object (` + "`Answer`" + `) with a ` + "`status`" + ` (valid, rejected, awaiting_approval, started, succeeded, failed_retryable, failed_final, unknown) and ` + "`errors`" + ` of ` + "`{code, field, message, retryable}`" + `. Error answers use ` + "`application/problem+json`" + ` and add RFC 9457's type, title and detail (` + "`Problem`" + `). Messages are safe for a model to read. Money intents wait for a person's approval (202 ` + "`APPROVAL_REQUIRED`" + `); an outcome that is not yet known is reconciled by key (202 ` + "`OUTCOME_UNKNOWN`" + `): in both cases send the same request again after ` + "`Retry-After`" + ` seconds.`
+
+// keyRulesDescription is API.md section 3's key rules.
+const keyRulesDescription = `The operation key: made once per business intent by the orchestrator and re-sent unchanged on every retry. Bare or as an RFC 8941 quoted string ("prod:…"). request_id in the body is an alternative carrier; when both are present they must be equal. A mutating intent in execute mode without a key is refused (400 IDEMPOTENCY_KEY_MISSING); read-only intents need none.
+
+Rules (400 IDEMPOTENCY_KEY_INVALID otherwise): 8–255 characters of A-Z a-z 0-9 . _ : -; at least four ':'-separated non-empty segments; the first is the contour and must equal the gateway's configured contour (prod, test, …); the last is v<digits>; the segments between the contour and the last two, joined with '.', equal the intent name (prod:crm.callback:create:event-90173:v1 → crm.callback.create). A key holding a card number (a 13–19 digit run passing the Luhn check) or anything shaped like a secret is refused: keys are stored and logged in clear and must never carry secrets.`
+
+// Reusable references.
+const (
+	refAnswer  = "#/components/schemas/Answer"
+	refProblem = "#/components/schemas/Problem"
+)
+
+// schemaRef refers to the component schema name.
+func schemaRef(name string) map[string]any {
+	return map[string]any{"$ref": "#/components/schemas/" + name}
+}
+
+// keyAlphabet is a key segment: the key alphabet without ':'.
+const keyAlphabet = `[A-Za-z0-9._-]+`
+
+// keyPattern is the structure of an operation key for intent ("" for any
+// intent): contour, the intent's name with each '.' possibly a ':', an
+// intent id, and the version. Length, contour and secrets are checked by
+// the gateway only.
+func keyPattern(intent string) string {
+	op := keyAlphabet + `(:` + keyAlphabet + `)*`
+	if intent != "" {
+		op = strings.ReplaceAll(regexp.QuoteMeta(intent), `\.`, `[.:]`)
+	}
+	return `^` + keyAlphabet + `:` + op + `:` + keyAlphabet + `:v[0-9]+$`
+}
+
+// headerKeyPattern is keyPattern for any intent, bare or quoted.
+func headerKeyPattern() string {
+	bare := strings.TrimSuffix(strings.TrimPrefix(keyPattern(""), "^"), "$")
+	return `^(` + bare + `|"` + bare + `")$`
+}
+
+// schemaName is the component name of an intent: "sales_order.create_draft"
+// → "SalesOrderCreateDraft".
+func schemaName(intent string) string {
+	var b strings.Builder
+	for _, part := range strings.FieldsFunc(intent, func(r rune) bool { return r == '.' || r == '_' }) {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
+
+// buildOpenAPI generates the document.
+func buildOpenAPI() ([]byte, error) {
+	intents := contract.All()
+	schemas := map[string]any{}
+	var variants []any
+	mapping := map[string]any{}
+	var names, targets []string
+	for _, in := range intents {
+		payload, err := payloadSchema(in)
+		if err != nil {
+			return nil, err
+		}
+		name := schemaName(in.Name)
+		schemas[name+"Payload"] = payload
+		schemas[name+"Request"] = envelopeSchema(in, name+"Payload")
+		variants = append(variants, schemaRef(name+"Request"))
+		mapping[in.Name] = "#/components/schemas/" + name + "Request"
+		names = append(names, in.Name)
+		if !slices.Contains(targets, in.Target) {
+			targets = append(targets, in.Target)
+		}
+	}
+	schemas["OperationRequest"] = map[string]any{
+		"description": "The body of POST /v1/operations: one envelope per intent, chosen by `intent`.",
+		"oneOf":       variants,
+		"discriminator": map[string]any{
+			"propertyName": "intent",
+			"mapping":      mapping,
+		},
+	}
+	for k, v := range answerSchemas(names, targets) {
+		schemas[k] = v
+	}
+
+	doc := map[string]any{
+		"openapi":           "3.1.0",
+		"jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+		"info": map[string]any{
+			"title":       "oncegate agent API",
+			"version":     "1.0",
+			"description": openAPIDescription,
+		},
+		"servers":  []any{map[string]any{"url": "/"}},
+		"security": []any{map[string]any{"bearer": []any{}}},
+		"tags": []any{
+			map[string]any{"name": "operations", "description": "Submit intents and read their state."},
+			map[string]any{"name": "intents", "description": "The whitelist of intents."},
+			map[string]any{"name": "meta", "description": "This document, liveness and readiness."},
+		},
+		"paths": openAPIPaths(),
+		"components": map[string]any{
+			"schemas": schemas,
+			"securitySchemes": map[string]any{
+				"bearer": map[string]any{
+					"type":         "http",
+					"scheme":       "bearer",
+					"bearerFormat": "opaque agent token (og_…)",
+					"description":  scopesDescription(intents),
+				},
+			},
+			"headers": map[string]any{
+				"IdempotentReplayed": map[string]any{
+					"description": "Present, with the value true, when the answer is the stored answer of an earlier request with the same key and the same fingerprint; nothing was done again.",
+					"schema":      map[string]any{"type": "string", "enum": []any{"true"}},
+				},
+				"RetryAfter": map[string]any{
+					"description": "Seconds to wait before sending the same request again (same key, same body).",
+					"schema":      map[string]any{"type": "integer", "minimum": 1},
+				},
+			},
+		},
+	}
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// payloadSchema is the registry's payload schema of in, without $schema and
+// $id (the document's dialect is draft 2020-12, and an $id would move the
+// base URI of everything inside). Numbers keep their literal form.
+func payloadSchema(in *contract.Intent) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(in.Schema))
+	dec.UseNumber()
+	var s map[string]any
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("openapi: schema of %s: %w", in.Name, err)
+	}
+	delete(s, "$schema")
+	delete(s, "$id")
+	// A local reference or a nested resource would resolve against this
+	// document instead of the intent's schema once embedded.
+	if kw := nestedResource(s); kw != "" {
+		return nil, fmt.Errorf("openapi: schema of %s uses %s, which cannot be embedded as is", in.Name, kw)
+	}
+	return s, nil
+}
+
+// nestedResource names the first $ref, $dynamicRef, $id or $anchor inside v,
+// or "".
+func nestedResource(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		for _, kw := range []string{"$ref", "$dynamicRef", "$id", "$anchor", "$dynamicAnchor"} {
+			if _, ok := v[kw]; ok {
+				return kw
+			}
+		}
+		for _, child := range v {
+			if kw := nestedResource(child); kw != "" {
+				return kw
+			}
+		}
+	case []any:
+		for _, child := range v {
+			if kw := nestedResource(child); kw != "" {
+				return kw
+			}
+		}
+	}
+	return ""
+}
+
+// envelopeSchema is the POST /v1/operations body for one intent
+// (API.md section 3), with the intent's registry facts as extensions.
+func envelopeSchema(in *contract.Intent, payload string) map[string]any {
+	desc := fmt.Sprintf("%s: %s. Needs scope %s.", in.Name, in.Effect, in.Scope)
+	if in.Journaled {
+		desc += " Needs an operation key in execute mode (Idempotency-Key header or request_id); journaled, so a retry with the same key never acts twice."
+	} else {
+		desc += " Read only: no operation key needed, nothing is journaled."
+	}
+	if in.Money {
+		desc += " Money: waits for a person's approval — the first answer is 202 awaiting_approval (APPROVAL_REQUIRED); send the same request again to learn the decision."
+	}
+	return map[string]any{
+		"title":       in.Name + " request",
+		"description": desc,
+		"type":        "object",
+		"properties": map[string]any{
+			"schema_version": map[string]any{
+				"description": "Version of the envelope; 1.0 is the only one (anything else: 400 UNSUPPORTED_SCHEMA).",
+				"type":        "string",
+				"const":       contract.SchemaVersion,
+			},
+			"intent": map[string]any{
+				"description": "The intent, from the whitelist (GET /v1/intents).",
+				"type":        "string",
+				"const":       in.Name,
+			},
+			"request_id": map[string]any{
+				"description": "The operation key, as an alternative to the Idempotency-Key header; when both are sent they must be equal.",
+				"type":        "string",
+				"minLength":   contract.MinKeyLen,
+				"maxLength":   contract.MaxKeyLen,
+				"pattern":     keyPattern(in.Name),
+				"examples":    []any{"prod:" + in.Name + ":order-48291:v1"},
+			},
+			"actor_id": map[string]any{
+				"description": "The person on whose behalf the agent acts; journaled, not part of the fingerprint.",
+				"type":        "string",
+				"maxLength":   contract.MaxIDLen,
+			},
+			"mode": map[string]any{
+				"description": "execute (the default) runs the intent; validate runs every check, returns the normalized plan and its plan_hash, and writes and journals nothing.",
+				"type":        "string",
+				"enum":        []any{contract.ModeExecute, contract.ModeValidate},
+				"default":     contract.ModeExecute,
+			},
+			"plan_hash": map[string]any{
+				"description": "On execute: the plan_hash a validate answer returned. If the plan no longer hashes the same, the answer is 409 PLAN_CHANGED and nothing runs.",
+				"type":        "string",
+				"minLength":   1,
+				"maxLength":   contract.MaxStringLen,
+			},
+			"payload": schemaRef(payload),
+		},
+		"required":                []any{"schema_version", "intent", "payload"},
+		"additionalProperties":    false,
+		"x-oncegate-scope":        in.Scope,
+		"x-oncegate-target":       in.Target,
+		"x-oncegate-money":        in.Money,
+		"x-oncegate-key-required": in.Journaled,
+	}
+}
+
+// scopesDescription describes the bearer token and its scopes, with the
+// intents each scope allows.
+func scopesDescription(intents []*contract.Intent) string {
+	var b strings.Builder
+	b.WriteString("An agent token, sent as `Authorization: Bearer <token>`. Tokens are created by an admin (`oncegate token create …`), shown once, stored only as a hash and revocable. Each belongs to one agent identity and carries scopes; an intent needs its scope (403 PERMISSION_DENIED otherwise), GET /v1/operations/{key} and GET /v1/intents need any valid token.\n\nScopes:\n")
+	for _, scope := range []string{contract.ScopeRead, contract.ScopeDraft, contract.ScopeWrite, contract.ScopePost, contract.ScopePay} {
+		var names []string
+		for _, in := range intents {
+			if in.Scope == scope {
+				names = append(names, in.Name)
+			}
+		}
+		fmt.Fprintf(&b, "- `%s`: %s\n", scope, strings.Join(names, ", "))
+	}
+	return b.String()
+}
+
+// namedDoc is one documented name: a code or a status.
+type namedDoc struct {
+	name, meaning string
+}
+
+// errorCodes are the gateway's own codes (API.md section 5), in its table's order.
+var errorCodes = []namedDoc{
+	{CodeKeyMismatch, "the key was first used with a different request; a changed request needs a new key"},
+	{CodeKeyForeign, "the key was first used by another agent identity"},
+	{CodeKeyInUse, "another attempt with this key holds a live lease; send the same request again shortly"},
+	{CodeApprovalRequired, "a money intent waits for a person's approval; send the same request again to learn the decision"},
+	{CodeOutcomeUnknown, "the target got the request but its outcome is not known yet; it is reconciled by key, send the same request again"},
+	{CodeTargetUnavailable, "transient target failure, retries spent; send the same request again later"},
+	{CodeApprovalDenied, "a person denied the money intent"},
+	{CodeApprovalExpired, "nobody approved the money intent in time"},
+	{contract.CodeKeyMissing, "a mutating intent in execute mode came without an operation key"},
+	{contract.CodeKeyInvalid, "malformed key, wrong contour, key/intent mismatch, secret in the key, or header and request_id differ"},
+	{contract.CodeIntentNotAllowed, "the intent is not in the whitelist"},
+	{contract.CodeUnknownField, "a field the contract does not define, in the envelope or the payload (field names it)"},
+	{contract.CodeValidation, "any other violation of the envelope or payload schema (field names it)"},
+	{contract.CodeUnsupportedSchema, "schema_version is not 1.0"},
+	{CodeUnauthenticated, "no, unknown or revoked bearer token"},
+	{CodePermissionDenied, "the token lacks the intent's scope"},
+	{CodePayloadTooLarge, "the body is larger than 64 KiB"},
+	{CodeUnsupportedMedia, "the body is not sent as application/json"},
+	{CodeRateLimited, "too many requests; send the same request again after Retry-After"},
+	{CodePlanChanged, "the plan changed since validate; nothing ran, validate again"},
+	{CodeOperationNotFound, "GET /v1/operations/{key}: no operation with this key for this agent"},
+	{CodeNotFound, "no such endpoint"},
+	{CodeMethodNotAllowed, "this method is not allowed on this endpoint"},
+	{CodeInternal, "internal error; the request may be sent again with the same key"},
+}
+
+// businessCodes are examples of the targets' business refusals.
+var businessCodes = []string{
+	onec.CodeRefNotFound, onec.CodeRefInactive, bitrix24.CodeAmbiguous, yookassa.CodeInsufficientFunds,
+	yookassa.CodePaymentDeclined, yookassa.CodePaymentCanceled, yookassa.CodeRefundCanceled,
+	onec.CodeInvalidState, onec.CodePermissionDenied, onec.CodeRejected,
+}
+
+// errorCodeSchema documents every code: the gateway's own as an enum, the
+// targets' business codes as an open-ended string.
+func errorCodeSchema() map[string]any {
+	var b strings.Builder
+	b.WriteString("Stable machine code of an error. The gateway's own codes:\n\n| code | HTTP | retryable | meaning |\n| --- | --- | --- | --- |\n")
+	var own, examples []any
+	for _, d := range errorCodes {
+		fmt.Fprintf(&b, "| `%s` | %d | %t | %s |\n", d.name, statusOf(d.name), retryableCodes[d.name], d.meaning)
+		own = append(own, d.name)
+		examples = append(examples, d.name)
+	}
+	b.WriteString("\nA target's refusal on business grounds carries the target's own code (HTTP 422, not retryable, `field` naming the payload field when there is one); the set is open-ended, e.g. ")
+	for i, c := range businessCodes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "`%s`", c)
+		examples = append(examples, c)
+	}
+	b.WriteString(". Treat an unknown code by its answer's HTTP status and `retryable`.")
+	return map[string]any{
+		"description": b.String(),
+		"type":        "string",
+		"anyOf": []any{
+			map[string]any{"description": "A code of the gateway itself.", "enum": own},
+			map[string]any{"description": "A target's business code.", "pattern": "^[A-Z][A-Z0-9_]*$"},
+		},
+		"examples": examples,
+	}
+}
+
+// statusDocs are the statuses of answers (API.md section 5): the journal's,
+// and valid and rejected, which are never journaled.
+var statusDocs = []namedDoc{
+	{"valid", "validate mode: every check passed; the answer has plan and plan_hash"},
+	{"rejected", "refused before any effect; nothing new is bound to the key"},
+	{string(store.StatusAwaitingApproval), "a money intent waits for a person"},
+	{string(store.StatusStarted), "an attempt holds the lease; the outcome is not known yet"},
+	{string(store.StatusSucceeded), "the target confirmed the effect; target_object_id names the object"},
+	{string(store.StatusFailedRetryable), "transient target failure, retries spent; the same request may be sent again"},
+	{string(store.StatusFailedFinal), "the target refused or approval was denied or expired; a changed request needs a new key"},
+	{string(store.StatusUnknown), "the target got the request but its outcome is not known yet; reconciliation by key is pending"},
+}
+
+// answerSchemas are the schemas of answers: Answer, Problem and their parts,
+// the intent list, and health.
+func answerSchemas(intents, targets []string) map[string]any {
+	var statuses []any
+	var sd strings.Builder
+	sd.WriteString("State of an operation:\n")
+	for _, d := range statusDocs {
+		statuses = append(statuses, d.name)
+		fmt.Fprintf(&sd, "- `%s`: %s\n", d.name, d.meaning)
+	}
+	hex64 := "^[0-9a-f]{64}$"
+	return map[string]any{
+		"Status":    map[string]any{"description": sd.String(), "type": "string", "enum": statuses},
+		"ErrorCode": errorCodeSchema(),
+		"ErrorItem": map[string]any{
+			"description": "One error. The message is safe for a model to read: no stack traces, SQL, hostnames or credentials.",
+			"type":        "object",
+			"properties": map[string]any{
+				"code":      schemaRef("ErrorCode"),
+				"field":     map[string]any{"description": "Path of the field at fault (payload fields relative to the payload, or Idempotency-Key), or empty.", "type": "string"},
+				"message":   map[string]any{"description": "What went wrong and what to do, for a model to read.", "type": "string"},
+				"retryable": map[string]any{"description": "Whether the same request, with the same key, may be sent again.", "type": "boolean"},
+			},
+			"required": []any{"code", "field", "message", "retryable"},
+		},
+		"Answer": map[string]any{
+			"description": "The one JSON object every POST and GET of an operation answers with (API.md section 5).",
+			"type":        "object",
+			"properties": map[string]any{
+				"operation_key":    map[string]any{"description": "The operation key; empty when none was read (refused before it, or a read-only intent).", "type": "string"},
+				"request_id":       map[string]any{"description": "The request_id of the request, or of the operation's first request.", "type": "string"},
+				"operation":        map[string]any{"description": "The intent; empty when refused before it was read.", "type": "string", "examples": stringsAny(intents)},
+				"status":           schemaRef("Status"),
+				"target_system":    map[string]any{"description": "The business system the intent acts in.", "type": "string", "enum": stringsAny(targets)},
+				"target_object_id": map[string]any{"description": "The target's id of the created or changed object; the same on every replay.", "type": []any{"string", "null"}},
+				"result":           map[string]any{"description": "The small normalized result, e.g. {\"number\": \"000123\"}; never a full target response.", "type": []any{"object", "null"}},
+				"errors":           map[string]any{"description": "Empty on success.", "type": "array", "items": schemaRef("ErrorItem")},
+				"fingerprint":      map[string]any{"description": "SHA-256 (lowercase hex) of the canonical request (API.md section 4).", "type": "string", "pattern": hex64},
+				"attempt_count":    map[string]any{"description": "Attempts made at the target.", "type": "integer", "minimum": 0},
+				"replayed":         map[string]any{"description": "The stored answer of an earlier request with the same key and fingerprint.", "type": "boolean"},
+				"plan":             map[string]any{"description": "Validate mode: the normalized plan (operation, payload, what the target resolved).", "type": "object"},
+				"plan_hash":        map[string]any{"description": "Validate mode: the plan's hash, to send with execute.", "type": "string", "pattern": hex64},
+			},
+			"required": []any{"operation_key", "request_id", "operation", "status", "target_object_id", "result", "errors", "attempt_count", "replayed"},
+		},
+		"Problem": map[string]any{
+			"description": "An error answer (application/problem+json): the Answer plus RFC 9457's type, title and detail. Its `status` is the operation's status (a string, as in every Answer); the HTTP status is the response's.",
+			"allOf": []any{
+				map[string]any{"$ref": refAnswer},
+				map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"type":   map[string]any{"description": "urn:oncegate:error:<code in lower case with dashes>.", "type": "string", "examples": []any{"urn:oncegate:error:idempotency-key-missing"}},
+						"title":  map[string]any{"description": "Short summary of the HTTP status.", "type": "string"},
+						"detail": map[string]any{"description": "The first error's message.", "type": "string"},
+					},
+					"required": []any{"type", "title"},
+				},
+			},
+		},
+		"IntentList": map[string]any{
+			"description": "The whitelist of intents.",
+			"type":        "object",
+			"properties": map[string]any{
+				"schema_version": map[string]any{"type": "string", "const": contract.SchemaVersion},
+				"intents":        map[string]any{"type": "array", "items": schemaRef("IntentInfo")},
+			},
+			"required": []any{"schema_version", "intents"},
+		},
+		"IntentInfo": map[string]any{
+			"description": "One intent of the whitelist.",
+			"type":        "object",
+			"properties": map[string]any{
+				"name":           map[string]any{"type": "string", "enum": stringsAny(intents)},
+				"target":         map[string]any{"type": "string", "enum": stringsAny(targets)},
+				"scope":          map[string]any{"type": "string", "enum": []any{contract.ScopeRead, contract.ScopeDraft, contract.ScopeWrite, contract.ScopePost, contract.ScopePay}},
+				"money":          map[string]any{"description": "Needs a person's approval.", "type": "boolean"},
+				"key_required":   map[string]any{"description": "Needs an operation key in execute mode; journaled.", "type": "boolean"},
+				"description":    map[string]any{"type": "string"},
+				"payload_schema": map[string]any{"description": "JSON Schema (draft 2020-12) of the payload; the same as components/schemas/<Intent>Payload here.", "type": "object"},
+			},
+			"required": []any{"name", "target", "scope", "money", "key_required", "description", "payload_schema"},
+		},
+		"Health": map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"status": map[string]any{"type": "string", "enum": []any{"ok", "ready", "not ready"}},
+				"reason": map[string]any{"type": "string"},
+			},
+			"required": []any{"status"},
+		},
+	}
+}
+
+func stringsAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// codesOf lists, in errorCodes order, the gateway codes answered with HTTP
+// status.
+func codesOf(status int) string {
+	var out []string
+	for _, d := range errorCodes {
+		if statusOf(d.name) == status {
+			out = append(out, d.name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// header names a response header component.
+func header(name string) map[string]any {
+	return map[string]any{"$ref": "#/components/headers/" + name}
+}
+
+// answerResponse is a 2xx response with an Answer.
+func answerResponse(desc string, headers map[string]any) map[string]any {
+	r := map[string]any{
+		"description": desc,
+		"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": refAnswer}}},
+	}
+	if len(headers) > 0 {
+		r["headers"] = headers
+	}
+	return r
+}
+
+// problemResponse is an error response with a Problem.
+func problemResponse(desc string, headers map[string]any) map[string]any {
+	r := answerResponse(desc, headers)
+	r["content"] = map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": refProblem}}}
+	return r
+}
+
+// jsonResponse is a 2xx response with a schema of its own.
+func jsonResponse(desc string, schema map[string]any) map[string]any {
+	return map[string]any{
+		"description": desc,
+		"content":     map[string]any{"application/json": map[string]any{"schema": schema}},
+	}
+}
+
+// openAPIPaths are the endpoints of API.md section 2.
+func openAPIPaths() map[string]any {
+	replayed := map[string]any{"Idempotent-Replayed": header("IdempotentReplayed")}
+	retry := map[string]any{"Retry-After": header("RetryAfter")}
+	unauthenticated := problemResponse("No, unknown or revoked bearer token ("+CodeUnauthenticated+").", nil)
+	internal := problemResponse("Internal error ("+CodeInternal+"); no internal detail is given. The same request may be sent again with the same key.", nil)
+	public := []any{}
+
+	create := map[string]any{
+		"operationId": "createOperation",
+		"tags":        []any{"operations"},
+		"summary":     "Submit an intent",
+		"description": "Runs (mode execute, the default) or checks (mode validate) one intent of the whitelist. The request is checked against the contract — envelope, intent, scope, key, payload — before anything is journaled, so a refusal binds nothing.\n\nThe payload schemas describe the payload after the gateway's normalization: surrounding whitespace is trimmed, currency codes are upper-cased (rub is accepted as RUB), and optional members that are null or empty are dropped before validation. A request valid against these schemas is valid on the wire.",
+		"parameters": []any{map[string]any{
+			"name":        "Idempotency-Key",
+			"in":          "header",
+			"required":    false,
+			"description": keyRulesDescription,
+			"schema": map[string]any{
+				"type":      "string",
+				"maxLength": contract.MaxKeyLen + 2,
+				"pattern":   headerKeyPattern(),
+			},
+			"example": "prod:invoice.create:order-48291:v1",
+		}},
+		"requestBody": map[string]any{
+			"required": true,
+			"content": map[string]any{"application/json": map[string]any{
+				"schema": schemaRef("OperationRequest"),
+				"examples": map[string]any{"invoice.create": map[string]any{
+					"summary": "Create an invoice (API.md section 3)",
+					"value": map[string]any{
+						"schema_version": "1.0", "intent": "invoice.create",
+						"request_id": "prod:invoice.create:order-48291:v1", "actor_id": "user-42", "mode": "execute",
+						"payload": map[string]any{
+							"order_id": "order-48291", "organization_id": "org-main", "customer_id": "customer-1042", "currency": "RUB",
+							"items": []any{map[string]any{"product_id": "product-778", "quantity": 2, "unit": "pcs", "price_minor": 62500}},
+						},
+					},
+				}},
+			}},
+		},
+		"responses": map[string]any{
+			"200": answerResponse("status succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; status valid in validate mode; the result of a read-only intent.", replayed),
+			"202": answerResponse("status awaiting_approval ("+CodeApprovalRequired+": a money intent waits for a person) or unknown ("+CodeOutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
+			"400": problemResponse("status rejected, nothing bound: "+codesOf(http.StatusBadRequest)+".", nil),
+			"401": unauthenticated,
+			"403": problemResponse("status rejected: the token lacks the intent's scope ("+CodePermissionDenied+").", nil),
+			"409": problemResponse("The key is used by another agent identity ("+CodeKeyForeign+", rejected); another attempt holds a live lease ("+CodeKeyInUse+", status started, with Retry-After); or the plan changed since validate ("+CodePlanChanged+", rejected, nothing ran).", retry),
+			"413": problemResponse("status rejected: the body is larger than 64 KiB ("+CodePayloadTooLarge+").", nil),
+			"415": problemResponse("status rejected: the body is not application/json ("+CodeUnsupportedMedia+").", nil),
+			"422": problemResponse("The same key with a different request ("+CodeKeyMismatch+", rejected); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. "+onec.CodeRefNotFound+" or "+yookassa.CodeInsufficientFunds+"); approval denied or expired ("+CodeApprovalDenied+" / "+CodeApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
+			"429": problemResponse("status rejected: rate limited ("+CodeRateLimited+"); nothing bound. Send again after Retry-After.", retry),
+			"500": internal,
+			"503": problemResponse("status failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+CodeTargetUnavailable+"). Send the same request again after Retry-After.", retry),
+		},
+	}
+
+	get := map[string]any{
+		"operationId": "getOperation",
+		"tags":        []any{"operations"},
+		"summary":     "Current state of an operation",
+		"description": "The same Answer as POST's, with HTTP 200 whatever the operation's status; keys are per agent identity.",
+		"parameters": []any{map[string]any{
+			"name":        "key",
+			"in":          "path",
+			"required":    true,
+			"description": "The operation key (percent-encoding allowed).",
+			"schema":      map[string]any{"type": "string", "minLength": contract.MinKeyLen, "maxLength": contract.MaxKeyLen, "pattern": keyPattern("")},
+			"example":     "prod:invoice.create:order-48291:v1",
+		}},
+		"responses": map[string]any{
+			"200": answerResponse("The operation's current state. Retry-After is set while it is not settled (started, awaiting_approval, unknown, failed_retryable).", retry),
+			"401": unauthenticated,
+			"404": problemResponse("No operation with this key for this agent ("+CodeOperationNotFound+").", nil),
+			"500": internal,
+		},
+	}
+
+	return map[string]any{
+		"/v1/operations":       map[string]any{"post": create},
+		"/v1/operations/{key}": map[string]any{"get": get},
+		"/v1/intents": map[string]any{"get": map[string]any{
+			"operationId": "listIntents",
+			"tags":        []any{"intents"},
+			"summary":     "The whitelist of intents",
+			"description": "Each intent's name, target, scope, money flag, whether it needs a key, and the JSON Schema of its payload.",
+			"responses": map[string]any{
+				"200": jsonResponse("The whitelist.", schemaRef("IntentList")),
+				"401": unauthenticated,
+				"500": internal,
+			},
+		}},
+		"/v1/openapi.json": map[string]any{"get": map[string]any{
+			"operationId": "getOpenAPI",
+			"tags":        []any{"meta"},
+			"summary":     "This document",
+			"security":    public,
+			"responses": map[string]any{
+				"200": jsonResponse("The OpenAPI 3.1 document of the agent API.", map[string]any{"type": "object"}),
+			},
+		}},
+		"/healthz": map[string]any{"get": map[string]any{
+			"operationId": "getHealth",
+			"tags":        []any{"meta"},
+			"summary":     "Liveness",
+			"security":    public,
+			"responses": map[string]any{
+				"200": jsonResponse("The process is alive: {\"status\": \"ok\"}.", schemaRef("Health")),
+			},
+		}},
+		"/readyz": map[string]any{"get": map[string]any{
+			"operationId": "getReadiness",
+			"tags":        []any{"meta"},
+			"summary":     "Readiness",
+			"security":    public,
+			"responses": map[string]any{
+				"200": jsonResponse("The journal is writable and migrated: {\"status\": \"ready\"}.", schemaRef("Health")),
+				"503": jsonResponse("Not ready: {\"status\": \"not ready\", \"reason\": …}.", schemaRef("Health")),
+			},
+		}},
+	}
+}

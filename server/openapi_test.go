@@ -1,0 +1,453 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	gotoken "go/token"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+// openAPIBase is where the test compiler keeps the document; nothing is fetched.
+const openAPIBase = "https://oncegate.invalid/openapi.json"
+
+// mustOpenAPI returns the document, decoded with exact numbers.
+func mustOpenAPI(tb testing.TB) map[string]any {
+	tb.Helper()
+	raw, err := OpenAPI()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return mustDecode(tb, raw)
+}
+
+func mustDecode(tb testing.TB, raw []byte) map[string]any {
+	tb.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v map[string]any
+	if err := dec.Decode(&v); err != nil {
+		tb.Fatalf("decode: %v", err)
+	}
+	if dec.More() {
+		tb.Fatal("data after the JSON object")
+	}
+	return v
+}
+
+// at walks doc along path, failing when a step is missing.
+func at(tb testing.TB, doc any, path ...string) any {
+	tb.Helper()
+	v := doc
+	for i, p := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			tb.Fatalf("%s is not an object", strings.Join(path[:i], "/"))
+		}
+		if v, ok = m[p]; !ok {
+			tb.Fatalf("%s is missing", strings.Join(path[:i+1], "/"))
+		}
+	}
+	return v
+}
+
+// mustCompiler holds the whole document as one resource, so every
+// #/components/schemas/… pointer and $ref resolves.
+func mustCompiler(tb testing.TB) *jsonschema.Compiler {
+	tb.Helper()
+	raw, err := OpenAPI()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource(openAPIBase, doc); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+func TestOpenAPI_Document(t *testing.T) {
+	t.Parallel()
+	doc := mustOpenAPI(t)
+	if got, want := doc["openapi"], "3.1.0"; got != want {
+		t.Fatalf("openapi = %v, want %v", got, want)
+	}
+	if got, want := doc["jsonSchemaDialect"], "https://json-schema.org/draft/2020-12/schema"; got != want {
+		t.Fatalf("jsonSchemaDialect = %v, want %v", got, want)
+	}
+	if got, want := at(t, doc, "info", "title"), "oncegate agent API"; got != want {
+		t.Fatalf("title = %v, want %v", got, want)
+	}
+	if got, want := at(t, doc, "components", "securitySchemes", "bearer", "scheme"), "bearer"; got != want {
+		t.Fatalf("bearer scheme = %v, want %v", got, want)
+	}
+
+	statuses := at(t, doc, "components", "schemas", "Status", "enum")
+	if want := []any{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"}; !reflect.DeepEqual(statuses, want) {
+		t.Fatalf("Status enum = %v, want %v", statuses, want)
+	}
+
+	ops := []struct {
+		path, method, id string
+		public           bool
+	}{
+		{"/v1/operations", "post", "createOperation", false},
+		{"/v1/operations/{key}", "get", "getOperation", false},
+		{"/v1/intents", "get", "listIntents", false},
+		{"/v1/openapi.json", "get", "getOpenAPI", true},
+		{"/healthz", "get", "getHealth", true},
+		{"/readyz", "get", "getReadiness", true},
+	}
+	paths := at(t, doc, "paths").(map[string]any)
+	if got, want := len(paths), len(ops); got != want {
+		t.Fatalf("%d paths, want %d", got, want)
+	}
+	for _, o := range ops {
+		op := at(t, doc, "paths", o.path, o.method).(map[string]any)
+		if got := op["operationId"]; got != o.id {
+			t.Errorf("%s %s: operationId = %v, want %v", o.method, o.path, got, o.id)
+		}
+		sec, has := op["security"]
+		if o.public && (!has || len(sec.([]any)) != 0) {
+			t.Errorf("%s %s: security = %v, want []", o.method, o.path, sec)
+		}
+		if !o.public && has {
+			t.Errorf("%s %s: security = %v, want the global bearer", o.method, o.path, sec)
+		}
+	}
+
+	// POST answers every status of API.md section 5, problems as problem+json.
+	responses := at(t, doc, "paths", "/v1/operations", "post", "responses").(map[string]any)
+	for _, code := range []string{"200", "202", "400", "401", "403", "409", "413", "415", "422", "429", "503"} {
+		content := at(t, responses, code, "content").(map[string]any)
+		ct, ref := "application/json", refAnswer
+		if code >= "400" {
+			ct, ref = "application/problem+json", refProblem
+		}
+		if got := at(t, content, ct, "schema", "$ref"); got != ref {
+			t.Errorf("POST %s: %s schema = %v, want %s", code, ct, got, ref)
+		}
+	}
+	for code, h := range map[string]string{"200": "Idempotent-Replayed", "202": "Retry-After", "409": "Retry-After", "429": "Retry-After", "503": "Retry-After"} {
+		at(t, responses, code, "headers", h)
+	}
+	if got, want := at(t, doc, "paths", "/v1/operations/{key}", "get", "responses", "404", "content", "application/problem+json", "schema", "$ref"), refProblem; got != want {
+		t.Errorf("GET operation 404 schema = %v, want %v", got, want)
+	}
+}
+
+// TestOpenAPI_Intents is the drift test: the published payload schemas are
+// the registry's, and every intent is one variant of the request.
+func TestOpenAPI_Intents(t *testing.T) {
+	t.Parallel()
+	doc := mustOpenAPI(t)
+	schemas := at(t, doc, "components", "schemas").(map[string]any)
+	req := schemas["OperationRequest"].(map[string]any)
+	oneOf := req["oneOf"].([]any)
+	mapping := at(t, req, "discriminator", "mapping").(map[string]any)
+	if got, want := at(t, req, "discriminator", "propertyName"), "intent"; got != want {
+		t.Fatalf("discriminator on %v, want %v", got, want)
+	}
+
+	all := contract.All()
+	if got, want := len(all), 7; got != want {
+		t.Fatalf("%d intents in the registry, want %d", got, want)
+	}
+	if got, want := len(oneOf), len(all); got != want {
+		t.Fatalf("%d request variants, want %d", got, want)
+	}
+	if got, want := len(mapping), len(all); got != want {
+		t.Fatalf("%d discriminator mappings, want %d", got, want)
+	}
+	for _, in := range all {
+		t.Run(in.Name, func(t *testing.T) {
+			name := schemaName(in.Name)
+			ref := "#/components/schemas/" + name + "Request"
+			if !slices.ContainsFunc(oneOf, func(v any) bool { return reflect.DeepEqual(v, map[string]any{"$ref": ref}) }) {
+				t.Errorf("oneOf lacks %s", ref)
+			}
+			if got := mapping[in.Name]; got != ref {
+				t.Errorf("mapping[%s] = %v, want %s", in.Name, got, ref)
+			}
+
+			env := at(t, schemas, name+"Request").(map[string]any)
+			if got, want := at(t, env, "properties", "intent", "const"), in.Name; got != want {
+				t.Errorf("intent const = %v, want %v", got, want)
+			}
+			if got, want := at(t, env, "properties", "payload", "$ref"), "#/components/schemas/"+name+"Payload"; got != want {
+				t.Errorf("payload $ref = %v, want %v", got, want)
+			}
+			for ext, want := range map[string]any{
+				"x-oncegate-scope": in.Scope, "x-oncegate-target": in.Target,
+				"x-oncegate-money": in.Money, "x-oncegate-key-required": in.Journaled,
+			} {
+				if got := env[ext]; got != want {
+					t.Errorf("%s = %v, want %v", ext, got, want)
+				}
+			}
+			desc, _ := env["description"].(string)
+			if !strings.Contains(desc, in.Effect) || !strings.Contains(desc, "scope "+in.Scope) {
+				t.Errorf("description %q lacks the effect or the scope", desc)
+			}
+			if in.Money != strings.Contains(desc, "approval") {
+				t.Errorf("description %q: money is %t", desc, in.Money)
+			}
+
+			want := mustDecode(t, in.Schema)
+			delete(want, "$schema")
+			delete(want, "$id")
+			if got := schemas[name+"Payload"]; !reflect.DeepEqual(got, any(want)) {
+				t.Errorf("%sPayload differs from the registry's schema:\n got %v\nwant %v", name, got, want)
+			}
+		})
+	}
+}
+
+func TestOpenAPI_SchemasCompile(t *testing.T) {
+	t.Parallel()
+	c := mustCompiler(t)
+	schemas := at(t, mustOpenAPI(t), "components", "schemas").(map[string]any)
+	for name := range schemas {
+		if _, err := c.Compile(openAPIBase + "#/components/schemas/" + name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestOpenAPI_ParameterSchemas compiles every schema of the paths
+// (parameters and responses) and checks the key patterns.
+func TestOpenAPI_ParameterSchemas(t *testing.T) {
+	t.Parallel()
+	c := mustCompiler(t)
+	var ptrs []string
+	var walk func(v any, ptr string)
+	walk = func(v any, ptr string) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, child := range v {
+				p := ptr + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+				if k == "schema" {
+					ptrs = append(ptrs, p)
+					continue
+				}
+				walk(child, p)
+			}
+		case []any:
+			for i, child := range v {
+				walk(child, ptr+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(at(t, mustOpenAPI(t), "paths"), "/paths")
+	if len(ptrs) < 15 {
+		t.Fatalf("found only %d schemas under paths", len(ptrs))
+	}
+	compiled := map[string]*jsonschema.Schema{}
+	for _, p := range ptrs {
+		sch, err := c.Compile(openAPIBase + "#" + url.PathEscape(p))
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		compiled[p] = sch
+	}
+
+	header := compiled["/paths/~1v1~1operations/post/parameters/0/schema"]
+	path := compiled["/paths/~1v1~1operations~1{key}/get/parameters/0/schema"]
+	if header == nil || path == nil {
+		t.Fatal("the key parameters' schemas are missing")
+	}
+	for _, tt := range []struct {
+		key          string
+		header, path bool
+	}{
+		{"prod:invoice.create:order-48291:v1", true, true},
+		{`"prod:invoice.create:order-48291:v1"`, true, false},
+		{"prod:crm.callback:create:event-90173:v1", true, true},
+		{`"prod:invoice.create:order-48291:v1`, false, false},
+		{"prod:invoice.create:order-48291", false, false},
+		{"prod:invoice.create:order 48291:v1", false, false},
+		{"prod::order-48291:v1", false, false},
+	} {
+		if got := header.Validate(tt.key) == nil; got != tt.header {
+			t.Errorf("Idempotency-Key %s: valid %t, want %t", tt.key, got, tt.header)
+		}
+		if got := path.Validate(tt.key) == nil; got != tt.path {
+			t.Errorf("path key %s: valid %t, want %t", tt.key, got, tt.path)
+		}
+	}
+}
+
+func TestOpenAPI_RequestSchema(t *testing.T) {
+	t.Parallel()
+	sch, err := mustCompiler(t).Compile(openAPIBase + "#/components/schemas/OperationRequest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// API.md section 3's example. Its currency is "rub" there: the gateway
+	// upper-cases currency before validating, and the published payload
+	// schemas describe the payload after that normalization (^[A-Z]{3}$).
+	example := func() map[string]any {
+		return map[string]any{
+			"schema_version": "1.0",
+			"intent":         "invoice.create",
+			"request_id":     "prod:invoice.create:order-48291:v1",
+			"actor_id":       "user-42",
+			"mode":           "execute",
+			"payload": map[string]any{
+				"order_id": "order-48291", "organization_id": "org-main",
+				"customer_id": "customer-1042", "currency": "RUB",
+				"items": []any{map[string]any{"product_id": "product-778", "quantity": json.Number("2"), "unit": "pcs", "price_minor": json.Number("62500")}},
+			},
+		}
+	}
+	tests := []struct {
+		name   string
+		change func(env map[string]any)
+		ok     bool
+	}{
+		{"OK", func(map[string]any) {}, true},
+		{"OKWithoutOptional", func(env map[string]any) {
+			delete(env, "request_id")
+			delete(env, "actor_id")
+			delete(env, "mode")
+		}, true},
+		{"OKCRMKeyWithColons", func(env map[string]any) {
+			env["intent"] = "crm.callback.create"
+			env["request_id"] = "prod:crm.callback:create:event-90173:v1"
+			env["payload"] = map[string]any{"customer_id": "customer-1042", "due_at": "2026-12-03T10:00:00+03:00"}
+		}, true},
+		{"ErrMethodField", func(env map[string]any) { env["method"] = "Documents.Invoice.Create" }, false},
+		{"ErrUnknownPayloadField", func(env map[string]any) { env["payload"].(map[string]any)["posted"] = true }, false},
+		{"ErrUnknownIntent", func(env map[string]any) { env["intent"] = "invoice.delete" }, false},
+		{"ErrSchemaVersion", func(env map[string]any) { env["schema_version"] = "2.0" }, false},
+		{"ErrMode", func(env map[string]any) { env["mode"] = "dry_run" }, false},
+		{"ErrNoPayload", func(env map[string]any) { delete(env, "payload") }, false},
+		{"ErrKeyOfOtherIntent", func(env map[string]any) { env["request_id"] = "prod:payment.charge:order-48291:v1" }, false},
+		{"ErrKeyVersion", func(env map[string]any) { env["request_id"] = "prod:invoice.create:order-48291:1" }, false},
+		{"ErrOtherIntentPayload", func(env map[string]any) { env["intent"] = "payment.charge" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := example()
+			tt.change(env)
+			err := sch.Validate(env)
+			if tt.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tt.ok && err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}
+
+func TestOpenAPI_Deterministic(t *testing.T) {
+	t.Parallel()
+	a, err := OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := buildOpenAPI() // a fresh build, not the cached one
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("two builds differ")
+	}
+	a[0] = 'x' // the caller's own copy
+	c, _ := OpenAPI()
+	if !bytes.Equal(c, b) {
+		t.Fatal("OpenAPI returned the shared document")
+	}
+}
+
+// TestOpenAPI_ErrorCodes checks that every code constant of the server and
+// of the contract package is documented.
+func TestOpenAPI_ErrorCodes(t *testing.T) {
+	t.Parallel()
+	ec := at(t, mustOpenAPI(t), "components", "schemas", "ErrorCode").(map[string]any)
+	desc := ec["description"].(string)
+	enum := at(t, ec, "anyOf").([]any)[0].(map[string]any)["enum"].([]any)
+	codes := codeConstants(t, "errors.go", "contract/errors.go")
+	if len(codes) < 20 {
+		t.Fatalf("found only %d code constants: %v", len(codes), codes)
+	}
+	for _, code := range codes {
+		if !slices.Contains(enum, any(code)) || !strings.Contains(desc, "`"+code+"`") {
+			t.Errorf("%s is not documented in ErrorCode", code)
+		}
+	}
+}
+
+// codeConstants reads the string constants named Code… of the Go files.
+func codeConstants(tb testing.TB, files ...string) []string {
+	tb.Helper()
+	var out []string
+	fset := gotoken.NewFileSet()
+	for _, file := range files {
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != gotoken.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !strings.HasPrefix(name.Name, "Code") || !ok || lit.Kind != gotoken.STRING {
+						continue
+					}
+					s, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						tb.Fatal(err)
+					}
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestOpenAPI_Handler(t *testing.T) {
+	t.Parallel()
+	e := echo.New()
+	s := &Server{}
+	e.GET("/v1/openapi.json", s.handleOpenAPI)
+	rec := httptest.NewRecorder()
+	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/openapi.json", nil))
+	if got, want := rec.Code, http.StatusOK; got != want {
+		t.Fatalf("status = %d, want %d", got, want)
+	}
+	if got, want := rec.Header().Get(echo.HeaderContentType), "application/json"; got != want {
+		t.Fatalf("Content-Type = %q, want %q", got, want)
+	}
+	want, _ := OpenAPI()
+	if !bytes.Equal(rec.Body.Bytes(), want) {
+		t.Fatal("body is not the document")
+	}
+}
