@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+// userCmd runs cmdUser with stdin and the environment vars, and returns
+// its output.
+func userCmd(t *testing.T, stdin string, vars map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := cmdUser(args, strings.NewReader(stdin), &out, func(k string) string { return vars[k] })
+	return out.String(), err
+}
+
+// mustUserCmd is userCmd that fails the test on an error.
+func mustUserCmd(t *testing.T, stdin string, vars map[string]string, args ...string) string {
+	t.Helper()
+	out, err := userCmd(t, stdin, vars, args...)
+	if err != nil {
+		t.Fatalf("user %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+// openUserStore opens the journal in the data directory dir.
+func openUserStore(t *testing.T, dir string) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestUserCommands(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("OK", func(t *testing.T) {
+		dir := t.TempDir()
+		out := mustUserCmd(t, "correct horse battery\n", nil, "add", "--data", dir, "--role", "accountant", "alice")
+		if !strings.Contains(out, `"alice"`) || !strings.Contains(out, "accountant") {
+			t.Fatalf("add said %q", out)
+		}
+		out = mustUserCmd(t, "", nil, "list", "--data", dir)
+		if !regexp.MustCompile(`(?m)^ID\s+NAME\s+ROLE\s+STATUS\s+CREATED\n1\s+alice\s+accountant\s+active\s+\d{4}-`).MatchString(out) {
+			t.Fatalf("list:\n%s", out)
+		}
+
+		mustUserCmd(t, "", map[string]string{"ONCEGATE_PASSWORD": "a whole new passphrase"}, "passwd", "--data", dir, "alice")
+		st := openUserStore(t, dir)
+		if _, err := st.Authenticate(ctx, "alice", "correct horse battery"); !errors.Is(err, store.ErrBadCredentials) {
+			t.Fatalf("old password after passwd: %v", err)
+		}
+		if _, err := st.Authenticate(ctx, "alice", "a whole new passphrase"); err != nil {
+			t.Fatalf("new password: %v", err)
+		}
+
+		mustUserCmd(t, "", nil, "disable", "--data", dir, "alice")
+		if out := mustUserCmd(t, "", nil, "list", "--data", dir); !regexp.MustCompile(`alice\s+accountant\s+disabled`).MatchString(out) {
+			t.Fatalf("list after disable:\n%s", out)
+		}
+		mustUserCmd(t, "", nil, "enable", "--data", dir, "alice")
+		if out := mustUserCmd(t, "", nil, "list", "--data", dir); !regexp.MustCompile(`alice\s+accountant\s+active`).MatchString(out) {
+			t.Fatalf("list after enable:\n%s", out)
+		}
+	})
+	t.Run("ErrPassword", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, c := range []struct{ stdin, msg string }{
+			{"short\n", "at least 12"},
+			{"", "no password given"},
+			{"\n", "no password given"},
+		} {
+			_, err := userCmd(t, c.stdin, nil, "add", "--data", dir, "--role", "admin", "alice")
+			if err == nil || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("add with stdin %q: %v, want an error saying %q", c.stdin, err, c.msg)
+			}
+		}
+		if out := mustUserCmd(t, "", nil, "list", "--data", dir); strings.Contains(out, "alice") {
+			t.Fatalf("refused user listed:\n%s", out)
+		}
+	})
+	t.Run("ErrUsage", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, args := range [][]string{
+			{},
+			{"add", "--data", dir, "alice"},
+			{"add", "--data", dir, "--role", "admin"},
+			{"disable", "--data", dir},
+			{"list", "--data", dir, "extra"},
+			{"rename", "--data", dir, "alice"},
+		} {
+			if _, err := userCmd(t, "correct horse battery\n", nil, args...); !errors.Is(err, errUsage) {
+				t.Errorf("user %s: %v, want a usage error", strings.Join(args, " "), err)
+			}
+		}
+		if _, err := userCmd(t, "correct horse battery\n", nil, "add", "--data", dir, "--role", "root", "alice"); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("unknown role: %v, want ErrInvalid", err)
+		}
+		if _, err := userCmd(t, "", nil, "disable", "--data", dir, "nobody"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("disable unknown: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestFirstAdmin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openUserStore(t, t.TempDir())
+	var out bytes.Buffer
+	if err := firstAdmin(ctx, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`^First run: admin user "admin" with password ([A-Za-z0-9_-]{20}) — shown only now; change it with 'oncegate user passwd admin'\.\n$`).
+		FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("first run printed %q", out.String())
+	}
+	u, err := st.Authenticate(ctx, "admin", m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := u.Role, store.RoleAdmin; got != want {
+		t.Fatalf("role %q, want %q", got, want)
+	}
+
+	out.Reset()
+	if err := firstAdmin(ctx, st, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("second run printed %q", out.String())
+	}
+	if n, err := st.CountUsers(ctx); err != nil || n != 1 {
+		t.Fatalf("%d users, %v; want 1", n, err)
+	}
+}

@@ -1,0 +1,481 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"database/sql"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// Roles of admin UI users.
+const (
+	RoleAdmin      = "admin"      // everything, including users and tokens
+	RoleAccountant = "accountant" // approves and reviews operations
+	RoleOperator   = "operator"   // watches and reconciles operations
+	RoleAuditor    = "auditor"    // reads the journal and the audit trail
+)
+
+// Roles lists every role a user can have.
+var Roles = []string{RoleAdmin, RoleAccountant, RoleOperator, RoleAuditor}
+
+// Password length rules. The upper bound keeps hashing cost bounded.
+const (
+	MinPasswordChars = 12
+	MaxPasswordBytes = 1024
+)
+
+// ErrBadCredentials is what Authenticate answers for an unknown name, a
+// wrong password and a disabled user alike, so a caller cannot tell them
+// apart. It wraps ErrNotFound.
+var ErrBadCredentials = fmt.Errorf("wrong name or password, or the user is disabled: %w", ErrNotFound)
+
+// User is a person who signs in to the admin UI. The password hash never
+// leaves the store.
+type User struct {
+	ID                int64
+	Name              string
+	Role              string
+	Disabled          bool
+	CreatedAt         time.Time
+	PasswordChangedAt time.Time
+}
+
+var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+func validateUserName(name string) error {
+	if !userName.MatchString(name) {
+		return fmt.Errorf("%w: user name must be 1-64 characters of A-Z a-z 0-9 . _ @ - starting with a letter or digit", ErrInvalid)
+	}
+	return nil
+}
+
+func validateRole(role string) error {
+	if !slices.Contains(Roles, role) {
+		return fmt.Errorf("%w: unknown role %q (known: %s)", ErrInvalid, role, strings.Join(Roles, ", "))
+	}
+	return nil
+}
+
+// ValidatePassword checks the password rules: at least MinPasswordChars
+// characters and at most MaxPasswordBytes bytes.
+func ValidatePassword(password string) error {
+	if utf8.RuneCountInString(password) < MinPasswordChars {
+		return fmt.Errorf("%w: password must be at least %d characters", ErrInvalid, MinPasswordChars)
+	}
+	if len(password) > MaxPasswordBytes {
+		return fmt.Errorf("%w: password must be at most %d bytes", ErrInvalid, MaxPasswordBytes)
+	}
+	return nil
+}
+
+// CreateUser adds a user. A name taken already, in any letter case, is
+// ErrConflict; a bad name, role or password is ErrInvalid.
+func (s *Store) CreateUser(ctx context.Context, name, role, password string) (User, error) {
+	for _, err := range []error{validateUserName(name), validateRole(role), ValidatePassword(password)} {
+		if err != nil {
+			return User{}, fmt.Errorf("create user: %w", err)
+		}
+	}
+	// Hash before taking the write lock: it takes a good part of a second.
+	hash, err := hashPassword(ctx, password)
+	if err != nil {
+		return User{}, fmt.Errorf("create user: %w", err)
+	}
+	now := s.now().Truncate(time.Microsecond) // as stored
+	res, err := s.db.ExecContext(ctx, `
+		INSERT INTO users (name, role, password_hash, created_at, updated_at, password_changed_at)
+		VALUES (?, ?, ?, ?, ?, ?)`,
+		name, role, hash, formatTime(now), formatTime(now), formatTime(now))
+	if err := interpretError(err); errors.Is(err, ErrConflict) {
+		return User{}, fmt.Errorf("create user %q: %w: the name is taken", name, ErrConflict)
+	} else if err != nil {
+		return User{}, fmt.Errorf("create user: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return User{}, fmt.Errorf("create user: %w", err)
+	}
+	return User{ID: id, Name: name, Role: role, CreatedAt: now, PasswordChangedAt: now}, nil
+}
+
+// SetPassword replaces the user's password and ends all of their
+// sessions, so a reset locks out whoever knew the old one. A caller
+// changing the signed-in user's own password makes them a new session.
+func (s *Store) SetPassword(ctx context.Context, name, password string) error {
+	if err := ValidatePassword(password); err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	hash, err := hashPassword(ctx, password)
+	if err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	defer tx.Rollback()
+
+	now := formatTime(s.now())
+	res, err := tx.ExecContext(ctx, `
+		UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE name = ?`,
+		hash, now, now, name)
+	if err := mustAffect(res, err, name); err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	if err := deleteUserSessions(ctx, tx, name); err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("set password: %w", err)
+	}
+	return nil
+}
+
+// DisableUser stops the user from signing in and ends their sessions.
+// Disabling the last enabled admin is ErrInvalid, so the UI cannot lock
+// everyone out (the CLI can still add or enable another admin).
+func (s *Store) DisableUser(ctx context.Context, name string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("disable user: %w", err)
+	}
+	defer tx.Rollback()
+
+	u, err := userByName(ctx, tx, name)
+	if err != nil {
+		return fmt.Errorf("disable user %q: %w", name, err)
+	}
+	if u.Role == RoleAdmin && !u.Disabled {
+		if err := keepAnAdmin(ctx, tx, u.ID); err != nil {
+			return fmt.Errorf("disable user %q: %w", name, err)
+		}
+	}
+	now := formatTime(s.now())
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE users SET disabled_at = coalesce(disabled_at, ?), updated_at = ? WHERE id = ?`,
+		now, now, u.ID); err != nil {
+		return fmt.Errorf("disable user: %w", err)
+	}
+	if err := deleteUserSessions(ctx, tx, name); err != nil {
+		return fmt.Errorf("disable user: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("disable user: %w", err)
+	}
+	return nil
+}
+
+// EnableUser lets a disabled user sign in again.
+func (s *Store) EnableUser(ctx context.Context, name string) error {
+	now := formatTime(s.now())
+	res, err := s.db.ExecContext(ctx, `
+		UPDATE users SET disabled_at = NULL, updated_at = ? WHERE name = ?`, now, name)
+	if err := mustAffect(res, err, name); err != nil {
+		return fmt.Errorf("enable user: %w", err)
+	}
+	return nil
+}
+
+// SetRole changes the user's role; it applies to their open sessions at
+// once. Demoting the last enabled admin is ErrInvalid.
+func (s *Store) SetRole(ctx context.Context, name, role string) error {
+	if err := validateRole(role); err != nil {
+		return fmt.Errorf("set role: %w", err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("set role: %w", err)
+	}
+	defer tx.Rollback()
+
+	u, err := userByName(ctx, tx, name)
+	if err != nil {
+		return fmt.Errorf("set role of %q: %w", name, err)
+	}
+	if u.Role == RoleAdmin && role != RoleAdmin && !u.Disabled {
+		if err := keepAnAdmin(ctx, tx, u.ID); err != nil {
+			return fmt.Errorf("set role of %q: %w", name, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET role = ?, updated_at = ? WHERE id = ?`,
+		role, formatTime(s.now()), u.ID); err != nil {
+		return fmt.Errorf("set role: %w", interpretError(err))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("set role: %w", err)
+	}
+	return nil
+}
+
+// Users returns every user, oldest first.
+func (s *Store) Users(ctx context.Context) ([]User, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+userColumns+` FROM users ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	defer rows.Close()
+	var out []User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list users: %w", err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return out, nil
+}
+
+// UserByID returns the user with id, or ErrNotFound.
+func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
+	u, err := scanUser(s.rdb.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = ?`, id))
+	if err != nil {
+		return User{}, fmt.Errorf("find user %d: %w", id, interpretError(err))
+	}
+	return u, nil
+}
+
+// CountUsers returns how many users exist, disabled ones included.
+func (s *Store) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	if err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM users`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count users: %w", err)
+	}
+	return n, nil
+}
+
+// Authenticate returns the enabled user with that name and password, or
+// ErrBadCredentials. It takes about as long whether or not the name
+// exists. A hash made with other parameters than the current ones is
+// replaced on success. Callers check LoginAllowed first.
+func (s *Store) Authenticate(ctx context.Context, name, password string) (User, error) {
+	if len(password) > MaxPasswordBytes {
+		return User{}, fmt.Errorf("authenticate: %w", ErrBadCredentials)
+	}
+	var u User
+	var hash string
+	var disabled, created, changed sql.NullString
+	err := s.rdb.QueryRowContext(ctx, `
+		SELECT id, name, role, password_hash, disabled_at, created_at, password_changed_at
+		FROM users WHERE name = ?`, name).
+		Scan(&u.ID, &u.Name, &u.Role, &hash, &disabled, &created, &changed)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Spend the time a real check would, so timing does not tell
+		// whether the name exists.
+		if err := dummyVerify(ctx, password); err != nil {
+			return User{}, fmt.Errorf("authenticate: %w", err)
+		}
+		return User{}, fmt.Errorf("authenticate: %w", ErrBadCredentials)
+	}
+	if err != nil {
+		return User{}, fmt.Errorf("authenticate: %w", err)
+	}
+	u.Disabled = disabled.Valid
+	u.CreatedAt, u.PasswordChangedAt = parseTime(created), parseTime(changed)
+
+	ok, stale, err := verifyPassword(ctx, password, hash)
+	if err != nil {
+		return User{}, fmt.Errorf("authenticate: %w", err)
+	}
+	if !ok || u.Disabled {
+		return User{}, fmt.Errorf("authenticate: %w", ErrBadCredentials)
+	}
+	if stale {
+		if err := s.rehash(ctx, u.ID, hash, password); err != nil {
+			return User{}, fmt.Errorf("authenticate: %w", err)
+		}
+	}
+	return u, nil
+}
+
+// rehash replaces the hash old of user id by one with the current
+// parameters, unless the password changed meanwhile.
+func (s *Store) rehash(ctx context.Context, id int64, old, password string) error {
+	hash, err := hashPassword(ctx, password)
+	if err != nil {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, `
+		UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ? AND password_hash = ?`,
+		hash, formatTime(s.now()), id, old)
+	if err != nil {
+		return fmt.Errorf("rehash password: %w", err)
+	}
+	return nil
+}
+
+const userColumns = `id, name, role, disabled_at, created_at, password_changed_at`
+
+func scanUser(sc scanner) (User, error) {
+	var u User
+	var disabled, created, changed sql.NullString
+	if err := sc.Scan(&u.ID, &u.Name, &u.Role, &disabled, &created, &changed); err != nil {
+		return User{}, err
+	}
+	u.Disabled = disabled.Valid
+	u.CreatedAt, u.PasswordChangedAt = parseTime(created), parseTime(changed)
+	return u, nil
+}
+
+func userByName(ctx context.Context, tx *sql.Tx, name string) (User, error) {
+	u, err := scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE name = ?`, name))
+	return u, interpretError(err)
+}
+
+// keepAnAdmin refuses when the user id is the only enabled admin.
+func keepAnAdmin(ctx context.Context, tx *sql.Tx, id int64) error {
+	var others int
+	err := tx.QueryRowContext(ctx, `
+		SELECT count(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL AND id <> ?`, id).Scan(&others)
+	if err != nil {
+		return err
+	}
+	if others == 0 {
+		return fmt.Errorf("%w: this is the last enabled admin; make another admin first", ErrInvalid)
+	}
+	return nil
+}
+
+func deleteUserSessions(ctx context.Context, tx *sql.Tx, name string) error {
+	_, err := tx.ExecContext(ctx, `
+		DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)`, name)
+	return err
+}
+
+// mustAffect turns an update of no row into ErrNotFound for user name.
+func mustAffect(res sql.Result, err error, name string) error {
+	if err != nil {
+		return interpretError(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("user %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// Password hashing: argon2id, stored as a PHC string
+// $argon2id$v=19$m=<KiB>,t=<passes>,p=<lanes>$<salt>$<key> (standard
+// base64 without padding), so the parameters can change without breaking
+// older hashes.
+
+// hashParams are argon2id's cost parameters.
+type hashParams struct {
+	memory  uint32 // KiB
+	time    uint32
+	threads uint8
+}
+
+// hashCost is what new hashes use: 64 MiB, 3 passes, 2 lanes. Tests of
+// this package lower it (export_test.go); production never does.
+var hashCost = hashParams{memory: 64 * 1024, time: 3, threads: 2}
+
+// String is the parameters' part of a PHC string.
+func (p hashParams) String() string {
+	return fmt.Sprintf("m=%d,t=%d,p=%d", p.memory, p.time, p.threads)
+}
+
+const (
+	saltLen = 16
+	keyLen  = 32
+)
+
+// hashSlots bounds concurrent hashing: each one holds hashCost.memory, so
+// a burst of sign-ins cannot take the process's memory.
+var hashSlots = make(chan struct{}, 4)
+
+// argon2ID runs argon2id in a hash slot.
+func argon2ID(ctx context.Context, password string, salt []byte, p hashParams, n uint32) ([]byte, error) {
+	select {
+	case hashSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-hashSlots }()
+	return argon2.IDKey([]byte(password), salt, p.time, p.memory, p.threads, n), nil
+}
+
+// hashPassword hashes password with a fresh salt and hashCost.
+func hashPassword(ctx context.Context, password string) (string, error) {
+	return hashPasswordWith(ctx, password, hashCost)
+}
+
+func hashPasswordWith(ctx context.Context, password string, p hashParams) (string, error) {
+	salt := make([]byte, saltLen)
+	rand.Read(salt)
+	key, err := argon2ID(ctx, password, salt, p, keyLen)
+	if err != nil {
+		return "", err
+	}
+	b64 := base64.RawStdEncoding
+	return fmt.Sprintf("$argon2id$v=%d$%s$%s$%s",
+		argon2.Version, p, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
+}
+
+// verifyPassword reports whether password matches the PHC string
+// encoded, in constant time, and whether the hash's parameters are stale.
+func verifyPassword(ctx context.Context, password, encoded string) (ok, stale bool, err error) {
+	p, salt, key, err := parseHash(encoded)
+	if err != nil {
+		return false, false, err
+	}
+	got, err := argon2ID(ctx, password, salt, p, uint32(len(key)))
+	if err != nil {
+		return false, false, err
+	}
+	ok = subtle.ConstantTimeCompare(got, key) == 1
+	return ok, p != hashCost || len(salt) != saltLen || len(key) != keyLen, nil
+}
+
+// dummyVerify costs what verifying a current hash costs.
+func dummyVerify(ctx context.Context, password string) error {
+	_, err := argon2ID(ctx, password, make([]byte, saltLen), hashCost, keyLen)
+	return err
+}
+
+// parseHash splits a PHC argon2id string, refusing parameters out of sane
+// bounds so a damaged row cannot make the process allocate gigabytes.
+func parseHash(encoded string) (hashParams, []byte, []byte, error) {
+	bad := func(why string) (hashParams, []byte, []byte, error) {
+		return hashParams{}, nil, nil, fmt.Errorf("stored password hash: %s", why)
+	}
+	parts := strings.Split(encoded, "$")
+	if len(parts) != 6 || parts[0] != "" || parts[1] != "argon2id" {
+		return bad("not an argon2id PHC string")
+	}
+	if parts[2] != fmt.Sprintf("v=%d", argon2.Version) {
+		return bad("unsupported argon2 version " + parts[2])
+	}
+	var p hashParams
+	_, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.memory, &p.time, &p.threads)
+	if err != nil || p.String() != parts[3] {
+		return bad("parameters " + parts[3])
+	}
+	if p.memory < 8*uint32(p.threads) || p.memory > 1<<20 || p.time < 1 || p.time > 64 || p.threads < 1 {
+		return bad("parameters out of bounds " + parts[3])
+	}
+	salt, err := base64.RawStdEncoding.DecodeString(parts[4])
+	if err != nil || len(salt) < 8 {
+		return bad("salt")
+	}
+	key, err := base64.RawStdEncoding.DecodeString(parts[5])
+	if err != nil || len(key) < 16 || len(key) > 64 {
+		return bad("key")
+	}
+	return p, salt, key, nil
+}

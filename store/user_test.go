@@ -1,0 +1,292 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+const testPassword = "correct horse battery"
+
+// MustCreateUser adds a user with testPassword.
+func MustCreateUser(tb testing.TB, s *store.Store, name, role string) store.User {
+	tb.Helper()
+	u, err := s.CreateUser(context.Background(), name, role, testPassword)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
+
+// openRawJournal opens the store's file directly, to see what is stored.
+func openRawJournal(tb testing.TB, s *store.Store) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("sqlite", "file:"+s.Path()+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+func storedHash(tb testing.TB, s *store.Store, name string) string {
+	tb.Helper()
+	var h string
+	if err := openRawJournal(tb, s).QueryRow(`SELECT password_hash FROM users WHERE name = ?`, name).Scan(&h); err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+// sameUser compares users, times by instant.
+func sameUser(a, b store.User) bool {
+	return a.ID == b.ID && a.Name == b.Name && a.Role == b.Role && a.Disabled == b.Disabled &&
+		a.CreatedAt.Equal(b.CreatedAt) && a.PasswordChangedAt.Equal(b.PasswordChangedAt)
+}
+
+func TestUsers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("OK", func(t *testing.T) {
+		s := MustOpenStore(t)
+		clock := pinClock(s)
+		u := MustCreateUser(t, s, "alice", store.RoleAccountant)
+		if u.ID == 0 || u.Name != "alice" || u.Role != store.RoleAccountant || u.Disabled || !u.CreatedAt.Equal(clock.Now()) {
+			t.Fatalf("created %+v", u)
+		}
+		got, err := s.Authenticate(ctx, "alice", testPassword)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameUser(got, u) {
+			t.Fatalf("authenticated %+v, want %+v", got, u)
+		}
+		// Names compare without letter case; the stored spelling is answered.
+		if got, err := s.Authenticate(ctx, "ALICE", testPassword); err != nil || got.Name != "alice" {
+			t.Fatalf("authenticate ALICE = %+v, %v", got, err)
+		}
+		if got, err := s.UserByID(ctx, u.ID); err != nil || !sameUser(got, u) {
+			t.Fatalf("UserByID = %+v, %v", got, err)
+		}
+		if _, err := s.UserByID(ctx, u.ID+1); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("UserByID(unknown) = %v, want ErrNotFound", err)
+		}
+		// Twelve characters are enough even when they take more bytes.
+		if _, err := s.CreateUser(ctx, "boris@example.org", store.RoleAuditor, "пароль-длинн"); err != nil {
+			t.Fatal(err)
+		}
+		list, err := s.Users(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := len(list), 2; got != want {
+			t.Fatalf("%d users, want %d", got, want)
+		}
+		if n, err := s.CountUsers(ctx); err != nil || n != 2 {
+			t.Fatalf("CountUsers = %d, %v", n, err)
+		}
+	})
+	t.Run("ErrBadCredentials", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "alice", store.RoleAccountant)
+		MustCreateUser(t, s, "bob", store.RoleOperator)
+		if err := s.DisableUser(ctx, "bob"); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ name, password string }{
+			{"alice", testPassword + "x"},
+			{"alice", ""},
+			{"alice", strings.Repeat("x", store.MaxPasswordBytes+1)},
+			{"carol", testPassword},
+			{"bob", testPassword},
+		} {
+			_, err := s.Authenticate(ctx, c.name, c.password)
+			if !errors.Is(err, store.ErrBadCredentials) || !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("Authenticate(%q, %q) = %v, want ErrBadCredentials", c.name, c.password, err)
+			}
+		}
+	})
+	t.Run("ErrConflict", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "alice", store.RoleAccountant)
+		for _, name := range []string{"alice", "Alice", "ALICE"} {
+			if _, err := s.CreateUser(ctx, name, store.RoleAuditor, testPassword); !errors.Is(err, store.ErrConflict) {
+				t.Errorf("CreateUser(%q) = %v, want ErrConflict", name, err)
+			}
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		s := MustOpenStore(t)
+		for _, c := range []struct{ name, role, password, msg string }{
+			{"alice", "root", testPassword, "unknown role"},
+			{"alice", "", testPassword, "unknown role"},
+			{"", store.RoleAdmin, testPassword, "user name"},
+			{"-alice", store.RoleAdmin, testPassword, "user name"},
+			{"al ice", store.RoleAdmin, testPassword, "user name"},
+			{"alicé", store.RoleAdmin, testPassword, "user name"},
+			{strings.Repeat("a", 65), store.RoleAdmin, testPassword, "user name"},
+			{"alice", store.RoleAdmin, "short-pass1", "at least 12"},
+			{"alice", store.RoleAdmin, strings.Repeat("x", store.MaxPasswordBytes+1), "at most"},
+		} {
+			_, err := s.CreateUser(ctx, c.name, c.role, c.password)
+			if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("CreateUser(%q, %q, %d-byte password) = %v, want ErrInvalid saying %q", c.name, c.role, len(c.password), err, c.msg)
+			}
+		}
+		if n, err := s.CountUsers(ctx); err != nil || n != 0 {
+			t.Fatalf("CountUsers = %d, %v", n, err)
+		}
+		if err := s.SetPassword(ctx, "alice", "short"); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("SetPassword(short) = %v, want ErrInvalid", err)
+		}
+	})
+	t.Run("StoredHash", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "alice", store.RoleAccountant)
+		MustCreateUser(t, s, "bob", store.RoleAccountant)
+		h := storedHash(t, s, "alice")
+		parts := strings.Split(h, "$")
+		if len(parts) != 6 || parts[1] != "argon2id" || parts[2] != "v=19" || !strings.HasPrefix(parts[3], "m=") {
+			t.Fatalf("stored hash %q is not a PHC argon2id string", h)
+		}
+		if strings.Contains(h, testPassword) {
+			t.Fatalf("stored hash %q holds the password", h)
+		}
+		if h == storedHash(t, s, "bob") {
+			t.Fatal("one password hashed alike for two users: no salt")
+		}
+	})
+	t.Run("SetPassword", func(t *testing.T) {
+		s := MustOpenStore(t)
+		clock := pinClock(s)
+		u := MustCreateUser(t, s, "alice", store.RoleAccountant)
+		id, _, err := s.CreateSession(ctx, u.ID, time.Hour, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Minute)
+		const newPassword = "a whole new passphrase"
+		if err := s.SetPassword(ctx, "Alice", newPassword); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(ctx, "alice", testPassword); !errors.Is(err, store.ErrBadCredentials) {
+			t.Fatalf("old password: %v, want ErrBadCredentials", err)
+		}
+		got, err := s.Authenticate(ctx, "alice", newPassword)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.PasswordChangedAt.Equal(clock.Now()) || !got.CreatedAt.Equal(u.CreatedAt) {
+			t.Fatalf("after SetPassword %+v", got)
+		}
+		if _, err := s.SessionByID(ctx, id, 0); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("session after password change: %v, want ErrNotFound", err)
+		}
+		if err := s.SetPassword(ctx, "carol", newPassword); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("SetPassword(unknown) = %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("DisableEnable", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "alice", store.RoleAccountant)
+		if err := s.DisableUser(ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DisableUser(ctx, "alice"); err != nil {
+			t.Fatalf("second disable: %v", err)
+		}
+		list, err := s.Users(ctx)
+		if err != nil || len(list) != 1 || !list[0].Disabled {
+			t.Fatalf("users = %+v, %v", list, err)
+		}
+		if err := s.EnableUser(ctx, "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(ctx, "alice", testPassword); err != nil {
+			t.Fatalf("enabled again: %v", err)
+		}
+		for _, err := range []error{s.DisableUser(ctx, "carol"), s.EnableUser(ctx, "carol"), s.SetRole(ctx, "carol", store.RoleAdmin)} {
+			if !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("unknown user: %v, want ErrNotFound", err)
+			}
+		}
+	})
+	t.Run("SetRole", func(t *testing.T) {
+		s := MustOpenStore(t)
+		u := MustCreateUser(t, s, "alice", store.RoleAccountant)
+		if err := s.SetRole(ctx, "alice", store.RoleOperator); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.UserByID(ctx, u.ID); err != nil || got.Role != store.RoleOperator {
+			t.Fatalf("after SetRole: %+v, %v", got, err)
+		}
+		if err := s.SetRole(ctx, "alice", "root"); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("SetRole(root) = %v, want ErrInvalid", err)
+		}
+	})
+	t.Run("ErrLastAdmin", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "root", store.RoleAdmin)
+		if err := s.DisableUser(ctx, "root"); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("disable the last admin: %v, want ErrInvalid", err)
+		}
+		if err := s.SetRole(ctx, "root", store.RoleAuditor); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("demote the last admin: %v, want ErrInvalid", err)
+		}
+		MustCreateUser(t, s, "root2", store.RoleAdmin)
+		if err := s.DisableUser(ctx, "root"); err != nil {
+			t.Fatalf("disable one of two admins: %v", err)
+		}
+		if err := s.SetRole(ctx, "root2", store.RoleAuditor); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("demote the last enabled admin: %v, want ErrInvalid", err)
+		}
+	})
+	t.Run("ErrDamagedHash", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "alice", store.RoleAccountant)
+		raw := openRawJournal(t, s)
+		for _, h := range []string{
+			"$argon2id$v=19$m=4194304,t=1,p=1$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5", // 4 GiB
+			"$argon2id$v=19$m=1024,t=1,p=1x$c2FsdHNhbHRzYWx0$a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5",
+			"$argon2id$v=19$m=1024,t=1,p=1$c2FsdHNhbHRzYWx0",
+		} {
+			if _, err := raw.Exec(`UPDATE users SET password_hash = ? WHERE name = 'alice'`, h); err != nil {
+				t.Fatal(err)
+			}
+			_, err := s.Authenticate(ctx, "alice", testPassword)
+			if err == nil || errors.Is(err, store.ErrBadCredentials) {
+				t.Errorf("hash %q: %v, want an internal error", h, err)
+			}
+		}
+	})
+	t.Run("Rehash", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "alice", store.RoleAccountant)
+		current := storedHash(t, s, "alice")
+		// A hash made with production cost, as an older binary would have.
+		old := store.HashPasswordWith(testPassword, 64*1024, 3, 2)
+		if !strings.HasPrefix(old, "$argon2id$v=19$m=65536,t=3,p=2$") {
+			t.Fatalf("hash %q", old)
+		}
+		if _, err := openRawJournal(t, s).Exec(`UPDATE users SET password_hash = ? WHERE name = 'alice'`, old); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Authenticate(ctx, "alice", testPassword); err != nil {
+			t.Fatalf("authenticate against an older hash: %v", err)
+		}
+		h := storedHash(t, s, "alice")
+		if h == old || strings.Split(h, "$")[3] != strings.Split(current, "$")[3] {
+			t.Fatalf("hash %q not replaced with current parameters (like %q)", h, current)
+		}
+		if _, err := s.Authenticate(ctx, "alice", testPassword); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
