@@ -38,6 +38,11 @@ Usage:
                                                                   make an agent token (printed once)
   oncegate token list                                             list agent tokens
   oncegate token revoke ID|NAME                                   revoke a token, or all of an agent's
+  oncegate user add --role admin|accountant|operator|auditor NAME
+                                                                  add an admin UI user (password on stdin)
+  oncegate user passwd|disable|enable NAME | user list            manage admin UI users
+  oncegate audit verify                                           check the audit trail's hash chain
+  oncegate backup FILE                                            consistent copy of the journal
   oncegate sim     [--listen ADDR]                                the 1C, Bitrix24 and YooKassa simulators
 
 Every command takes --config FILE and --data DIR before its arguments.
@@ -69,6 +74,12 @@ func run(args []string, stdout, stderr io.Writer, env func(string) string) error
 		return cmdToken(args, stdout, env)
 	case "sim":
 		return cmdSim(args, stderr)
+	case "user":
+		return cmdUser(args, os.Stdin, stdout, env)
+	case "audit":
+		return cmdAudit(args, stdout, env)
+	case "backup":
+		return cmdBackup(args, stdout, env)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -183,6 +194,9 @@ func cmdServe(args []string, stdout, stderr io.Writer, env func(string) string) 
 		if err := firstRunToken(ctx, st, stdout); err != nil {
 			return err
 		}
+	}
+	if err := firstAdmin(ctx, st, stdout); err != nil {
+		return err
 	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)

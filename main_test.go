@@ -387,3 +387,56 @@ func TestBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// oncegate audit verify passes on a real journal and, after one event is
+// edited with the sqlite3 client, fails naming that event.
+func TestAuditVerify(t *testing.T) {
+	t.Parallel()
+	sqlite3, err := exec.LookPath("sqlite3")
+	if err != nil {
+		t.Fatal("the sqlite3 client is needed (apt-get install sqlite3)")
+	}
+	r := newRig(t)
+	for i := range 3 {
+		order := fmt.Sprintf("order-audit-%d", i)
+		if code, body, err := r.post("test:invoice.create:"+order+":v1", fmt.Sprintf(e2eInvoice, order, 1)); err != nil || code != 200 {
+			t.Fatalf("%d %v %v", code, body, err)
+		}
+	}
+	out := cli(t, r.env, "audit", "verify", "--config", r.config, "--data", r.dataDir)
+	if !strings.Contains(out, "intact") {
+		t.Fatalf("verify on an untouched journal: %s", out)
+	}
+	journal := filepath.Join(r.dataDir, "journal.db")
+	edit := exec.Command(sqlite3, journal, `UPDATE audit_events SET actor = 'someone-else' WHERE id = 2;`)
+	if out, err := edit.CombinedOutput(); err != nil {
+		t.Fatalf("sqlite3: %v %s", err, out)
+	}
+	cmd := exec.Command(binary, "audit", "verify", "--config", r.config, "--data", r.dataDir)
+	cmd.Env = append(os.Environ(), r.env...)
+	got, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(got), "BROKEN at event 2") {
+		t.Fatalf("verify after an edit: %v\n%s", err, got)
+	}
+}
+
+// oncegate backup copies the journal while serve runs.
+func TestBackup(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	if code, _, err := r.post("test:invoice.create:order-bk:v1", fmt.Sprintf(e2eInvoice, "order-bk", 1)); err != nil || code != 200 {
+		t.Fatalf("%d %v", code, err)
+	}
+	restored := t.TempDir()
+	copyPath := filepath.Join(restored, "journal.db")
+	cli(t, r.env, "backup", "--config", r.config, "--data", r.dataDir, copyPath)
+	// The copy is a journal in its own right.
+	if out := cli(t, nil, "audit", "verify", "--data", restored); !strings.Contains(out, "intact") {
+		t.Fatalf("verify of the copy: %s", out)
+	}
+	cmd := exec.Command(binary, "backup", "--config", r.config, "--data", r.dataDir, copyPath)
+	cmd.Env = append(os.Environ(), r.env...)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "already exists") {
+		t.Fatalf("backup over an existing file: %v %s", err, out)
+	}
+}

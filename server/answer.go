@@ -74,8 +74,10 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 	case store.StatusSucceeded:
 		return http.StatusOK, 0, a
 	case store.StatusFailedFinal:
+		// A refusal at the target or by a person: always 422, whatever the
+		// code's own meaning elsewhere in the API.
 		item(op.ErrorCode, op.ErrorField, op.ErrorMessage)
-		return statusOf(op.ErrorCode), 0, a
+		return http.StatusUnprocessableEntity, 0, a
 	case store.StatusFailedRetryable:
 		msg := op.ErrorMessage
 		if msg == "" || op.ErrorCode != CodeTargetUnavailable {

@@ -434,6 +434,11 @@ func TestHealth(t *testing.T) {
 	}
 	r := g.do("GET", "/v1/nothing-here", g.token, nil, nil)
 	expect(t, r, http.StatusNotFound, "rejected", "NOT_FOUND")
+	// The published contract needs no token.
+	r = g.do("GET", "/v1/openapi.json", "", nil, nil)
+	if r.Code != 200 || r.str("openapi") != "3.1.0" {
+		t.Fatalf("GET /v1/openapi.json: %d %.200s", r.Code, r.Raw)
+	}
 }
 
 // Money intents wait for a person: 202 awaiting_approval, nothing sent.

@@ -71,6 +71,7 @@ func (s *Server) Handler() http.Handler { return s.echo }
 func (s *Server) routes() {
 	s.echo.GET("/healthz", s.handleHealth)
 	s.echo.GET("/readyz", s.handleReady)
+	s.echo.GET("/v1/openapi.json", s.handleOpenAPI)
 	s.echo.GET("/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
 

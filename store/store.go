@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -197,4 +198,16 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
+}
+
+// Backup writes a consistent copy of the journal to path, which must not
+// exist yet; serve may keep running meanwhile.
+func (s *Store) Backup(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("backup: %s already exists", path)
+	}
+	if _, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	return nil
 }

@@ -234,7 +234,7 @@ func TestSchemas_Bounds(t *testing.T) {
 		{"invoice.create", []string{"items"}, "maxItems", 500.0},
 		{"invoice.create", []string{"due_date"}, "format", "date"},
 		{"crm.callback.create", []string{"due_at"}, "format", "date-time"},
-		{"invoice.create", []string{"currency"}, "pattern", "^[A-Z]{3}$"},
+		{"invoice.create", []string{"currency"}, "pattern", "^[A-Za-z]{3}$"},
 		{"invoice.create", []string{"order_id"}, "pattern", "^[A-Za-z0-9][A-Za-z0-9._:-]*$"},
 		{"invoice.create", []string{"order_id"}, "maxLength", 128.0},
 	}

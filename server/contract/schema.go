@@ -19,7 +19,7 @@ const schemaBase = "https://oncegate.invalid/schemas/"
 // Patterns the schemas use, so messages can say what they mean.
 const (
 	idPattern       = "^[A-Za-z0-9][A-Za-z0-9._:-]*$"
-	currencyPattern = "^[A-Z]{3}$"
+	currencyPattern = "^[A-Za-z]{3}$"
 )
 
 // shape is the object structure of a schema: what messages and normalization need to
