@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
@@ -174,4 +175,18 @@ func (s *Server) purge(ctx context.Context) {
 	if total > 0 {
 		s.log.Info("retention: purged terminal operations", "count", total, "completed_before", cutoff)
 	}
+}
+
+// ReconcileNow looks one unknown operation up at its target at once, as a
+// person asked from the admin UI; the actor in ctx is audited.
+func (s *Server) ReconcileNow(ctx context.Context, key string) (store.Operation, error) {
+	op, err := s.store.Get(ctx, key)
+	if err != nil {
+		return store.Operation{}, err
+	}
+	if op.Status != store.StatusUnknown && op.Status != store.StatusStarted {
+		return op, fmt.Errorf("reconcile %q: %w: it is %s", key, store.ErrConflict, op.Status)
+	}
+	s.reconcileOne(ctx, op)
+	return s.store.Get(ctx, key)
 }
