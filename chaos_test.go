@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/store"
+)
+
+// chaosOps is how many operations the chaos test drives; CHAOS_OPS
+// overrides it.
+func chaosOps() int {
+	if n, err := strconv.Atoi(os.Getenv("CHAOS_OPS")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}
+
+// chaosOp is one business intent an agent drives to a final answer.
+type chaosOp struct {
+	key    string
+	target string // onec, bitrix24, yookassa
+	body   string
+	bad    bool // refers to an unknown customer: must end failed_final
+
+	accepted bool   // the gateway answered anything but a refusal
+	final    string // succeeded or failed_final
+	objectID string
+}
+
+func makeChaosOps(n int, rng *rand.Rand) []*chaosOp {
+	ops := make([]*chaosOp, n)
+	for i := range ops {
+		customer := "customer-1042"
+		op := &chaosOp{}
+		if rng.IntN(20) == 0 {
+			customer, op.bad = "customer-missing-"+strconv.Itoa(i), true
+		}
+		id := fmt.Sprintf("chaos-%d", i)
+		switch r := rng.IntN(10); {
+		case r < 5:
+			op.target = "onec"
+			op.key = "test:invoice.create:" + id + ":v1"
+			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"invoice.create","payload":{"order_id":%q,"organization_id":"org-main","customer_id":%q,"currency":"RUB","items":[{"product_id":"product-778","quantity":%d,"unit":"pcs","price_minor":62500}]}}`, id, customer, 1+rng.IntN(5))
+		case r < 8:
+			op.target = "bitrix24"
+			op.key = "test:crm.callback:create:" + id + ":v1"
+			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":%q,"due_at":"2026-12-03T10:00:00+03:00","comment":"call back"}}`, customer)
+		default:
+			op.target = "yookassa"
+			op.key = "test:payment.charge:" + id + ":v1"
+			op.bad = false
+			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"payment.charge","payload":{"account_id":"merchant-account-17","order_id":%q,"amount_minor":%d,"currency":"RUB"}}`, id, 1000+rng.IntN(100000))
+		}
+		ops[i] = op
+	}
+	return ops
+}
+
+// TestChaos runs the real binaries under random faults and kill -9s while
+// agents retry their keys until every operation is final, then checks:
+// no key has two effects; every succeeded key has exactly one effect, with
+// the journal's object id; no accepted operation is missing.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos test skipped in -short mode")
+	}
+	t.Parallel()
+	r := newChaosRig(t)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	ops := makeChaosOps(chaosOps(), rng)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	var stopChaos atomic.Bool
+	var wg sync.WaitGroup
+
+	// Faults: a steady drizzle of every kind at every target.
+	var faults atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		kinds := []string{
+			`{"target":"%s","fault":"drop_response_after_commit","times":1}`,
+			`{"target":"%s","fault":"delay","delay_ms":450,"times":1}`,
+			`{"target":"%s","fault":"status","status":429,"times":1}`,
+			`{"target":"%s","fault":"status","status":502,"times":1}`,
+			`{"target":"%s","fault":"status","status":503,"times":1}`,
+			`{"target":"%s","fault":"reset_before_read","times":1}`,
+		}
+		targets := []string{"onec", "bitrix24", "yookassa"}
+		for !stopChaos.Load() {
+			f := fmt.Sprintf(kinds[rand.IntN(len(kinds))], targets[rand.IntN(len(targets))])
+			if resp, err := http.Post(r.simURL+"/_sim/faults", "application/json", strings.NewReader(f)); err == nil {
+				resp.Body.Close()
+				faults.Add(1)
+			}
+			time.Sleep(time.Duration(20+rand.IntN(40)) * time.Millisecond)
+		}
+	}()
+
+	// Crashes: kill -9 the gateway now and then, and start it again.
+	var kills atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stopChaos.Load() {
+			time.Sleep(time.Duration(2500+rand.IntN(2500)) * time.Millisecond)
+			if stopChaos.Load() || kills.Load() >= 4 {
+				continue
+			}
+			r.gateway.kill9()
+			kills.Add(1)
+			r.restartGatewaySameAddr()
+		}
+	}()
+
+	// An accountant approves every waiting payment, straight in the journal.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		st, err := store.Open(ctx, filepath.Join(r.dataDir, "journal.db"))
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer st.Close()
+		actx := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: "chaos-accountant"})
+		for !stopChaos.Load() {
+			list, err := st.Approvals(ctx, store.ApprovalPending, 500)
+			if err == nil {
+				for _, a := range list {
+					if err := st.DecideApproval(actx, a.ID, true, "chaos-accountant", ""); err != nil && !errors.Is(err, store.ErrApprovalDecided) {
+						t.Errorf("approve %s: %v", a.OperationKey, err)
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	// Agents: each drives operations to a final answer with their keys.
+	work := make(chan *chaosOp)
+	var agents sync.WaitGroup
+	answers := map[int]*atomic.Int64{}
+	for _, c := range []int{0, 200, 202, 409, 422, 503} {
+		answers[c] = &atomic.Int64{}
+	}
+	for range 16 {
+		agents.Add(1)
+		go func() {
+			defer agents.Done()
+			for op := range work {
+				r.drive(ctx, t, op, answers)
+			}
+		}()
+	}
+	start := time.Now()
+	for _, op := range ops {
+		work <- op
+	}
+	close(work)
+	agents.Wait()
+	stopChaos.Store(true)
+	wg.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("the agents did not finish in time")
+	}
+	elapsed := time.Since(start)
+
+	// Let in-flight simulator commits (delays) land before counting.
+	time.Sleep(600 * time.Millisecond)
+	r.check(t, ops)
+	counts := map[string]int{}
+	for _, op := range ops {
+		counts[op.target+"/"+op.final]++
+	}
+	t.Logf("chaos: %d operations in %v; %d faults injected; %d kill -9 + restart; final %v; answers seen: 200=%d 202=%d 409=%d 422=%d 503=%d transport-errors=%d",
+		len(ops), elapsed.Round(time.Millisecond), faults.Load(), kills.Load(), counts,
+		answers[200].Load(), answers[202].Load(), answers[409].Load(), answers[422].Load(), answers[503].Load(), answers[0].Load())
+	fmt.Printf("chaos: %d operations, %d faults, %d kill -9, final %v\n", len(ops), faults.Load(), kills.Load(), counts)
+}
+
+type chaosRig struct {
+	*rig
+	addr string
+	mu   sync.Mutex
+}
+
+func newChaosRig(t *testing.T) *chaosRig {
+	r := &rig{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
+	simAddr := freeAddr(t)
+	start(t, nil, "sim", "--listen", simAddr)
+	r.simURL = "http://" + simAddr
+	waitHTTP(t, r.simURL+"/_sim/effects")
+	r.config = filepath.Join(t.TempDir(), "oncegate.yaml")
+	cfg := fmt.Sprintf(`contour: test
+targets:
+  onec: { base_url: "%[1]s/onec", timeout_ms: 300 }
+  bitrix24: { webhook_url_env: CHAOS_BITRIX24_WEBHOOK, timeout_ms: 300 }
+  yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "chaos-shop", secret_key_env: CHAOS_YOOKASSA_SECRET, timeout_ms: 300 }
+retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
+reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
+`, r.simURL)
+	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.env = []string{
+		"CHAOS_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/chaos-secret/",
+		"CHAOS_YOOKASSA_SECRET=sim-secret-key",
+	}
+	r.token = lastLine(cli(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "chaos-agent", "--scopes", "read,draft,write,post,pay"))
+	c := &chaosRig{rig: r, addr: freeAddr(t)}
+	c.restartGatewaySameAddr()
+	return c
+}
+
+// restartGatewaySameAddr starts serve on the rig's fixed address, so agents
+// keep their URL across crashes.
+func (c *chaosRig) restartGatewaySameAddr() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		c.gateway = start(c.t, c.env, "serve", "--config", c.config, "--data", c.dataDir, "--listen", c.addr)
+		c.apiURL = "http://" + c.addr
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if resp, err := http.Get(c.apiURL + "/readyz"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return
+				}
+			}
+			if c.gateway.cmd.ProcessState != nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if attempt == 5 {
+			c.t.Fatalf("gateway did not restart:\n%s", c.gateway.output())
+		}
+	}
+}
+
+// drive sends op with its key until the answer is final.
+func (c *chaosRig) drive(ctx context.Context, t *testing.T, op *chaosOp, answers map[int]*atomic.Int64) {
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+c.addr+"/v1/operations", strings.NewReader(op.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Idempotency-Key", op.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answers[0].Add(1)
+			time.Sleep(50 * time.Millisecond) // the gateway is down: retry the same key
+			continue
+		}
+		var body map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil {
+			answers[0].Add(1)
+			continue
+		}
+		if a, ok := answers[resp.StatusCode]; ok {
+			a.Add(1)
+		}
+		switch resp.StatusCode {
+		case 200:
+			op.accepted, op.final = true, "succeeded"
+			op.objectID, _ = body["target_object_id"].(string)
+			return
+		case 422:
+			op.accepted, op.final = true, "failed_final"
+			if body["status"] != "failed_final" {
+				t.Errorf("%s: 422 %v", op.key, body)
+			}
+			return
+		case 202, 409, 503:
+			op.accepted = true
+			time.Sleep(time.Duration(30+rand.IntN(70)) * time.Millisecond)
+		default:
+			t.Errorf("%s: unexpected answer %d %v", op.key, resp.StatusCode, body)
+			return
+		}
+	}
+}
+
+// check asserts the invariants against the simulators and the journal.
+func (c *chaosRig) check(t *testing.T, ops []*chaosOp) {
+	effects := c.simJSON("/_sim/effects")
+	for target, perKey := range effects {
+		for key, n := range perKey {
+			if n > 1 {
+				t.Errorf("%s: key %s has %d effects", target, key, n)
+			}
+		}
+	}
+	st, err := store.Open(context.Background(), filepath.Join(c.dataDir, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	one, _ := onec.New(onec.Config{BaseURL: c.simURL + "/onec"})
+	crm, _ := bitrix24.New(bitrix24.Config{WebhookURL: c.simURL + "/bitrix24/rest/1/chaos-secret/"})
+	pay, _ := yookassa.New(yookassa.Config{BaseURL: c.simURL + "/yookassa/v3", ShopID: "chaos-shop", SecretKey: "sim-secret-key"})
+	lookups := map[string]adapters.Target{"onec": one, "bitrix24": crm, "yookassa": pay}
+	for _, op := range ops {
+		if !op.accepted {
+			t.Errorf("%s was never accepted", op.key)
+			continue
+		}
+		row, err := st.Get(context.Background(), op.key)
+		if err != nil {
+			t.Errorf("accepted operation %s missing from the journal: %v", op.key, err)
+			continue
+		}
+		if string(row.Status) != op.final {
+			t.Errorf("%s: journal %s, agent saw %s", op.key, row.Status, op.final)
+		}
+		if op.bad && op.final != "failed_final" {
+			t.Errorf("%s: an unknown customer ended %s", op.key, op.final)
+		}
+		effectKey := op.key
+		if op.target == "yookassa" {
+			effectKey = yookassa.IdempotenceKey(op.key)
+		}
+		n := effects[op.target][effectKey]
+		if row.Status != store.StatusSucceeded {
+			if n != 0 && op.target != "yookassa" {
+				t.Errorf("%s: %s in the journal but %d effects at %s", op.key, row.Status, n, op.target)
+			}
+			continue
+		}
+		if n != 1 {
+			t.Errorf("%s: succeeded with %d effects at %s, want exactly 1", op.key, n, op.target)
+		}
+		if row.TargetObjectID != op.objectID {
+			t.Errorf("%s: journal object %s, agent got %s", op.key, row.TargetObjectID, op.objectID)
+		}
+		res, err := lookups[op.target].Lookup(context.Background(), adapters.Op{
+			Key: op.key, Intent: row.Intent, Fingerprint: row.Fingerprint, Payload: row.Payload, CreatedAt: row.CreatedAt,
+		})
+		if err != nil || res.ObjectID != row.TargetObjectID {
+			t.Errorf("%s: target has object %q (%v), journal %q", op.key, res.ObjectID, err, row.TargetObjectID)
+		}
+	}
+}
