@@ -60,6 +60,9 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 	if a.RequestID == "" {
 		a.RequestID = op.RequestID
 	}
+	if a.RequestID == "" {
+		a.RequestID = op.Key // request_id is the key's other carrier
+	}
 	if op.TargetObjectID != "" {
 		id := op.TargetObjectID
 		a.TargetObjectID = &id

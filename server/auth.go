@@ -11,9 +11,10 @@ import (
 
 // Context keys set by middleware and handlers.
 const (
-	ctxToken  = "oncegate.token"
-	ctxKey    = "oncegate.key"
-	ctxIntent = "oncegate.intent"
+	ctxToken       = "oncegate.token"
+	ctxKey         = "oncegate.key"
+	ctxIntent      = "oncegate.intent"
+	ctxFingerprint = "oncegate.fingerprint"
 )
 
 // authenticate requires a valid, unrevoked agent token as a bearer token.

@@ -137,7 +137,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	a := answer{Status: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
 	if key, ok := c.Get(ctxKey).(string); ok {
-		a.OperationKey = key
+		a.OperationKey, a.RequestID = key, key
+	}
+	if fp, ok := c.Get(ctxFingerprint).(string); ok {
+		a.Fingerprint = fp
 	}
 	if in, ok := c.Get(ctxIntent).(string); ok {
 		a.Operation = in

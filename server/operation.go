@@ -65,6 +65,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	c.Set(ctxFingerprint, norm.Fingerprint)
 	target, ok := s.targets[in.Target]
 	if !ok {
 		return fmt.Errorf("no target configured for system %q", in.Target)
