@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/contract"
 )
 
 // Config is the gateway's configuration: one YAML file, every key
@@ -32,6 +33,16 @@ type Config struct {
 	Approval   ApprovalConfig   `yaml:"approval"`
 	Retention  RetentionConfig  `yaml:"retention"`
 	Reconciler ReconcilerConfig `yaml:"reconciler"`
+	RateLimit  RateLimitConfig  `yaml:"rate_limit"`
+	// Limits are business limits per intent; an intent named here has
+	// exactly the limits given (they replace its defaults).
+	Limits map[string]IntentLimits `yaml:"limits"`
+}
+
+// RateLimitConfig bounds each agent token's request rate.
+type RateLimitConfig struct {
+	PerSecond float64 `yaml:"per_second"`
+	Burst     int     `yaml:"burst"`
 }
 
 // ReconcilerConfig governs the background reconciliation of unknown
@@ -121,6 +132,8 @@ func DefaultConfig() Config {
 		Approval:   ApprovalConfig{TTL: Duration(24 * time.Hour)},
 		Retention:  RetentionConfig{Default: Duration(720 * time.Hour)},
 		Reconciler: ReconcilerConfig{IntervalMS: 1000, ReviewAfter: 5, MaxBackoffMS: 300000},
+		RateLimit:  RateLimitConfig{PerSecond: 50, Burst: 100},
+		Limits:     DefaultLimits(),
 	}
 }
 
@@ -289,6 +302,22 @@ func (c Config) validate() error {
 	}
 	if c.Reconciler.ReviewAfter < 1 {
 		bad("reconciler.review_after", "must be at least 1")
+	}
+	if c.RateLimit.PerSecond <= 0 || c.RateLimit.Burst < 1 {
+		bad("rate_limit", "per_second must be positive and burst at least 1")
+	}
+	for name, l := range c.Limits {
+		if _, ok := contract.Lookup(name); !ok {
+			bad("limits."+name, "no such intent")
+		}
+		if l.MaxItems < 0 || l.MaxQuantity < 0 {
+			bad("limits."+name, "max_items and max_quantity must not be negative")
+		}
+		for cur, v := range l.AmountCeiling {
+			if v <= 0 {
+				bad("limits."+name+".amount_ceiling."+cur, "must be positive")
+			}
+		}
 	}
 	if c.Reconciler.MaxBackoffMS < c.Reconciler.IntervalMS {
 		bad("reconciler.max_backoff_ms", "must be at least interval_ms")

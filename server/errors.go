@@ -113,6 +113,14 @@ func (s *Server) handleError(err error, c echo.Context) {
 	var ae *apiError
 	var ce *contract.Error
 	var he *echo.HTTPError
+	var whole *answerError
+	if errors.As(err, &whole) {
+		if whole.retryAfter > 0 {
+			c.Response().Header().Set("Retry-After", itoa(whole.retryAfter))
+		}
+		s.writeAnswer(c, whole.status, whole.a)
+		return
+	}
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &ce):

@@ -128,7 +128,7 @@ func (s *Server) reconcile(ctx context.Context, target adapters.Target, aop adap
 		s.log.Info("reconciled: the target has the effect, failed", "key", op.Key, "object", ae.ObjectID, "code", ae.Code)
 		return true, s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
 	default:
-		s.log.Warn("lookup failed", "key", op.Key, "err", err)
+		s.log.Warn("lookup failed", "key", op.Key, "err", maskSecrets(errText(err)))
 		if op.ResumedFrom == store.StatusFailedRetryable {
 			return true, s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 		}
@@ -148,10 +148,11 @@ func (s *Server) settleOutcome(ctx context.Context, op store.Operation, res adap
 		}
 		ae = &adapters.Error{Class: adapters.ClassOf(err), Code: CodeOutcomeUnknown, Err: err}
 	}
-	s.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "err", ae.Err)
+	detail := maskSecrets(errText(ae.Err))
+	s.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
 	switch ae.Class {
 	case adapters.Final:
-		return s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
+		return s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail})
 	case adapters.Retry:
 		return s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 	default:

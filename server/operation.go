@@ -71,22 +71,31 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		return fmt.Errorf("no target configured for system %q", in.Target)
 	}
 
+	if err := s.checkLimits(in, norm); err != nil {
+		return err
+	}
 	switch {
-	case env.Mode == "validate":
+	case env.Mode == contract.ModeValidate:
 		return s.validate(c, in, norm, key, env.RequestID)
 	case !in.Journaled:
 		return s.read(c, in, norm, target)
-	case env.PlanHash != "":
-		if err := s.checkPlan(c, in, norm, key, env.PlanHash); err != nil {
-			return err
-		}
 	}
 
-	// Fast path: a final row of this agent with this fingerprint is replayed
-	// from a read, without taking the journal's writer. Final rows never
-	// change, so the read is as good as the claim's.
-	if op, err := s.store.Get(ctx, key); err == nil && op.Status.Terminal() && op.Agent == tok.Agent && op.Fingerprint == norm.Fingerprint {
-		return s.writeOperation(c, op, env.RequestID, true)
+	existing, err := s.store.Get(ctx, key)
+	switch {
+	case err == nil && existing.Status.Terminal() && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint:
+		// Fast path: a final row of this agent with this fingerprint is
+		// replayed from a read, without taking the journal's writer. Final
+		// rows never change, so the read is as good as the claim's.
+		return s.writeOperation(c, existing, env.RequestID, true)
+	case errors.Is(err, store.ErrNotFound):
+		// A key never seen: the target runs every check first (references,
+		// business rules) and writes nothing; a refusal binds nothing.
+		if err := s.precheck(ctx, in, norm, key, env.PlanHash); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
 	}
 
 	ctx = store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: tok.Agent})

@@ -168,21 +168,17 @@ func TestRetriesSpent(t *testing.T) {
 	}
 }
 
-// A business refusal at the target is failed_final and replays with the
-// same HTTP status and code.
+// A refusal by the target at execute is failed_final and replays with the
+// same HTTP status and code; nothing the target said reaches the agent.
 func TestFinalFailureReplays(t *testing.T) {
 	t.Parallel()
 	g := setup(t)
-	const key = "test:invoice.create:order-blocked:v1"
-	env := invoice("order-blocked", 1)
-	env["payload"].(map[string]any)["customer_id"] = "customer-unknown-9"
-	r := g.post(key, env)
-	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "REFERENCE_NOT_FOUND")
-	if r.errField() != "customer_id" {
-		t.Fatalf("field = %q", r.errField())
-	}
-	again := g.post(key, env)
-	expect(t, again, http.StatusUnprocessableEntity, "failed_final", "REFERENCE_NOT_FOUND")
+	const key = "test:invoice.create:order-refused:v1"
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultTargetError, Times: 1})
+	r := g.post(key, invoice("order-refused", 1))
+	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "TARGET_INTERNAL_ERROR")
+	again := g.post(key, invoice("order-refused", 1))
+	expect(t, again, http.StatusUnprocessableEntity, "failed_final", "TARGET_INTERNAL_ERROR")
 	if again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatal("failed_final replay not marked")
 	}

@@ -37,6 +37,8 @@ type Server struct {
 	inflight sync.WaitGroup
 	// wake pokes the executor when an approval was decided.
 	wake chan struct{}
+	// limiters bound each agent token's request rate.
+	limiters *limiters
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
@@ -45,14 +47,15 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	buf := make([]byte, 8)
 	rand.Read(buf)
 	s := &Server{
-		cfg:     cfg,
-		store:   st,
-		targets: targets,
-		policy:  cfg.RetryPolicy(),
-		owner:   "run-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(buf),
-		log:     log,
-		echo:    echo.New(),
-		wake:    make(chan struct{}, 1),
+		cfg:      cfg,
+		store:    st,
+		targets:  targets,
+		policy:   cfg.RetryPolicy(),
+		owner:    "run-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(buf),
+		log:      log,
+		echo:     echo.New(),
+		wake:     make(chan struct{}, 1),
+		limiters: newLimiters(cfg.RateLimit),
 	}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
@@ -75,7 +78,7 @@ func (s *Server) routes() {
 	s.echo.GET("/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
 
-	v1 := s.echo.Group("/v1", s.authenticate)
+	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)
 	v1.GET("/operations/:key", s.handleOperationGet)
 	v1.GET("/intents", s.handleIntentList)

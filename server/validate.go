@@ -14,7 +14,8 @@ import (
 	"github.com/oncegate/oncegate/server/contract"
 )
 
-// Validator is a target that can check an operation without writing.
+// Validator is a target that can check an operation without writing:
+// references resolved by external id, business rules applied.
 type Validator interface {
 	Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error)
 }
@@ -24,8 +25,25 @@ type OrderReader interface {
 	OrderStatus(ctx context.Context, orderID string) (adapters.Result, error)
 }
 
+// answerError is a refusal that carries a whole answer (a target's check
+// failed before anything was journaled).
+type answerError struct {
+	status     int
+	retryAfter int
+	a          answer
+}
+
+func (e *answerError) Error() string {
+	if len(e.a.Errors) > 0 {
+		return e.a.Errors[0].Code + ": " + e.a.Errors[0].Message
+	}
+	return http.StatusText(e.status)
+}
+
 // plan runs the target's own checks for a normalized request and returns
-// the plan and its hash. Nothing is written anywhere.
+// the plan and its hash. Nothing is written anywhere. The hash covers the
+// intent, the normalized payload and what the target resolved, so any
+// change in the data the target sees changes it.
 func (s *Server) plan(ctx context.Context, in *contract.Intent, norm contract.Normalized, key string) (json.RawMessage, string, error) {
 	data := map[string]any{}
 	if v, ok := s.targets[in.Target].(Validator); ok {
@@ -33,7 +51,7 @@ func (s *Server) plan(ctx context.Context, in *contract.Intent, norm contract.No
 		defer cancel()
 		p, err := v.Validate(ctx, adapters.Op{Key: key, Intent: in.Name, Fingerprint: norm.Fingerprint, Payload: norm.Payload})
 		if err != nil {
-			return nil, "", err
+			return nil, "", s.refusalByTarget(in, norm, key, err)
 		}
 		data = p.Data
 	}
@@ -56,24 +74,28 @@ func (s *Server) plan(ctx context.Context, in *contract.Intent, norm contract.No
 // validate answers mode "validate": every check, nothing journaled, no
 // effect, the key (if any) stays free.
 func (s *Server) validate(c echo.Context, in *contract.Intent, norm contract.Normalized, key, requestID string) error {
-	a := answer{OperationKey: key, RequestID: requestID, Operation: in.Name, TargetSystem: in.Target, Fingerprint: norm.Fingerprint, Result: json.RawMessage("null")}
 	plan, hash, err := s.plan(c.Request().Context(), in, norm, key)
 	if err != nil {
-		return s.targetRefusal(c, a, err)
+		return err
 	}
-	a.Status, a.Plan, a.PlanHash = "valid", plan, hash
+	a := answer{OperationKey: key, RequestID: requestID, Operation: in.Name, TargetSystem: in.Target,
+		Fingerprint: norm.Fingerprint, Result: json.RawMessage("null"), Status: "valid", Plan: plan, PlanHash: hash}
+	if a.RequestID == "" {
+		a.RequestID = key
+	}
 	return s.writeAnswer(c, http.StatusOK, a)
 }
 
-// checkPlan refuses an execute whose plan no longer hashes as the agent's
-// validate answer did.
-func (s *Server) checkPlan(c echo.Context, in *contract.Intent, norm contract.Normalized, key, want string) error {
-	_, hash, err := s.plan(c.Request().Context(), in, norm, key)
+// precheck runs the target's checks before a new key is journaled, and
+// refuses an execute whose plan no longer hashes as the agent's validate
+// answer did. Execute always checks afresh: data may have changed since
+// any earlier validate.
+func (s *Server) precheck(ctx context.Context, in *contract.Intent, norm contract.Normalized, key, planHash string) error {
+	_, hash, err := s.plan(ctx, in, norm, key)
 	if err != nil {
-		a := answer{OperationKey: key, Operation: in.Name, TargetSystem: in.Target, Fingerprint: norm.Fingerprint, Result: json.RawMessage("null")}
-		return s.targetRefusal(c, a, err)
+		return err
 	}
-	if hash != want {
+	if planHash != "" && hash != planHash {
 		return refuse(CodePlanChanged, "plan_hash", "the plan changed since it was validated; validate again and review the new plan")
 	}
 	return nil
@@ -92,7 +114,6 @@ func (s *Server) read(c echo.Context, in *contract.Intent, norm contract.Normali
 	if err := json.Unmarshal(norm.Payload, &p); err != nil {
 		return err
 	}
-	a := answer{Operation: in.Name, TargetSystem: in.Target, Result: json.RawMessage("null")}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.timeout(in.Target))
 	defer cancel()
 	res, err := r.OrderStatus(ctx, p.OrderID)
@@ -100,29 +121,37 @@ func (s *Server) read(c echo.Context, in *contract.Intent, norm contract.Normali
 		if errors.Is(err, adapters.ErrNotFound) {
 			err = &adapters.Error{Class: adapters.Final, Code: "REFERENCE_NOT_FOUND", Field: "order_id", Message: "no sales order with this id"}
 		}
-		return s.targetRefusal(c, a, err)
+		return s.refusalByTarget(in, norm, "", err)
 	}
 	id := res.ObjectID
-	a.Status, a.TargetObjectID = "succeeded", &id
+	a := answer{Operation: in.Name, TargetSystem: in.Target, Status: "succeeded", TargetObjectID: &id}
 	if a.Result, err = json.Marshal(res.Data); err != nil {
 		return err
 	}
 	return s.writeAnswer(c, http.StatusOK, a)
 }
 
-// targetRefusal answers a failed target check that journaled nothing:
-// a business refusal is 422 rejected with the target's code; anything
-// else is 503 TARGET_UNAVAILABLE.
-func (s *Server) targetRefusal(c echo.Context, a answer, err error) error {
+// refusalByTarget turns a failed check at the target, before anything was
+// journaled, into the agent's answer: a business refusal is 422 rejected
+// with the target's code and the adapter's safe message; anything else is
+// 503 TARGET_UNAVAILABLE. The target's own text goes to the log only.
+func (s *Server) refusalByTarget(in *contract.Intent, norm contract.Normalized, key string, err error) error {
+	a := answer{OperationKey: key, RequestID: key, Operation: in.Name, TargetSystem: in.Target,
+		Fingerprint: norm.Fingerprint, Result: json.RawMessage("null"), Status: "rejected"}
 	var ae *adapters.Error
 	if errors.As(err, &ae) && ae.Class == adapters.Final {
-		a.Status = "rejected"
+		s.log.Info("target refused a check", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", maskSecrets(errText(ae.Err)))
 		a.Errors = []ErrorItem{{Code: ae.Code, Field: ae.Field, Message: ae.Message}}
-		return s.writeAnswer(c, http.StatusUnprocessableEntity, a)
+		return &answerError{status: http.StatusUnprocessableEntity, a: a}
 	}
-	s.log.Warn("target check failed", "intent", a.Operation, "err", err)
-	a.Status = "rejected"
-	a.Errors = []ErrorItem{{Code: CodeTargetUnavailable, Message: "the target could not be asked; try again later", Retryable: true}}
-	c.Response().Header().Set("Retry-After", "5")
-	return s.writeAnswer(c, http.StatusServiceUnavailable, a)
+	s.log.Warn("target check failed", "intent", in.Name, "key", key, "err", maskSecrets(errText(err)))
+	a.Errors = []ErrorItem{{Code: CodeTargetUnavailable, Message: "the target could not be asked; send the same request again later", Retryable: true}}
+	return &answerError{status: http.StatusServiceUnavailable, retryAfter: 5, a: a}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

@@ -112,7 +112,7 @@ func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 		next := s.store.Now().Add(s.lookupBackoff(op.LookupFailures + 1))
 		var flagged bool
 		flagged, err = s.store.LookupFailed(ctx, op.Key, s.owner, s.cfg.Reconciler.ReviewAfter, next)
-		s.log.Warn("reconciler: lookup failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged)
+		s.log.Warn("reconciler: lookup failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", maskSecrets(errText(err)))
 	}
 	if err != nil {
 		s.log.Error("reconciler: settle operation", "key", op.Key, "err", err)

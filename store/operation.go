@@ -300,7 +300,18 @@ func (s *Store) Complete(ctx context.Context, key, owner, objectID string, resul
 type Failure struct {
 	Code    string
 	Field   string
-	Message string
+	Message string // safe for an agent
+	// Detail is what the target said, secrets already masked: it goes to
+	// the audit trail only, never to the row an agent reads.
+	Detail string
+}
+
+func failureDetail(f Failure) map[string]any {
+	d := map[string]any{"code": f.Code, "field": f.Field}
+	if f.Detail != "" {
+		d["target_detail"] = f.Detail
+	}
+	return d
 }
 
 // Fail moves a started operation held by owner to failed_final (final) or
@@ -311,7 +322,7 @@ func (s *Store) Fail(ctx context.Context, key, owner string, final bool, f Failu
 	if final {
 		status, completed = StatusFailedFinal, formatTime(now)
 	}
-	return s.transition(ctx, "operation."+string(status), key, owner, map[string]any{"code": f.Code, "field": f.Field}, `
+	return s.transition(ctx, "operation."+string(status), key, owner, failureDetail(f), `
 		UPDATE operations
 		SET status = ?, error_code = ?, error_field = ?, error_message = ?,
 			lease_owner = NULL, lease_until = NULL, next_check_at = NULL,

@@ -32,7 +32,19 @@ const (
 	FaultDelay        = "delay"
 	FaultStatus       = "status"
 	FaultReset        = "reset_before_read"
+	// FaultTargetError answers with the target's own error shape (422 from
+	// 1C, 400 from Bitrix24 and YooKassa) whose text holds a stack trace,
+	// SQL, a host name and credentials, and commits nothing: what a badly
+	// behaved target may send, which must never reach an agent.
+	FaultTargetError = "target_error"
 )
+
+// LeakyErrorText is the text FaultTargetError puts in the error body.
+const LeakyErrorText = `{ОбщийМодуль.ИнтеграцияOncegate.Модуль(1187)}: Ошибка при вызове метода контекста (Записать)
+	at ОбработкаЗаказов.СоздатьДокумент(82)
+SELECT Ссылка FROM Документ.СчетНаОплату WHERE Номер = &Номер
+Srvr="srv-1c-prod.corp.local:1541";Ref="accounting";Usr="integration";Pwd="S3cr3t-pass";
+Authorization: Basic aW50ZWdyYXRpb246UzNjcjN0LXBhc3M=`
 
 // Which calls a fault applies to.
 const (
@@ -160,7 +172,7 @@ func (s *Server) Inject(f Fault) error {
 		return fmt.Errorf("unknown target %q (want onec, bitrix24 or yookassa)", f.Target)
 	}
 	switch f.Fault {
-	case FaultDropResponse, FaultReset:
+	case FaultDropResponse, FaultReset, FaultTargetError:
 	case FaultDelay:
 		if f.DelayMS <= 0 {
 			return errors.New("delay needs delay_ms > 0")
@@ -246,6 +258,16 @@ func (f *Fault) Before(w http.ResponseWriter) bool {
 		return true
 	case FaultDelay:
 		time.Sleep(time.Duration(f.DelayMS) * time.Millisecond)
+	case FaultTargetError:
+		switch f.Target {
+		case OneC:
+			WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"errors": []any{map[string]any{"code": "TARGET_INTERNAL_ERROR", "message": LeakyErrorText}}})
+		case Bitrix24:
+			WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "", "error_description": LeakyErrorText})
+		default:
+			WriteJSON(w, http.StatusBadRequest, map[string]any{"type": "error", "id": "sim-error", "code": "invalid_request", "description": LeakyErrorText})
+		}
+		return true
 	}
 	return false
 }

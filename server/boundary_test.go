@@ -1,0 +1,354 @@
+package server_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/store"
+)
+
+// The checks of the agent ↔ 1C boundary article ("Как проверить
+// результат"), one test each, against the real app and the 1C simulator.
+
+func draft(items ...map[string]any) map[string]any {
+	if len(items) == 0 {
+		items = []map[string]any{{"product_id": "product-778", "quantity": 2, "unit": "pcs"}}
+	}
+	list := make([]any, len(items))
+	for i, it := range items {
+		list[i] = it
+	}
+	return map[string]any{
+		"schema_version": "1.0", "intent": "sales_order.create_draft",
+		"payload": map[string]any{"organization_id": "org-main", "customer_id": "customer-1042", "warehouse_id": "warehouse-01", "currency": "RUB", "items": list},
+	}
+}
+
+func withMode(env map[string]any, mode string) map[string]any { env["mode"] = mode; return env }
+
+// 1. Validate writes nothing and returns the normalized plan.
+func TestBoundaryValidateWritesNothing(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:sales_order.create_draft:req-1:v1"
+	r := g.post(key, withMode(draft(), "validate"))
+	if r.Code != 200 || r.str("status") != "valid" || len(r.str("plan_hash")) != 64 {
+		t.Fatalf("validate: %d %s", r.Code, r.Raw)
+	}
+	plan, _ := r.Body["plan"].(map[string]any)
+	if plan["operation"] != "sales_order.create_draft" || plan["payload"] == nil {
+		t.Fatalf("plan = %v", plan)
+	}
+	if got := g.sim.Calls(sim.OneC, key) + g.sim.Effects(sim.OneC, key); got != 0 {
+		t.Fatalf("validate reached execute at 1C: %d", got)
+	}
+	if _, err := g.store.Get(context.Background(), key); err == nil {
+		t.Fatal("validate journaled the operation")
+	}
+	// The key is free: execute with the plan hash runs.
+	env := draft()
+	env["plan_hash"] = r.str("plan_hash")
+	expect(t, g.post(key, env), http.StatusOK, "succeeded", "")
+}
+
+// Execute with a plan hash that no longer matches runs nothing.
+func TestBoundaryPlanChanged(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:sales_order.create_draft:req-2:v1"
+	v := g.post(key, withMode(draft(), "validate"))
+	env := draft(map[string]any{"product_id": "product-779", "quantity": 2, "unit": "pcs"})
+	env["plan_hash"] = v.str("plan_hash")
+	expect(t, g.post(key, env), http.StatusConflict, "rejected", "PLAN_CHANGED")
+	if got := g.sim.Calls(sim.OneC, key); got != 0 {
+		t.Fatalf("a changed plan reached 1C %d times", got)
+	}
+	expect(t, g.post(key, draft()), http.StatusOK, "succeeded", "")
+}
+
+// 2. An unknown intent is refused with no dispatch.
+func TestBoundaryUnknownIntent(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	for _, name := range []string{"sales_order.delete", "Documents.SalesOrder.Post", "exec", "sales_order.create_draft; DROP TABLE"} {
+		env := draft()
+		env["intent"] = name
+		r := g.post("test:sales_order.create_draft:req-3:v1", env)
+		expect(t, r, http.StatusBadRequest, "rejected", "INTENT_NOT_ALLOWED")
+	}
+}
+
+// 3. An unknown payload field is refused, not ignored.
+func TestBoundaryUnknownField(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	for _, field := range []string{"posted", "privileged_mode", "query", "script", "method"} {
+		env := draft()
+		env["payload"].(map[string]any)[field] = true
+		r := g.post("test:sales_order.create_draft:req-4:v1", env)
+		expect(t, r, http.StatusBadRequest, "rejected", "UNKNOWN_FIELD")
+		if r.errField() != field {
+			t.Errorf("field %q, want %q", r.errField(), field)
+		}
+	}
+	env := draft(map[string]any{"product_id": "product-778", "quantity": 1, "unit": "pcs", "discount": 5})
+	r := g.post("test:sales_order.create_draft:req-4:v1", env)
+	expect(t, r, http.StatusBadRequest, "rejected", "UNKNOWN_FIELD")
+	if r.errField() != "items[0].discount" {
+		t.Errorf("field %q", r.errField())
+	}
+}
+
+// 4. An unknown, blocked or deleted reference fails before any write,
+// naming the field; the key stays free.
+func TestBoundaryReferences(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:sales_order.create_draft:req-5:v1"
+	for _, c := range []struct {
+		edit        func(p map[string]any)
+		code, field string
+	}{
+		{func(p map[string]any) { p["customer_id"] = "customer-nobody" }, "REFERENCE_NOT_FOUND", "customer_id"},
+		{func(p map[string]any) { p["warehouse_id"] = "warehouse-99" }, "REFERENCE_NOT_FOUND", "warehouse_id"},
+		{func(p map[string]any) { p["customer_id"] = "customer-blocked-1" }, "REFERENCE_INACTIVE", "customer_id"},
+		{func(p map[string]any) { p["items"].([]any)[0].(map[string]any)["product_id"] = "product-deleted-1" }, "REFERENCE_INACTIVE", "items[0].product_id"},
+	} {
+		env := draft()
+		c.edit(env["payload"].(map[string]any))
+		r := g.post(key, env)
+		expect(t, r, http.StatusUnprocessableEntity, "rejected", c.code)
+		if r.errField() != c.field {
+			t.Errorf("%s: field %q, want %q", c.code, r.errField(), c.field)
+		}
+	}
+	if got := g.sim.Calls(sim.OneC, key); got != 0 {
+		t.Fatalf("a bad reference reached execute at 1C %d times", got)
+	}
+	if _, err := g.store.Get(context.Background(), key); err == nil {
+		t.Fatal("a bad reference was journaled")
+	}
+	expect(t, g.post(key, draft()), http.StatusOK, "succeeded", "")
+}
+
+// 5–7. An allowed command executes with a structured result; the same
+// request id and content returns it again with no second document; the
+// same id with another quantity conflicts.
+func TestBoundaryExecuteReplayConflict(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:sales_order.create_draft:req-2026-000184:v1"
+	env := draft()
+	env["request_id"] = key
+	r := g.post("", env)
+	expect(t, r, http.StatusOK, "succeeded", "")
+	result, _ := r.Body["result"].(map[string]any)
+	if !strings.HasPrefix(r.str("target_object_id"), "SO-") || result["state"] != "draft" || result["number"] == "" {
+		t.Fatalf("result %s", r.Raw)
+	}
+	again := g.post("", env)
+	expect(t, again, http.StatusOK, "succeeded", "")
+	if again.str("target_object_id") != r.str("target_object_id") || again.Body["replayed"] != true {
+		t.Fatalf("replay %s", again.Raw)
+	}
+	changed := draft(map[string]any{"product_id": "product-778", "quantity": 3, "unit": "pcs"})
+	changed["request_id"] = key
+	expect(t, g.post("", changed), http.StatusUnprocessableEntity, "rejected", "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH")
+	if got := g.sim.Effects(sim.OneC, key); got != 1 {
+		t.Fatalf("documents = %d, want 1", got)
+	}
+}
+
+// 8. A failure inside the target's transaction leaves no half-written
+// document and no journal row claiming success.
+func TestBoundaryFailureInsideTransaction(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:sales_order.create_draft:req-8:v1"
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultTargetError, Times: 1})
+	r := g.post(key, draft())
+	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "TARGET_INTERNAL_ERROR")
+	if got := g.sim.Effects(sim.OneC, key); got != 0 {
+		t.Fatalf("documents = %d, want 0", got)
+	}
+	if op := g.row(key); op.Status != store.StatusFailedFinal || op.TargetObjectID != "" {
+		t.Fatalf("journal row %+v", op)
+	}
+	// Nothing of what 1C said reaches the agent: no stack, SQL, host or credential.
+	for _, leak := range []string{"ОбщийМодуль", "SELECT", "srv-1c-prod", "S3cr3t", "aW50ZWdyYXRpb24", "Pwd"} {
+		if strings.Contains(r.Raw, leak) {
+			t.Errorf("the answer leaks %q: %s", leak, r.Raw)
+		}
+	}
+	// The detail is in the audit trail, with the credentials masked.
+	events, err := g.store.AuditEvents(context.Background(), store.AuditFilter{OperationKey: key, Event: "operation.failed_final"})
+	if err != nil || len(events) != 1 {
+		t.Fatalf("audit events %v %v", events, err)
+	}
+	detail := string(events[0].Detail)
+	if !strings.Contains(detail, "srv-1c-prod") || strings.Contains(detail, "S3cr3t") || strings.Contains(detail, "aW50ZWdyYXRpb24") {
+		t.Fatalf("audit detail %s: want the detail with credentials masked", detail)
+	}
+}
+
+// 9. The journal and the audit trail link request id, intent, final
+// status and object id, and hold no token or secret.
+func TestBoundaryTraceHoldsNoSecrets(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:sales_order.create_draft:req-9:v1"
+	env := draft()
+	env["request_id"], env["actor_id"] = key, "user-42"
+	r := g.post("", env)
+	expect(t, r, http.StatusOK, "succeeded", "")
+	op := g.row(key)
+	if op.RequestID != key || op.Intent != "sales_order.create_draft" || op.Status != store.StatusSucceeded || op.TargetObjectID != r.str("target_object_id") {
+		t.Fatalf("journal row %+v", op)
+	}
+	events, _ := g.store.AuditEvents(context.Background(), store.AuditFilter{OperationKey: key})
+	var started, succeeded bool
+	for _, e := range events {
+		var d map[string]any
+		json.Unmarshal(e.Detail, &d)
+		switch e.Event {
+		case "operation.started":
+			started = d["request_id"] == key && d["intent"] == "sales_order.create_draft" && e.Actor.Name == "agent-a"
+		case "operation.succeeded":
+			succeeded = d["object_id"] == r.str("target_object_id")
+		}
+	}
+	if !started || !succeeded {
+		t.Fatalf("audit trail does not link the request to its object: %+v", events)
+	}
+	// No token, no token hash prefix in any table, in any column.
+	db, err := sql.Open("sqlite", g.store.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`SELECT * FROM operations`, `SELECT * FROM audit_events`} {
+		rows, err := db.Query(q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, _ := rows.Columns()
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			rows.Scan(ptrs...)
+			for i, v := range vals {
+				s, _ := v.(string)
+				if strings.Contains(s, g.token) || strings.Contains(s, g.token[3:15]) {
+					t.Errorf("%s.%s holds the agent token", q, cols[i])
+				}
+			}
+		}
+		rows.Close()
+	}
+}
+
+// Draft, post, read and pay are separate rights; the lifecycle of a sales
+// order goes draft → posted, read without a key.
+func TestSalesOrderLifecycle(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	drafter := g.MustToken("agent-drafter", "draft")
+	poster := g.MustToken("agent-poster", "post", "read")
+	body, _ := json.Marshal(draft())
+	r := g.do("POST", "/v1/operations", drafter, map[string]string{"Idempotency-Key": "test:sales_order.create_draft:lc-1:v1"}, body)
+	expect(t, r, http.StatusOK, "succeeded", "")
+	order := r.str("target_object_id")
+
+	post, _ := json.Marshal(map[string]any{"schema_version": "1.0", "intent": "sales_order.post", "payload": map[string]any{"order_id": order}})
+	status, _ := json.Marshal(map[string]any{"schema_version": "1.0", "intent": "sales_order.get_status", "payload": map[string]any{"order_id": order}})
+	charge := charge("order-lc", 100)
+
+	expect(t, g.do("POST", "/v1/operations", drafter, map[string]string{"Idempotency-Key": "test:sales_order.post:lc-1:v1"}, post), http.StatusForbidden, "rejected", "PERMISSION_DENIED")
+	expect(t, g.do("POST", "/v1/operations", poster, map[string]string{"Idempotency-Key": "test:payment.charge:lc-1:v1"}, charge), http.StatusForbidden, "rejected", "PERMISSION_DENIED")
+
+	r = g.do("POST", "/v1/operations", poster, nil, status)
+	expect(t, r, http.StatusOK, "succeeded", "")
+	if res, _ := r.Body["result"].(map[string]any); res["state"] != "draft" {
+		t.Fatalf("status before post: %s", r.Raw)
+	}
+	r = g.do("POST", "/v1/operations", poster, map[string]string{"Idempotency-Key": "test:sales_order.post:lc-1:v1"}, post)
+	expect(t, r, http.StatusOK, "succeeded", "")
+	r = g.do("POST", "/v1/operations", poster, nil, status)
+	if res, _ := r.Body["result"].(map[string]any); res["state"] != "posted" {
+		t.Fatalf("status after post: %s", r.Raw)
+	}
+	// A second post of the same order under a new key is refused by 1C's
+	// own check before anything is journaled.
+	r = g.do("POST", "/v1/operations", poster, map[string]string{"Idempotency-Key": "test:sales_order.post:lc-2:v1"}, post)
+	expect(t, r, http.StatusUnprocessableEntity, "rejected", "INVALID_STATE")
+	// Reading an order that does not exist.
+	missing, _ := json.Marshal(map[string]any{"schema_version": "1.0", "intent": "sales_order.get_status", "payload": map[string]any{"order_id": "SO-999999"}})
+	r = g.do("POST", "/v1/operations", poster, nil, missing)
+	expect(t, r, http.StatusUnprocessableEntity, "rejected", "REFERENCE_NOT_FOUND")
+}
+
+// Business limits come from the configuration, each violation a stable
+// code naming the field; nothing is journaled.
+func TestBusinessLimits(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	lim := cfg.Limits["sales_order.create_draft"]
+	lim.MaxItems, lim.MaxQuantity = 2, 10
+	cfg.Limits["sales_order.create_draft"] = lim
+	g := setupWith(t, cfg)
+	item := func(q float64, unit string) map[string]any {
+		return map[string]any{"product_id": "product-778", "quantity": q, "unit": unit}
+	}
+	usd := draft()
+	usd["payload"].(map[string]any)["currency"] = "usd"
+	for _, c := range []struct {
+		env         map[string]any
+		code, field string
+	}{
+		{draft(item(1, "pcs"), item(1, "pcs"), item(1, "pcs")), "LIMIT_EXCEEDED", "items"},
+		{draft(item(11, "pcs")), "LIMIT_EXCEEDED", "items[0].quantity"},
+		{draft(item(1, "pcs"), item(1, "box")), "UNIT_NOT_ALLOWED", "items[1].unit"},
+		{usd, "CURRENCY_NOT_ALLOWED", "currency"},
+	} {
+		r := g.post("test:sales_order.create_draft:lim-1:v1", c.env)
+		expect(t, r, http.StatusUnprocessableEntity, "rejected", c.code)
+		if r.errField() != c.field {
+			t.Errorf("%s: field %q, want %q", c.code, r.errField(), c.field)
+		}
+	}
+	expect(t, g.post("test:sales_order.create_draft:lim-1:v1", draft(item(10, "kg"))), http.StatusOK, "succeeded", "")
+	// A charge over the default ceiling.
+	payer := g.MustToken("agent-pay", "pay")
+	expect(t, g.charge(payer, "test:payment.charge:lim-2:v1", "order-lim", 2_000_000_000), http.StatusUnprocessableEntity, "rejected", "LIMIT_EXCEEDED")
+}
+
+// Each token has its own rate; past it, 429 with Retry-After.
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 1, 3
+	g := setupWith(t, cfg)
+	other := g.MustToken("agent-other", "read")
+	var limited reply
+	for range 5 {
+		if r := g.do("GET", "/v1/intents", g.token, nil, nil); r.Code == http.StatusTooManyRequests {
+			limited = r
+			break
+		}
+	}
+	expect(t, limited, http.StatusTooManyRequests, "rejected", "RATE_LIMITED")
+	if limited.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	if r := g.do("GET", "/v1/intents", other, nil, nil); r.Code != http.StatusOK {
+		t.Fatalf("another token was limited: %d", r.Code)
+	}
+}
