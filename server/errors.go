@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -104,10 +105,14 @@ func refuse(code, field, message string) *apiError {
 }
 
 // handleError is Echo's HTTPErrorHandler: every error becomes a
-// problem+json answer with a stable code; only 5xx are logged, and no
-// internal detail ever reaches the client.
+// problem+json answer with a stable code (an HTML page under /admin);
+// only 5xx are logged, and no internal detail ever reaches the client.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
+		return
+	}
+	if p := c.Request().URL.Path; p == "/admin" || strings.HasPrefix(p, "/admin/") {
+		admin.HandleError(err, c, s.log) // people get an HTML page
 		return
 	}
 	var ae *apiError

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/static"
 	"github.com/oncegate/oncegate/store"
 )
@@ -77,6 +78,7 @@ func (s *Server) routes() {
 	s.echo.GET("/v1/openapi.json", s.handleOpenAPI)
 	s.echo.GET("/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
+	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.Wake, ReconcileNow: s.ReconcileNow, Contour: s.cfg.Contour}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)

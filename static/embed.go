@@ -5,5 +5,5 @@ import "embed"
 
 // FS holds the static files.
 //
-//go:embed *.css
+//go:embed *.css *.js
 var FS embed.FS

@@ -1,0 +1,148 @@
+// Package admin is the browser UI of oncegate for people: accountants
+// approve money operations, operators settle operations whose outcome is
+// unknown, everyone with access browses the journal and the audit trail,
+// and admins manage agent tokens and users. Pages are plain HTML forms
+// (templ views) over server-side sessions; they work without JavaScript.
+package admin
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+// Session and sign-in rules.
+const (
+	// SessionCookie holds the browser's session id.
+	SessionCookie = "oncegate_session"
+	// SessionTTL is a session's absolute lifetime.
+	SessionTTL = 12 * time.Hour
+	// SessionIdle ends a session unused for this long.
+	SessionIdle = 30 * time.Minute
+	// LangCookie holds the chosen language: "ru" (default) or "en".
+	LangCookie = "lang"
+
+	loginCookie = "oncegate_login" // the sign-in form's double-submit token
+	flashCookie = "oncegate_flash" // a one-time message after a redirect
+	cookiePath  = "/admin"
+	maxForm     = 64 << 10 // bytes of a form body
+
+	ctxContour = "oncegate.admin.contour"
+)
+
+// Deps is what the admin UI needs from the gateway. The server passes
+// its Wake and ReconcileNow, so this package never imports it.
+type Deps struct {
+	Store *store.Store
+	Log   *slog.Logger
+	// Wake pokes the executor after an approval.
+	Wake func()
+	// ReconcileNow looks one operation up at its target at once; the
+	// actor in ctx is audited.
+	ReconcileNow func(ctx context.Context, key string) (store.Operation, error)
+	// Secure marks cookies Secure: set it when served under TLS.
+	Secure bool
+	// Contour is the gateway's contour (test, prod), shown in the header.
+	Contour string
+	// Now is the clock; the store's clock when nil.
+	Now func() time.Time
+	// Location is the time zone dates are shown in; time.Local when nil.
+	Location *time.Location
+	// PageSize is how many rows a list page shows; 50 when zero.
+	PageSize int
+}
+
+// Handler serves the admin UI.
+type Handler struct {
+	d Deps
+}
+
+// New returns the admin UI over d.
+func New(d Deps) *Handler {
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	if d.Wake == nil {
+		d.Wake = func() {}
+	}
+	if d.Now == nil {
+		d.Now = func() time.Time { return d.Store.Now() }
+	}
+	if d.Location == nil {
+		d.Location = time.Local
+	}
+	if d.PageSize <= 0 {
+		d.PageSize = 50
+	}
+	return &Handler{d: d}
+}
+
+// Register adds the admin UI's routes under /admin to e.
+func (h *Handler) Register(e *echo.Echo) {
+	e.GET("/admin", func(c echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/admin/") })
+
+	g := e.Group("/admin", h.protect)
+	g.GET("/login", h.handleLoginForm)
+	g.POST("/login", h.handleLogin)
+	g.GET("/lang/:lang", h.handleLang)
+
+	// Everything else needs a session; state changes also need the
+	// session's form token and a role allowed to make them.
+	s := g.Group("", h.requireSession)
+	s.POST("/logout", h.handleLogout, h.checkCSRF)
+	s.GET("/", h.handleDashboard)
+
+	s.GET("/approvals", h.handleApprovalList)
+	decide := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAdmin, store.RoleAccountant)}
+	s.POST("/approvals/:id/approve", h.handleApprovalApprove, decide...)
+	s.POST("/approvals/:id/deny", h.handleApprovalDeny, decide...)
+
+	s.GET("/review", h.handleReviewList)
+	review := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAdmin, store.RoleOperator)}
+	s.POST("/review/:key/reconcile", h.handleReviewReconcile, review...)
+	s.POST("/review/:key/resolve", h.handleReviewResolve, review...)
+
+	s.GET("/operations", h.handleOperationList)
+	s.GET("/operations/:key", h.handleOperationShow)
+	s.GET("/audit", h.handleAuditList)
+
+	// Tokens and users: admins manage them; auditors may look.
+	look := allow(store.RoleAdmin, store.RoleAuditor)
+	manage := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAdmin)}
+	s.GET("/tokens", h.handleTokenList, look)
+	s.POST("/tokens", h.handleTokenCreate, manage...)
+	s.POST("/tokens/:id/revoke", h.handleTokenRevoke, manage...)
+	s.GET("/users", h.handleUserList, look)
+	s.POST("/users", h.handleUserCreate, manage...)
+	s.POST("/users/:name/role", h.handleUserRole, manage...)
+	s.POST("/users/:name/disable", h.handleUserDisable, manage...)
+	s.POST("/users/:name/enable", h.handleUserEnable, manage...)
+	s.POST("/users/:name/password", h.handleUserPassword, manage...)
+}
+
+// protect sets the headers every admin page carries and bounds form
+// bodies: no caching of pages that hold journal data, no framing, no
+// scripts but our own, forms only to ourselves.
+func (h *Handler) protect(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(ctxContour, h.d.Contour)
+		hd := c.Response().Header()
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		if r := c.Request(); r.Body != nil && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, maxForm)
+		}
+		return next(c)
+	}
+}
+
+// now is the clock.
+func (h *Handler) now() time.Time { return h.d.Now() }

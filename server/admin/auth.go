@@ -1,0 +1,150 @@
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+// ctxSession is where requireSession leaves the signed-in session.
+const ctxSession = "oncegate.admin.session"
+
+// crossOrigin refuses state changes that a browser says come from another
+// site (Sec-Fetch-Site, Origin): a second line behind the CSRF token.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// requireSession lets through requests of a live session and sends
+// everyone else to the sign-in page, remembering where they were going.
+func (h *Handler) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ck, err := c.Cookie(SessionCookie)
+		if err != nil || ck.Value == "" {
+			return toLogin(c)
+		}
+		sess, err := h.d.Store.SessionByID(c.Request().Context(), ck.Value, SessionIdle)
+		if errors.Is(err, store.ErrNotFound) {
+			h.clearCookie(c, SessionCookie)
+			return toLogin(c)
+		}
+		if err != nil {
+			return err
+		}
+		c.Set(ctxSession, sess)
+		return next(c)
+	}
+}
+
+// toLogin redirects to the sign-in page; a GET comes back to where it was.
+func toLogin(c echo.Context) error {
+	target := "/admin/login"
+	if r := c.Request(); r.Method == http.MethodGet {
+		if next := safeNext(r.URL.RequestURI()); next != "/admin/" {
+			target += "?next=" + url.QueryEscape(next)
+		}
+	}
+	return c.Redirect(http.StatusSeeOther, target)
+}
+
+// checkCSRF refuses, with 403 and no change, a form whose csrf field is
+// not the session's token, or that the browser says came from elsewhere.
+func (h *Handler) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		sess := session(c)
+		if err := crossOrigin.Check(c.Request()); err != nil {
+			return errCSRF
+		}
+		if !sess.CheckCSRF(c.FormValue("csrf")) {
+			return errCSRF
+		}
+		return next(c)
+	}
+}
+
+// errCSRF is a form without the session's token.
+var errCSRF = echo.NewHTTPError(http.StatusForbidden, "csrf")
+
+// allow lets through only users with one of roles; others get 403.
+func allow(roles ...string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if !slices.Contains(roles, session(c).User.Role) {
+				return echo.NewHTTPError(http.StatusForbidden, "role")
+			}
+			return next(c)
+		}
+	}
+}
+
+// session is the signed-in session of the request.
+func session(c echo.Context) store.Session {
+	s, _ := c.Get(ctxSession).(store.Session)
+	return s
+}
+
+// can reports whether the signed-in user has one of roles.
+func can(c echo.Context, roles ...string) bool {
+	return slices.Contains(roles, session(c).User.Role)
+}
+
+// canDecide, canReview, canManage: who may act where.
+func canDecide(c echo.Context) bool { return can(c, store.RoleAdmin, store.RoleAccountant) }
+func canReview(c echo.Context) bool { return can(c, store.RoleAdmin, store.RoleOperator) }
+func canManage(c echo.Context) bool { return can(c, store.RoleAdmin) }
+
+// actorCtx is the request's context with the signed-in user as the actor
+// of every journal write, so the audit trail names them.
+func actorCtx(c echo.Context) context.Context {
+	return store.WithActor(c.Request().Context(), store.Actor{Kind: store.ActorUser, Name: session(c).User.Name})
+}
+
+// safeNext returns next if it is a local admin path, else the dashboard:
+// a sign-in must never send the browser to another site.
+func safeNext(next string) string {
+	const home = "/admin/"
+	if next == "" || strings.ContainsAny(next, "\\\r\n\t") || strings.HasPrefix(next, "//") {
+		return home
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return home
+	}
+	if u.Path != "/admin" && !strings.HasPrefix(u.Path, "/admin/") || strings.HasPrefix(u.Path, "/admin/login") {
+		return home
+	}
+	return u.RequestURI()
+}
+
+// clientIP is the address the request came from: the peer of the
+// connection, never a header a client could forge.
+func clientIP(c echo.Context) string {
+	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+	if err != nil {
+		return c.Request().RemoteAddr
+	}
+	return host
+}
+
+// setCookie sets an admin cookie: HttpOnly, SameSite=Strict, under
+// /admin, Secure under TLS. maxAge < 0 deletes it.
+func (h *Handler) setCookie(c echo.Context, name, value string, maxAge int) {
+	c.SetCookie(&http.Cookie{
+		Name: name, Value: value, Path: cookiePath, MaxAge: maxAge,
+		HttpOnly: true, Secure: h.d.Secure, SameSite: http.SameSiteStrictMode,
+	})
+}
+
+func (h *Handler) clearCookie(c echo.Context, name string) { h.setCookie(c, name, "", -1) }
+
+// equalToken compares two tokens in constant time; empty never matches.
+func equalToken(a, b string) bool {
+	return a != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}

@@ -1,0 +1,277 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/server/admin"
+	"github.com/oncegate/oncegate/store"
+)
+
+func TestNoSessionRedirectsToLogin(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	c := a.client()
+	for _, tc := range []struct{ method, path, want string }{
+		{"GET", "/admin/", "/admin/login"},
+		{"GET", "/admin/approvals?x=1", "/admin/login?next=" + url.QueryEscape("/admin/approvals?x=1")},
+		{"GET", "/admin/operations/" + keyPath("test:invoice.create:o-1:v1"), "/admin/login?next=" + url.QueryEscape("/admin/operations/"+keyPath("test:invoice.create:o-1:v1"))},
+		{"GET", "/admin/no-such-page", "/admin/login?next=%2Fadmin%2Fno-such-page"},
+		{"POST", "/admin/approvals/1/approve", "/admin/login"},
+		{"POST", "/admin/logout", "/admin/login"},
+	} {
+		p := c.do(tc.method, tc.path, url.Values{})
+		if p.Code != http.StatusSeeOther || p.location() != tc.want {
+			t.Errorf("%s %s: HTTP %d to %q, want 303 to %q", tc.method, tc.path, p.Code, p.location(), tc.want)
+		}
+	}
+	// A bad session id is no session.
+	c.cookies[admin.SessionCookie] = "forged"
+	if p := c.get("/admin/"); p.Code != http.StatusSeeOther {
+		t.Fatalf("forged session: HTTP %d", p.Code)
+	}
+	// The sign-in form is served, with a form token.
+	p := c.get("/admin/login?next=%2Fadmin%2Faudit").expect(t, http.StatusOK)
+	if !p.has("login-form") || p.attrs("login-form", "action")[0] != "/admin/login" {
+		t.Fatalf("no sign-in form:\n%s", p.Body)
+	}
+	if !strings.Contains(p.Body, `name="next" value="/admin/audit"`) {
+		t.Fatalf("next lost:\n%s", p.Body)
+	}
+}
+
+func TestWrongRoleIsForbidden(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	const key = "test:payment.charge:role-check:v1"
+	ap := a.charge(key, 1000, "")
+	unknown := a.unknown("test:invoice.create:role-check:v1")
+
+	for _, tc := range []struct {
+		role, method, path string
+		form               url.Values
+	}{
+		{store.RoleAccountant, "GET", "/admin/users", nil},
+		{store.RoleOperator, "GET", "/admin/tokens", nil},
+		{store.RoleOperator, "POST", "/admin/approvals/" + itoa(ap.ID) + "/approve", url.Values{}},
+		{store.RoleAuditor, "POST", "/admin/approvals/" + itoa(ap.ID) + "/deny", url.Values{}},
+		{store.RoleAccountant, "POST", "/admin/review/" + keyPath(unknown.Key) + "/resolve", url.Values{"outcome": {"found"}, "object_id": {"X-1"}, "reason": {"seen it"}}},
+		{store.RoleAuditor, "POST", "/admin/review/" + keyPath(unknown.Key) + "/resolve", url.Values{"outcome": {"found"}, "object_id": {"X-1"}, "reason": {"seen it"}}},
+		{store.RoleAuditor, "POST", "/admin/tokens", url.Values{"agent": {"evil"}, "scope": {"pay"}}},
+		{store.RoleAccountant, "POST", "/admin/users", url.Values{"name": {"evil"}, "role": {"admin"}, "password": {password}}},
+	} {
+		c := a.signIn(tc.role)
+		var p page
+		if tc.method == "GET" {
+			p = c.get(tc.path)
+		} else {
+			p = c.post(tc.path, tc.form) // with the right CSRF token
+		}
+		if p.Code != http.StatusForbidden || !p.has("error-page") || !strings.HasPrefix(p.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("%s %s as %s: HTTP %d %s, want the 403 page", tc.method, tc.path, tc.role, p.Code, p.Header.Get("Content-Type"))
+		}
+	}
+	// Nothing changed.
+	if got := a.approval(key).Status; got != store.ApprovalPending {
+		t.Fatalf("approval = %s, want pending", got)
+	}
+	if op, _ := a.st.Get(context.Background(), unknown.Key); op.Status != store.StatusUnknown {
+		t.Fatalf("operation = %s, want unknown", op.Status)
+	}
+	if n := len(a.events(store.AuditFilter{Event: "token.created", Actor: "test-auditor"})); n != 0 {
+		t.Fatalf("auditor made %d tokens", n)
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	const key = "test:payment.charge:csrf-check:v1"
+	ap := a.charge(key, 125000, "")
+	c := a.signIn(store.RoleAccountant)
+	path := "/admin/approvals/" + itoa(ap.ID) + "/approve"
+
+	t.Run("Missing", func(t *testing.T) {
+		c.do("POST", path, url.Values{"comment": {"ok"}}).expect(t, http.StatusForbidden)
+	})
+	t.Run("Wrong", func(t *testing.T) {
+		c.post(path, url.Values{"csrf": {c.csrf[:len(c.csrf)-1] + "x"}}).expect(t, http.StatusForbidden)
+	})
+	t.Run("OtherSession", func(t *testing.T) {
+		other := a.signIn(store.RoleAccountant)
+		c.post(path, url.Values{"csrf": {other.csrf}}).expect(t, http.StatusForbidden)
+	})
+	t.Run("CrossSite", func(t *testing.T) {
+		c.header["Sec-Fetch-Site"] = "cross-site"
+		defer delete(c.header, "Sec-Fetch-Site")
+		c.post(path, nil).expect(t, http.StatusForbidden)
+	})
+	if got := a.approval(key).Status; got != store.ApprovalPending {
+		t.Fatalf("approval after forged forms = %s, want pending", got)
+	}
+	if a.wakes.Load() != 0 {
+		t.Fatal("the executor was woken by a forged form")
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		// The approver is the session's user, whatever the form says.
+		p := c.post(path, url.Values{"comment": {"checked"}, "user": {"mallory"}, "decided_by": {"mallory"}}).expect(t, http.StatusSeeOther)
+		if p.location() != "/admin/approvals" {
+			t.Fatalf("redirect to %q", p.location())
+		}
+		got := a.approval(key)
+		if got.Status != store.ApprovalApproved || got.DecidedBy != "test-accountant" || got.Comment != "checked" {
+			t.Fatalf("approval = %+v", got)
+		}
+		if a.wakes.Load() != 1 {
+			t.Fatalf("executor woken %d times, want 1", a.wakes.Load())
+		}
+		evs := a.events(store.AuditFilter{OperationKey: key, Event: "approval.approved"})
+		if len(evs) != 1 || evs[0].Actor != (store.Actor{Kind: store.ActorUser, Name: "test-accountant"}) {
+			t.Fatalf("audit of the approval: %+v", evs)
+		}
+		// The flash says so once.
+		p = c.get("/admin/approvals").expect(t, http.StatusOK)
+		if !strings.Contains(p.text("flash"), key) {
+			t.Fatalf("no flash: %q", p.text("flash"))
+		}
+		if p = c.get("/admin/approvals"); p.has("flash") {
+			t.Fatal("the flash shows twice")
+		}
+	})
+	t.Run("SecondDecisionRefused", func(t *testing.T) {
+		p := c.post("/admin/approvals/"+itoa(ap.ID)+"/deny", nil).expect(t, http.StatusUnprocessableEntity)
+		if !p.has("form-error") {
+			t.Fatalf("no error message:\n%s", p.Body)
+		}
+		if got := a.approval(key); got.Status != store.ApprovalApproved {
+			t.Fatalf("approval = %s after a second decision", got.Status)
+		}
+	})
+}
+
+// Signing in sets the session cookie with the right flags; signing out
+// ends the session for good; both are audited, the password never.
+func TestLoginLogout(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, func(d *admin.Deps) { d.Secure = true })
+	ctx := context.Background()
+	c := a.client()
+
+	// No form token (a form posted from elsewhere): refused, no check.
+	c.do("POST", "/admin/login", url.Values{"name": {"test-operator"}, "password": {password}}).expect(t, http.StatusForbidden)
+
+	form := c.get("/admin/login?next=%2Fadmin%2Freview").expect(t, http.StatusOK)
+	if !form.has("login-form") {
+		t.Fatal("no sign-in form")
+	}
+	p := c.do("POST", "/admin/login", url.Values{
+		"name": {"test-operator"}, "password": {password}, "next": {"/admin/review"}, "csrf": {loginToken(t, form)},
+	}).expect(t, http.StatusSeeOther)
+	if p.location() != "/admin/review" {
+		t.Fatalf("after sign-in to %q", p.location())
+	}
+	var sc *http.Cookie
+	for _, ck := range p.resp.Cookies() {
+		if ck.Name == admin.SessionCookie {
+			sc = ck
+		}
+	}
+	if sc == nil {
+		t.Fatal("no session cookie")
+	}
+	if !sc.HttpOnly || !sc.Secure || sc.SameSite != http.SameSiteStrictMode || sc.Path != "/admin" || sc.MaxAge != int((12*time.Hour).Seconds()) {
+		t.Fatalf("session cookie %+v: want HttpOnly, Secure, SameSite=Strict, Path=/admin, 12h", sc)
+	}
+	id := sc.Value
+	p = c.get("/admin/review").expect(t, http.StatusOK)
+	if p.text("current-user") != "test-operator" {
+		t.Fatalf("signed in as %q", p.text("current-user"))
+	}
+	logout := hiddenCSRF(t, p)
+
+	c.do("POST", "/admin/logout", url.Values{"csrf": {logout}}).expect(t, http.StatusSeeOther)
+	if _, err := a.st.SessionByID(ctx, id, admin.SessionIdle); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("session after sign-out: %v", err)
+	}
+	// The old cookie, replayed, is no session.
+	c.cookies[admin.SessionCookie] = id
+	if p := c.get("/admin/review"); p.Code != http.StatusSeeOther {
+		t.Fatalf("old session after sign-out: HTTP %d", p.Code)
+	}
+
+	var names []string
+	for _, e := range a.events(store.AuditFilter{Actor: "test-operator", Event: "user."}) {
+		names = append(names, e.Event)
+		if strings.Contains(string(e.Detail), password) {
+			t.Fatalf("the password is in the audit trail: %s", e.Detail)
+		}
+	}
+	if strings.Join(names, ",") != "user.logout,user.login" {
+		t.Fatalf("audit events %v, want user.logout,user.login", names)
+	}
+}
+
+// After five wrong passwords for a name, the sixth try is refused even
+// with the right password, without a check.
+func TestLoginThrottle(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	if _, err := a.st.CreateUser(context.Background(), "throttled-anna", store.RoleAccountant, password); err != nil {
+		t.Fatal(err)
+	}
+	c := a.client()
+	try := func(pw string) page {
+		form := c.get("/admin/login").expect(t, http.StatusOK)
+		return c.do("POST", "/admin/login", url.Values{"name": {"throttled-anna"}, "password": {pw}, "csrf": {loginToken(t, form)}})
+	}
+	for i := range store.NameFailureLimit {
+		p := try("wrong-password-" + itoa(int64(i)))
+		if p.Code != http.StatusUnprocessableEntity || !p.has("form-error") {
+			t.Fatalf("wrong password %d: HTTP %d", i+1, p.Code)
+		}
+	}
+	p := try(password)
+	if p.Code != http.StatusTooManyRequests || !p.has("form-error") {
+		t.Fatalf("sixth try: HTTP %d, want 429 with a message", p.Code)
+	}
+	if _, ok := c.cookies[admin.SessionCookie]; ok {
+		t.Fatal("a throttled sign-in got a session")
+	}
+	if !strings.Contains(p.text("form-error"), "Слишком много") {
+		t.Fatalf("message %q", p.text("form-error"))
+	}
+	fails := a.events(store.AuditFilter{Actor: "throttled-anna", Event: "user.login_failed"})
+	if len(fails) != store.NameFailureLimit+1 {
+		t.Fatalf("%d failed sign-ins audited, want %d", len(fails), store.NameFailureLimit+1)
+	}
+	if !strings.Contains(string(fails[0].Detail), "throttled") {
+		t.Fatalf("last failure detail %s", fails[0].Detail)
+	}
+}
+
+// loginToken is the sign-in form's token.
+func loginToken(tb testing.TB, p page) string {
+	tb.Helper()
+	return hiddenCSRF(tb, p)
+}
+
+// hiddenCSRF is the value of the first hidden csrf field of a page.
+func hiddenCSRF(tb testing.TB, p page) string {
+	tb.Helper()
+	const mark = `name="csrf" value="`
+	i := strings.Index(p.Body, mark)
+	if i < 0 {
+		tb.Fatalf("no csrf field:\n%s", p.Body)
+	}
+	rest := p.Body[i+len(mark):]
+	return rest[:strings.IndexByte(rest, '"')]
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,69 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/views"
+)
+
+// statusOrder is the order statuses are listed in.
+var statusOrder = []store.Status{
+	store.StatusAwaitingApproval, store.StatusStarted, store.StatusUnknown,
+	store.StatusFailedRetryable, store.StatusSucceeded, store.StatusFailedFinal,
+}
+
+// handleDashboard serves GET /admin/: counts by status and what waits for
+// people, each linking to its list.
+func (h *Handler) handleDashboard(c echo.Context) error {
+	sum, err := h.d.Store.Summarize(c.Request().Context())
+	if err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	l := labels(c)
+	v := views.DashboardView{Page: h.page(c, "dashboard", l.DashboardTitle)}
+	v.Page.Refresh = 30
+
+	unknown := sum.ByStatus[store.StatusUnknown]
+	oldest := views.StatCard{ID: "oldest", Label: l.CardOldest, Value: l.CardNoneOK, Href: "/admin/operations"}
+	if !sum.OldestUnresolved.IsZero() {
+		oldest.Value = formatDuration(h.now().Sub(sum.OldestUnresolved), l)
+		oldest.Hint = fmt.Sprintf(l.CardOldestHint, formatTime(sum.OldestUnresolved, h.d.Location, lang(c)))
+		oldest.Alert = h.now().Sub(sum.OldestUnresolved) > SessionTTL
+		// Link the operation itself: the newest rows created no later
+		// than that moment start with it.
+		ops, err := h.d.Store.ListOperations(c.Request().Context(), store.OperationFilter{To: sum.OldestUnresolved.Add(time.Microsecond), Limit: 20})
+		if err != nil {
+			return fmt.Errorf("dashboard: %w", err)
+		}
+		for _, op := range ops {
+			if op.CreatedAt.Equal(sum.OldestUnresolved) && !op.Status.Terminal() {
+				oldest.Href = operationHref(op.Key)
+				break
+			}
+		}
+	}
+	v.Cards = []views.StatCard{
+		{ID: "approvals", Label: l.CardApprovals, Value: strconv.Itoa(sum.ApprovalsWaiting), Hint: l.CardApprovalsHint,
+			Href: "/admin/approvals", Alert: sum.ApprovalsWaiting > 0},
+		{ID: "unknown", Label: l.CardUnknown, Value: strconv.Itoa(unknown), Hint: l.CardUnknownHint,
+			Href: "/admin/review", Alert: unknown > 0},
+		{ID: "flagged", Label: l.CardFlagged, Value: strconv.Itoa(sum.NeedsReview),
+			Href: "/admin/review?flagged=1", Alert: sum.NeedsReview > 0},
+		oldest,
+	}
+	for _, st := range statusOrder {
+		n := sum.ByStatus[st]
+		v.Total += n
+		v.ByStatus = append(v.ByStatus, views.StatusCount{
+			Status: string(st), Label: l.StatusLabel(string(st)), Count: n,
+			Href: "/admin/operations?status=" + string(st),
+		})
+	}
+	return render(c, http.StatusOK, views.Dashboard(v))
+}

@@ -1,0 +1,135 @@
+package admin
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/views"
+)
+
+// userNameShape is what a user name can look like; anything else typed
+// into the name field is not repeated in the audit trail (it may be a
+// password typed into the wrong field).
+var userNameShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+
+// handleLoginForm serves GET /admin/login: the sign-in form, with a fresh
+// form token in a cookie and the form (double submit), so a sign-in cannot
+// be posted from another site.
+func (h *Handler) handleLoginForm(c echo.Context) error {
+	next := safeNext(c.QueryParam("next"))
+	if ck, err := c.Cookie(SessionCookie); err == nil {
+		if _, err := h.d.Store.SessionByID(c.Request().Context(), ck.Value, SessionIdle); err == nil {
+			return c.Redirect(http.StatusSeeOther, next)
+		}
+	}
+	return h.renderLogin(c, http.StatusOK, "", next, "")
+}
+
+// renderLogin renders the sign-in form with a fresh form token.
+func (h *Handler) renderLogin(c echo.Context, status int, name, next, msg string) error {
+	buf := make([]byte, 24)
+	rand.Read(buf)
+	token := base64.RawURLEncoding.EncodeToString(buf)
+	h.setCookie(c, loginCookie, token, int(SessionIdle.Seconds()))
+	l := labels(c)
+	p := h.page(c, "", l.SignInTitle)
+	return render(c, status, views.Login(views.LoginView{Page: p, Name: name, Next: next, Token: token, Error: msg}))
+}
+
+// handleLogin serves POST /admin/login: checks the throttle first (a
+// throttled sign-in is refused without looking at the password), then
+// the password; success starts a session and audits user.login, failure
+// counts against the name and the address and audits user.login_failed.
+func (h *Handler) handleLogin(c echo.Context) error {
+	ctx := c.Request().Context()
+	l := labels(c)
+	name, password := c.FormValue("name"), c.FormValue("password")
+	next := safeNext(c.FormValue("next"))
+	ip := clientIP(c)
+
+	ck, err := c.Cookie(loginCookie)
+	if err != nil || !equalToken(ck.Value, c.FormValue("csrf")) {
+		return h.renderLogin(c, http.StatusForbidden, name, next, l.ErrLoginExpired)
+	}
+	wait, err := h.d.Store.LoginAllowed(ctx, name, ip)
+	if err != nil {
+		return fmt.Errorf("sign in: %w", err)
+	}
+	who := "?"
+	if userNameShape.MatchString(name) {
+		who = name
+	}
+	failCtx := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: who})
+	if wait > 0 {
+		if err := h.d.Store.Audit(failCtx, "user.login_failed", "", map[string]any{"addr": ip, "reason": "throttled"}); err != nil {
+			return fmt.Errorf("sign in: %w", err)
+		}
+		return h.renderLogin(c, http.StatusTooManyRequests, name, next, fmt.Sprintf(l.ErrThrottledFmt, formatDuration(wait+59e9, l)))
+	}
+	u, err := h.d.Store.Authenticate(ctx, name, password)
+	if errors.Is(err, store.ErrBadCredentials) {
+		if err := h.d.Store.RecordLoginFailure(ctx, name, ip); err != nil {
+			return fmt.Errorf("sign in: %w", err)
+		}
+		if err := h.d.Store.Audit(failCtx, "user.login_failed", "", map[string]any{"addr": ip, "reason": "bad_credentials"}); err != nil {
+			return fmt.Errorf("sign in: %w", err)
+		}
+		return h.renderLogin(c, http.StatusUnprocessableEntity, name, next, l.ErrBadCredentials)
+	}
+	if err != nil {
+		return fmt.Errorf("sign in: %w", err)
+	}
+
+	if err := h.d.Store.ClearLoginFailures(ctx, u.Name); err != nil {
+		return fmt.Errorf("sign in: %w", err)
+	}
+	id, _, err := h.d.Store.CreateSession(ctx, u.ID, SessionTTL, ip)
+	if err != nil {
+		return fmt.Errorf("sign in: %w", err)
+	}
+	actor := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: u.Name})
+	if err := h.d.Store.Audit(actor, "user.login", "", map[string]any{"addr": ip, "role": u.Role}); err != nil {
+		return fmt.Errorf("sign in: %w", err)
+	}
+	h.setCookie(c, SessionCookie, id, int(SessionTTL.Seconds()))
+	h.clearCookie(c, loginCookie)
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// handleLogout serves POST /admin/logout: ends the session (its id stops
+// working at once) and audits user.logout.
+func (h *Handler) handleLogout(c echo.Context) error {
+	ck, err := c.Cookie(SessionCookie)
+	if err == nil {
+		if err := h.d.Store.DeleteSession(c.Request().Context(), ck.Value); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("sign out: %w", err)
+		}
+	}
+	if err := h.d.Store.Audit(actorCtx(c), "user.logout", "", map[string]any{"addr": clientIP(c)}); err != nil {
+		return fmt.Errorf("sign out: %w", err)
+	}
+	h.clearCookie(c, SessionCookie)
+	return c.Redirect(http.StatusSeeOther, "/admin/login")
+}
+
+// handleLang serves GET /admin/lang/{ru|en}: remembers the language in a
+// cookie (a preference of this browser; nothing in the journal changes)
+// and goes back.
+func (h *Handler) handleLang(c echo.Context) error {
+	lg := c.Param("lang")
+	if lg != "ru" && lg != "en" {
+		return echo.NewHTTPError(http.StatusNotFound, "unknown language")
+	}
+	c.SetCookie(&http.Cookie{
+		Name: LangCookie, Value: lg, Path: cookiePath, MaxAge: 365 * 24 * 3600,
+		HttpOnly: true, Secure: h.d.Secure, SameSite: http.SameSiteLaxMode,
+	})
+	return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
+}

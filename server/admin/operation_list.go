@@ -1,0 +1,134 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/views"
+)
+
+// handleOperationList serves GET /admin/operations: the journal, newest
+// first, filtered by status, intent, target, agent, key prefix and dates,
+// a page at a time by keyset (?before_at=…&before_key=…).
+func (h *Handler) handleOperationList(c echo.Context) error {
+	l, lg := labels(c), lang(c)
+	q := c.QueryParams()
+	form := views.OperationFilterForm{
+		Status: q.Get("status"), Intent: strings.TrimSpace(q.Get("intent")), Target: strings.TrimSpace(q.Get("target")),
+		Agent: strings.TrimSpace(q.Get("agent")), KeyPrefix: strings.TrimSpace(q.Get("key")),
+		From: q.Get("from"), To: q.Get("to"), Limit: q.Get("limit"),
+	}
+	v := views.OperationListView{Page: h.page(c, "operations", l.OperationsTitle), Filter: form}
+	for _, st := range statusOrder {
+		v.Statuses = append(v.Statuses, views.Option{Value: string(st), Label: l.StatusLabel(string(st)), Selected: string(st) == form.Status})
+	}
+
+	f := store.OperationFilter{Intent: form.Intent, Target: form.Target, Agent: form.Agent, KeyPrefix: form.KeyPrefix}
+	for _, st := range statusOrder {
+		if string(st) == form.Status {
+			f.Status = st
+		}
+	}
+	var err error
+	if f.From, f.To, err = h.dateRange(form.From, form.To); err != nil {
+		v.Error = l.ErrBadDate
+		return render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+	}
+	limit, ok := h.limit(form.Limit)
+	if !ok {
+		v.Error = l.ErrBadLimit
+		return render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+	}
+	if at := q.Get("before_at"); at != "" {
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			v.Error = l.ErrBadBefore
+			return render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+		}
+		f.BeforeCreated, f.BeforeKey = t, q.Get("before_key")
+	}
+	// One more than a page tells whether an older page exists.
+	f.Limit = limit + 1
+	ops, err := h.d.Store.ListOperations(c.Request().Context(), f)
+	if err != nil {
+		return fmt.Errorf("operations: %w", err)
+	}
+
+	base := url.Values{}
+	for k, val := range map[string]string{"status": form.Status, "intent": form.Intent, "target": form.Target,
+		"agent": form.Agent, "key": form.KeyPrefix, "from": form.From, "to": form.To, "limit": form.Limit} {
+		if val != "" {
+			base.Set(k, val)
+		}
+	}
+	if len(ops) > limit {
+		ops = ops[:limit]
+		last := ops[len(ops)-1]
+		next := cloneValues(base)
+		next.Set("before_at", last.CreatedAt.UTC().Format(time.RFC3339Nano))
+		next.Set("before_key", last.Key)
+		v.OlderHref = "/admin/operations?" + next.Encode()
+	}
+	if !f.BeforeCreated.IsZero() {
+		v.FirstHref = "/admin/operations"
+		if len(base) > 0 {
+			v.FirstHref += "?" + base.Encode()
+		}
+	}
+	for _, op := range ops {
+		v.Rows = append(v.Rows, views.OperationRow{
+			Key: op.Key, Href: operationHref(op.Key), Intent: op.Intent,
+			Status: string(op.Status), StatusLabel: l.StatusLabel(string(op.Status)),
+			Target: op.TargetSystem, Agent: op.Agent, Attempts: op.AttemptCount,
+			Created: formatTime(op.CreatedAt, h.d.Location, lg), Updated: formatTime(op.UpdatedAt, h.d.Location, lg),
+			ObjectID: op.TargetObjectID, Flagged: op.NeedsReview,
+		})
+	}
+	return render(c, http.StatusOK, views.OperationList(v))
+}
+
+// dateRange reads the From and To dates (YYYY-MM-DD, To inclusive) as
+// moments in the UI's time zone; empty means no bound.
+func (h *Handler) dateRange(from, to string) (time.Time, time.Time, error) {
+	var f, t time.Time
+	var err error
+	if from != "" {
+		if f, err = time.ParseInLocation("2006-01-02", from, h.d.Location); err != nil {
+			return f, t, fmt.Errorf("date %q: %w", from, err)
+		}
+	}
+	if to != "" {
+		if t, err = time.ParseInLocation("2006-01-02", to, h.d.Location); err != nil {
+			return f, t, fmt.Errorf("date %q: %w", to, err)
+		}
+		t = t.AddDate(0, 0, 1)
+	}
+	return f, t, nil
+}
+
+// limit reads a page size: the default when empty, 1 to 200 otherwise.
+func (h *Handler) limit(s string) (int, bool) {
+	if s == "" {
+		return h.d.PageSize, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 200 {
+		return 0, false
+	}
+	return n, true
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = append([]string(nil), vs...)
+	}
+	return out
+}

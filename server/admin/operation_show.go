@@ -1,0 +1,122 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/views"
+)
+
+// traceEvents bounds the events one operation page shows.
+const traceEvents = 500
+
+// handleOperationShow serves GET /admin/operations/{key}: the whole trace
+// of one operation — request summary (sensitive fields masked),
+// fingerprint, attempts, state transitions, approval, reconciliation and
+// the target's object id.
+func (h *Handler) handleOperationShow(c echo.Context) error {
+	key, err := keyParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	op, err := h.d.Store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound, "no such operation")
+	}
+	if err != nil {
+		return fmt.Errorf("operation %q: %w", key, err)
+	}
+	evs, err := h.history(ctx, c, key, traceEvents)
+	if err != nil {
+		return err
+	}
+	l, lg := labels(c), lang(c)
+
+	v := views.OperationView{
+		Page: h.page(c, "operations", key), Key: op.Key,
+		Status: string(op.Status), StatusLabel: l.StatusLabel(string(op.Status)),
+		AuditHref: "/admin/audit?key=" + url.QueryEscape(key),
+	}
+	if op.Status == store.StatusUnknown {
+		v.ReviewHref = "/admin/review"
+	}
+
+	p := parsePayload(op.Payload)
+	v.Summary = []views.Field{
+		{Label: l.OperationKey, Value: op.Key, Mono: true, TestID: "summary-key"},
+		{Label: l.Intent, Value: op.Intent + " — " + l.IntentLabel(op.Intent)},
+		{Label: l.Status, Value: l.StatusLabel(string(op.Status)), TestID: "summary-status"},
+		{Label: l.Target, Value: op.TargetSystem},
+		{Label: l.Agent, Value: op.Agent, TestID: "summary-agent"},
+		{Label: l.ActorID, Value: op.ActorID},
+		{Label: l.RequestID, Value: op.RequestID, Mono: true},
+		{Label: l.Fingerprint, Value: op.Fingerprint, Mono: true, TestID: "fingerprint"},
+		{Label: l.TargetObject, Value: orDash(op.TargetObjectID), Mono: true, TestID: "target-object"},
+		{Label: l.Created, Value: formatSeconds(op.CreatedAt, h.d.Location, lg)},
+		{Label: l.Updated, Value: formatSeconds(op.UpdatedAt, h.d.Location, lg)},
+		{Label: l.Completed, Value: formatSeconds(op.CompletedAt, h.d.Location, lg)},
+		{Label: l.AttemptsLabel, Value: strconv.Itoa(op.AttemptCount) + "; " + l.LastAttempt + ": " + formatSeconds(op.LastAttemptAt, h.d.Location, lg)},
+	}
+	if op.ErrorCode != "" {
+		v.Summary = append(v.Summary,
+			views.Field{Label: l.ErrorCode, Value: op.ErrorCode, Mono: true, TestID: "error-code"},
+			views.Field{Label: l.ErrorMessage, Value: op.ErrorMessage})
+	}
+	if amt := p.amount(lg); amt != "" {
+		v.Request = append(v.Request, views.Field{Label: l.Amount, Value: amt, TestID: "amount"})
+	}
+	v.Request = append(v.Request, p.maskedFields()...)
+	v.Result = plainJSON(op.Result)
+
+	a, err := h.d.Store.ApprovalByKey(ctx, key)
+	switch {
+	case err == nil:
+		v.Approval = []views.Field{
+			{Label: l.ApprovalStatus, Value: l.ApprovalLabel(a.Status), TestID: "approval-status"},
+			{Label: l.Expires, Value: formatTime(a.ExpiresAt, h.d.Location, lg)},
+			{Label: l.DecidedBy, Value: orDash(a.DecidedBy), TestID: "approval-decided-by"},
+			{Label: l.DecidedAt, Value: formatSeconds(a.DecidedAt, h.d.Location, lg)},
+			{Label: l.Comment, Value: orDash(a.Comment)},
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("operation %q: %w", key, err)
+	}
+
+	review := l.No
+	if op.NeedsReview {
+		review = l.Yes
+	}
+	lease := l.None
+	if op.LeaseOwner != "" {
+		lease = op.LeaseOwner + " → " + formatSeconds(op.LeaseUntil, h.d.Location, lg)
+	}
+	v.Reconciliation = []views.Field{
+		{Label: l.LookupFailures, Value: strconv.Itoa(op.LookupFailures)},
+		{Label: l.NeedsReview, Value: review, TestID: "needs-review"},
+		{Label: l.NextCheck, Value: formatSeconds(op.NextCheckAt, h.d.Location, lg)},
+		{Label: l.Lease, Value: lease, Mono: true},
+	}
+	// The first attempt is recorded with the start (by the claim or the
+	// executor), later ones each by an attempt event.
+	for _, e := range evs {
+		if e.Event == "operation.started" || e.Event == "operation.attempt" {
+			v.Attempts = append(v.Attempts, e)
+		}
+	}
+	v.Transitions = evs
+	return render(c, http.StatusOK, views.OperationShow(v))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package admin
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/views"
+)
+
+// render writes a templ component as an HTML page with status.
+func render(c echo.Context, status int, component templ.Component) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().WriteHeader(status)
+	return component.Render(c.Request().Context(), c.Response())
+}
+
+// lang is the language of the request: the lang cookie's "en", else Russian.
+func lang(c echo.Context) string {
+	if ck, err := c.Cookie(LangCookie); err == nil && ck.Value == "en" {
+		return "en"
+	}
+	return "ru"
+}
+
+// labels are the interface texts of the request's language.
+func labels(c echo.Context) *views.Labels { return views.LabelsFor(lang(c)) }
+
+// navItem is a section of the shell's navigation and who sees it.
+type navItem struct {
+	id, href string
+	label    func(*views.Labels) string
+	roles    []string // nil: everyone
+}
+
+var nav = []navItem{
+	{"dashboard", "/admin/", func(l *views.Labels) string { return l.NavDashboard }, nil},
+	{"approvals", "/admin/approvals", func(l *views.Labels) string { return l.NavApprovals }, nil},
+	{"review", "/admin/review", func(l *views.Labels) string { return l.NavReview }, nil},
+	{"operations", "/admin/operations", func(l *views.Labels) string { return l.NavOperations }, nil},
+	{"audit", "/admin/audit", func(l *views.Labels) string { return l.NavAudit }, nil},
+	{"tokens", "/admin/tokens", func(l *views.Labels) string { return l.NavTokens }, []string{store.RoleAdmin, store.RoleAuditor}},
+	{"users", "/admin/users", func(l *views.Labels) string { return l.NavUsers }, []string{store.RoleAdmin, store.RoleAuditor}},
+}
+
+// page builds the shell's model for a page titled title in section
+// active, and takes the one-time message if there is one.
+func (h *Handler) page(c echo.Context, active, title string) views.Page {
+	lg := lang(c)
+	l := views.LabelsFor(lg)
+	p := views.Page{Title: title, Lang: lg, L: l, Contour: h.d.Contour}
+
+	other := "en"
+	if lg == "en" {
+		other = "ru"
+	}
+	p.LangSwitch = views.Link{
+		Href:  "/admin/lang/" + other + "?next=" + url.QueryEscape(safeNext(c.Request().URL.RequestURI())),
+		Label: l.SwitchTo,
+	}
+	sess := session(c)
+	if sess.User.Name == "" {
+		return p
+	}
+	p.User, p.RoleLabel, p.CSRF = sess.User.Name, l.RoleLabel(sess.User.Role), sess.CSRF
+	for _, n := range nav {
+		if n.roles != nil && !can(c, n.roles...) {
+			continue
+		}
+		p.Nav = append(p.Nav, views.NavItem{ID: n.id, Href: n.href, Label: n.label(l), Active: n.id == active})
+	}
+	if kind, code, arg, ok := h.takeFlash(c); ok {
+		if f, ok := l.Flashes[code]; ok {
+			if strings.Contains(f, "%s") {
+				f = fmt.Sprintf(f, arg)
+			}
+			p.Flash, p.FlashKind = f, kind
+		}
+	}
+	return p
+}
+
+// redirectWith redirects (303) to target with a one-time message: code
+// names a text of Labels.Flashes, arg fills its %s.
+func (h *Handler) redirectWith(c echo.Context, target, code, arg string) error {
+	v := url.Values{"k": {"ok"}, "c": {code}, "a": {arg}}
+	h.setCookie(c, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(v.Encode())), 60)
+	return c.Redirect(http.StatusSeeOther, target)
+}
+
+// takeFlash reads and clears the one-time message.
+func (h *Handler) takeFlash(c echo.Context) (kind, code, arg string, ok bool) {
+	ck, err := c.Cookie(flashCookie)
+	if err != nil || ck.Value == "" {
+		return "", "", "", false
+	}
+	h.clearCookie(c, flashCookie)
+	raw, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil {
+		return "", "", "", false
+	}
+	v, err := url.ParseQuery(string(raw))
+	if err != nil {
+		return "", "", "", false
+	}
+	return v.Get("k"), v.Get("c"), v.Get("a"), true
+}
+
+// keyPath is an operation key as one escaped path segment: keys hold ':'
+// and '.', which are escaped so no browser or proxy reads them otherwise.
+func keyPath(key string) string {
+	return strings.ReplaceAll(url.PathEscape(key), ":", "%3A")
+}
+
+// keyParam is the operation key in the route's :key segment.
+func keyParam(c echo.Context) (string, error) {
+	k, err := url.PathUnescape(c.Param("key"))
+	if err != nil || k == "" {
+		return "", echo.NewHTTPError(http.StatusNotFound, "bad key")
+	}
+	return k, nil
+}
+
+// operationHref is the page of one operation.
+func operationHref(key string) string { return "/admin/operations/" + keyPath(key) }

@@ -1,0 +1,187 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/views"
+)
+
+// maxReason bounds a resolution's reason, in characters.
+const maxReason = 1000
+
+// reviewForm is a refused resolve form, re-rendered on its row.
+type reviewForm struct {
+	key, msg              string
+	outcome, object, text string
+}
+
+// handleReviewList serves GET /admin/review: operations whose outcome is
+// unknown, flagged for a person or not (?flagged=1: flagged only), each
+// with its history.
+func (h *Handler) handleReviewList(c echo.Context) error {
+	return h.renderReview(c, http.StatusOK, c.QueryParam("flagged") == "1", reviewForm{})
+}
+
+// handleReviewReconcile serves POST /admin/review/{key}/reconcile: looks
+// the operation up at its target now, as the signed-in user.
+func (h *Handler) handleReviewReconcile(c echo.Context) error {
+	key, err := keyParam(c)
+	if err != nil {
+		return err
+	}
+	l := labels(c)
+	if h.d.ReconcileNow == nil {
+		return h.renderReview(c, http.StatusUnprocessableEntity, false, reviewForm{key: key, msg: l.ErrReconcileFailed})
+	}
+	op, err := h.d.ReconcileNow(actorCtx(c), key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return echo.NewHTTPError(http.StatusNotFound, "no such operation")
+	case errors.Is(err, store.ErrConflict):
+		return h.renderReview(c, http.StatusUnprocessableEntity, false, reviewForm{key: key, msg: l.ErrNotUnknown})
+	case err != nil:
+		return fmt.Errorf("reconcile %q: %w", key, err)
+	}
+	return h.redirectWith(c, "/admin/review", "reconciled", l.StatusLabel(string(op.Status)))
+}
+
+// handleReviewResolve serves POST /admin/review/{key}/resolve: settles an
+// unknown operation on the signed-in user's word — found at the target
+// (with its object id) or not there — with a mandatory reason.
+func (h *Handler) handleReviewResolve(c echo.Context) error {
+	key, err := keyParam(c)
+	if err != nil {
+		return err
+	}
+	l := labels(c)
+	f := reviewForm{
+		key:     key,
+		outcome: c.FormValue("outcome"),
+		object:  strings.TrimSpace(c.FormValue("object_id")),
+		text:    strings.TrimSpace(c.FormValue("reason")),
+	}
+	switch {
+	case f.outcome != "found" && f.outcome != "not_found":
+		f.msg = l.ErrOutcomeRequired
+	case f.text == "":
+		f.msg = l.ErrReasonRequired
+	case f.outcome == "found" && f.object == "":
+		f.msg = l.ErrObjectRequired
+	}
+	if utf8.RuneCountInString(f.text) > maxReason {
+		f.text = string([]rune(f.text)[:maxReason])
+	}
+	if len(f.object) > 255 {
+		f.object = f.object[:255]
+	}
+	if f.msg != "" {
+		return h.renderReview(c, http.StatusUnprocessableEntity, false, f)
+	}
+	found := f.outcome == "found"
+	if !found {
+		f.object = ""
+	}
+	err = h.d.Store.ResolveByHand(actorCtx(c), key, found, f.object, f.text)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		f.msg = l.ErrNotUnknown
+		return h.renderReview(c, http.StatusUnprocessableEntity, false, f)
+	case errors.Is(err, store.ErrInvalid):
+		f.msg = l.ErrReasonRequired
+		return h.renderReview(c, http.StatusUnprocessableEntity, false, f)
+	case err != nil:
+		return fmt.Errorf("resolve %q: %w", key, err)
+	}
+	st := store.StatusSucceeded
+	if !found {
+		st = store.StatusFailedRetryable
+	}
+	return h.redirectWith(c, "/admin/review", "resolved", l.StatusLabel(string(st)))
+}
+
+// renderReview renders the review list; f is a refused form to show on
+// its row (or above the list when the row is gone).
+func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f reviewForm) error {
+	ctx := c.Request().Context()
+	ops, err := h.d.Store.ListOperations(ctx, store.OperationFilter{Status: store.StatusUnknown, NeedsReview: flagged, Limit: 500})
+	if err != nil {
+		return fmt.Errorf("review: %w", err)
+	}
+	l, lg := labels(c), lang(c)
+	v := views.ReviewListView{
+		Page:        h.page(c, "review", l.ReviewTitle),
+		CanAct:      canReview(c),
+		FlaggedOnly: flagged,
+		AllHref:     "/admin/review",
+		FlaggedHref: "/admin/review?flagged=1",
+	}
+	v.Page.Refresh = 30
+	placed := false
+	for _, op := range ops {
+		hist, err := h.history(ctx, c, op.Key, 30)
+		if err != nil {
+			return err
+		}
+		r := views.ReviewRow{
+			Key: op.Key, KeyHref: operationHref(op.Key), Intent: op.Intent, Target: op.TargetSystem,
+			Agent: op.Agent, Flagged: op.NeedsReview, Attempts: op.AttemptCount, LookupFailures: op.LookupFailures,
+			LastAttempt:  formatTime(op.LastAttemptAt, h.d.Location, lg),
+			NextCheck:    formatTime(op.NextCheckAt, h.d.Location, lg),
+			Created:      formatTime(op.CreatedAt, h.d.Location, lg),
+			Age:          fmt.Sprintf(l.Ago, formatDuration(h.now().Sub(op.CreatedAt), l)),
+			Reason:       op.ErrorMessage,
+			ObjectID:     op.TargetObjectID,
+			History:      hist,
+			ReconcileURL: "/admin/review/" + keyPath(op.Key) + "/reconcile",
+			ResolveURL:   "/admin/review/" + keyPath(op.Key) + "/resolve",
+		}
+		if f.key == op.Key {
+			r.Error, r.FormFound, r.FormObject, r.FormReason = f.msg, f.outcome, f.object, f.text
+			placed = true
+		}
+		v.Rows = append(v.Rows, r)
+	}
+	if !placed {
+		v.Error = f.msg
+	}
+	return render(c, status, views.ReviewList(v))
+}
+
+// history is the last n audit events of an operation, oldest first.
+func (h *Handler) history(ctx context.Context, c echo.Context, key string, n int) ([]views.EventRow, error) {
+	evs, err := h.d.Store.AuditEvents(ctx, store.AuditFilter{OperationKey: key, Limit: n})
+	if err != nil {
+		return nil, fmt.Errorf("history of %q: %w", key, err)
+	}
+	slices.Reverse(evs)
+	return h.eventRows(c, evs), nil
+}
+
+// eventRows are audit events as the pages show them.
+func (h *Handler) eventRows(c echo.Context, evs []store.AuditEvent) []views.EventRow {
+	l, lg := labels(c), lang(c)
+	out := make([]views.EventRow, 0, len(evs))
+	for _, e := range evs {
+		r := views.EventRow{
+			ID: e.ID, At: formatSeconds(e.At, h.d.Location, lg), Actor: actorText(e.Actor.Kind, e.Actor.Name),
+			Event: e.Event, Label: l.EventLabel(e.Event), Key: e.OperationKey, Detail: plainJSON(e.Detail),
+		}
+		if e.OperationKey != "" {
+			r.KeyHref = operationHref(e.OperationKey)
+		}
+		if len(e.Hash) >= 12 {
+			r.HashTail = e.Hash[len(e.Hash)-12:]
+		}
+		out = append(out, r)
+	}
+	return out
+}

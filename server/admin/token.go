@@ -1,0 +1,104 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/views"
+)
+
+// agentShape is what an agent name can look like (the store checks it too).
+var agentShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// handleTokenList serves GET /admin/tokens: agent tokens, newest first
+// (never their secrets).
+func (h *Handler) handleTokenList(c echo.Context) error {
+	return h.renderTokens(c, http.StatusOK, "", nil, "")
+}
+
+// handleTokenCreate serves POST /admin/tokens: makes a token for an agent
+// with the chosen scopes and shows its secret on the answer page, the
+// only time it is ever shown; the audit trail records the token's id,
+// agent and scopes.
+func (h *Handler) handleTokenCreate(c echo.Context) error {
+	l := labels(c)
+	agent := strings.TrimSpace(c.FormValue("agent"))
+	form, _ := c.FormParams()
+	chosen := form["scope"]
+	if !agentShape.MatchString(agent) {
+		return h.renderTokens(c, http.StatusUnprocessableEntity, agent, chosen, l.ErrAgentName)
+	}
+	scopes, err := store.ParseScopes(strings.Join(chosen, ","))
+	if err != nil {
+		return h.renderTokens(c, http.StatusUnprocessableEntity, agent, chosen, l.ErrScopes)
+	}
+	secret, tok, err := h.d.Store.CreateToken(c.Request().Context(), agent, scopes)
+	if errors.Is(err, store.ErrInvalid) {
+		return h.renderTokens(c, http.StatusUnprocessableEntity, agent, chosen, l.ErrAgentName)
+	}
+	if err != nil {
+		return fmt.Errorf("create token: %w", err)
+	}
+	if err := h.d.Store.Audit(actorCtx(c), "token.created", "", map[string]any{"token_id": tok.ID, "agent": tok.Agent, "scopes": tok.Scopes}); err != nil {
+		return fmt.Errorf("create token: %w", err)
+	}
+	v := views.TokenCreatedView{
+		Page: h.page(c, "tokens", l.TokenCreatedTitle), ID: strconv.FormatInt(tok.ID, 10),
+		Agent: tok.Agent, Scopes: strings.Join(tok.Scopes, ", "), Secret: secret,
+	}
+	return render(c, http.StatusOK, views.TokenCreated(v))
+}
+
+// handleTokenRevoke serves POST /admin/tokens/{id}/revoke: the token stops
+// working at once.
+func (h *Handler) handleTokenRevoke(c echo.Context) error {
+	// Only a number: the store would read a name as "every token of
+	// that agent".
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return echo.NewHTTPError(http.StatusNotFound, "bad token id")
+	}
+	ref := strconv.FormatInt(id, 10)
+	if _, err := h.d.Store.RevokeToken(c.Request().Context(), ref); errors.Is(err, store.ErrNotFound) {
+		return h.renderTokens(c, http.StatusUnprocessableEntity, "", nil, labels(c).ErrTokenGone)
+	} else if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	if err := h.d.Store.Audit(actorCtx(c), "token.revoked", "", map[string]any{"token_id": id}); err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	return h.redirectWith(c, "/admin/tokens", "token_revoked", ref)
+}
+
+// renderTokens renders the token list with the create form as submitted.
+func (h *Handler) renderTokens(c echo.Context, status int, agent string, scopes []string, msg string) error {
+	toks, err := h.d.Store.ListTokens(c.Request().Context())
+	if err != nil {
+		return fmt.Errorf("tokens: %w", err)
+	}
+	l, lg := labels(c), lang(c)
+	v := views.TokenListView{Page: h.page(c, "tokens", l.TokensTitle), CanManage: canManage(c), Agent: agent, Error: msg}
+	for _, sc := range store.Scopes {
+		v.Scopes = append(v.Scopes, views.Option{Value: sc, Label: l.ScopeFor[sc], Selected: slices.Contains(scopes, sc)})
+	}
+	for _, t := range toks {
+		r := views.TokenRow{
+			ID: t.ID, Agent: t.Agent, Scopes: strings.Join(t.Scopes, ", "),
+			Created:   formatTime(t.CreatedAt, h.d.Location, lg),
+			RevokeURL: fmt.Sprintf("/admin/tokens/%d/revoke", t.ID),
+		}
+		if !t.RevokedAt.IsZero() {
+			r.Revoked = formatTime(t.RevokedAt, h.d.Location, lg)
+		}
+		v.Rows = append(v.Rows, r)
+	}
+	return render(c, status, views.TokenList(v))
+}

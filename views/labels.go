@@ -1,0 +1,108 @@
+package views
+
+// Labels are the interface texts of the admin UI in one language. Texts
+// with verbs are fmt formats.
+type Labels struct {
+	// Shell and navigation.
+	Navigation, Contour, SignOut, SwitchTo                                  string
+	NavDashboard, NavApprovals, NavReview, NavOperations, NavAudit          string
+	NavTokens, NavUsers                                                     string
+	BackToDashboard                                                         string
+	SignInTitle, SignIn, UserName, Password                                 string
+	Any, Apply, Reset, Older, Newest, Total, Actions, You, Comment          string
+	CommentOptional                                                         string
+	ColTime, ColActor, ColEvent, ColOperation, ColDetail, ColStatus         string
+	ColCount                                                                string
+	Created, Updated, Completed, Intent, Target, Agent, ActorID, RequestID  string
+	Fingerprint, KeyPrefix, DateFrom, DateTo, TargetObject, Reason, Result  string
+	AttemptsLabel, AttemptsShort, LastAttempt, LookupFailures, NextCheck    string
+	Flagged, History, Status, OperationKey, ErrorCode, ErrorMessage, Lease  string
+	Yes, No, None                                                           string
+
+	// Dashboard.
+	DashboardTitle, ByStatus                                        string
+	CardApprovals, CardUnknown, CardFlagged, CardOldest, CardNoneOK string
+	CardApprovalsHint, CardUnknownHint, CardOldestHint              string
+
+	// Approvals.
+	ApprovalsTitle, ApprovalsLead, ApprovalsEmpty           string
+	Order, Payment, Customer, Account, Note, RequestedBy    string
+	Waiting, Approve, Deny, LeftFmt, Expired                string
+	ApprovalSection, ApprovalStatus, Expires, DecidedBy     string
+	DecidedAt                                               string
+	ErrApprovalExpired, ErrApprovalDecided, ErrNoSuchApproval string
+
+	// Review.
+	ReviewTitle, ReviewLead, ReviewEmpty, ReviewAll, ReviewFlagged   string
+	ReconcileNow, ResolveByHand, FoundAtTarget, NotFoundAtTarget     string
+	TargetObjectIfFound, ReasonRequired, Resolve, ToReview           string
+	ErrOutcomeRequired, ErrReasonRequired, ErrObjectRequired         string
+	ErrNotUnknown, ErrReconcileFailed                                string
+
+	// Operations.
+	OperationsTitle, OperationsEmpty, Summary, RequestSummary  string
+	Transitions, InAudit, NoAttempts, Reconciliation, Amount   string
+	NeedsReview, ErrBadDate, ErrBadLimit                      string
+
+	// Audit.
+	AuditTitle, AuditLead, AuditEmpty, ExportCSV, VerifyChain string
+	ChainOKFmt, ChainBrokenFmt, ErrBadBefore                  string
+
+	// Tokens.
+	TokensTitle, TokensLead, NewToken, AgentName, Scopes, CreateToken string
+	Valid, Revoked, Revoke, TokenCreatedTitle, TokenShownOnce         string
+	TokenSaved, ErrAgentName, ErrScopes                               string
+
+	// Users.
+	UsersTitle, NewUser, Role, InitialPassword, AddUser, PasswordChanged string
+	ChangeRole, Enable, Disable, Enabled, Disabled, NewPassword          string
+	SetPassword, ErrUserName, ErrUserTaken, ErrPasswordRules, ErrRole    string
+	ErrLastAdmin, ErrTokenGone                                           string
+
+	// Sign-in and errors.
+	ErrBadCredentials, ErrThrottledFmt, ErrLoginExpired string
+	ErrForbidden, ErrNotFound, ErrInternal, ErrBadRequest string
+	ErrCSRF, ErrTitle, ErrMethod                          string
+
+	// Units of durations: days, hours, minutes; under a minute.
+	Day, Hour, Minute, UnderMinute, Ago string
+
+	// Names for people.
+	Statuses map[string]string // operation statuses
+	Roles    map[string]string
+	Intents  map[string]string
+	Events   map[string]string // audit event names
+	ScopeFor map[string]string // what each agent token scope allows
+	Flashes  map[string]string // messages after a redirect, by code; %s is its argument
+	Approval map[string]string // approval states
+}
+
+// LabelsFor returns the texts of lang: "en" or, for anything else, Russian.
+func LabelsFor(lang string) *Labels {
+	if lang == "en" {
+		return &english
+	}
+	return &russian
+}
+
+// StatusLabel is the name of an operation status for people.
+func (l *Labels) StatusLabel(s string) string { return orRaw(l.Statuses, s) }
+
+// RoleLabel is the name of a role for people.
+func (l *Labels) RoleLabel(r string) string { return orRaw(l.Roles, r) }
+
+// IntentLabel is the name of an intent for people.
+func (l *Labels) IntentLabel(i string) string { return orRaw(l.Intents, i) }
+
+// EventLabel is the name of an audit event for people.
+func (l *Labels) EventLabel(e string) string { return orRaw(l.Events, e) }
+
+// ApprovalLabel is the name of an approval state for people.
+func (l *Labels) ApprovalLabel(s string) string { return orRaw(l.Approval, s) }
+
+func orRaw(m map[string]string, k string) string {
+	if v, ok := m[k]; ok {
+		return v
+	}
+	return k
+}
