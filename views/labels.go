@@ -4,20 +4,20 @@ package views
 // with verbs are fmt formats.
 type Labels struct {
 	// Shell and navigation.
-	Navigation, Contour, SignOut, SwitchTo                                  string
-	NavDashboard, NavApprovals, NavReview, NavOperations, NavAudit          string
-	NavTokens, NavUsers                                                     string
-	BackToDashboard                                                         string
-	SignInTitle, SignIn, UserName, Password                                 string
-	Any, Apply, Reset, Older, Newest, Total, Actions, You, Comment          string
-	CommentOptional                                                         string
-	ColTime, ColActor, ColEvent, ColOperation, ColDetail, ColStatus         string
-	ColCount                                                                string
-	Created, Updated, Completed, Intent, Target, Agent, ActorID, RequestID  string
-	Fingerprint, KeyPrefix, DateFrom, DateTo, TargetObject, Reason, Result  string
-	AttemptsLabel, AttemptsShort, LastAttempt, LookupFailures, NextCheck    string
-	Flagged, History, Status, OperationKey, ErrorCode, ErrorMessage, Lease  string
-	Yes, No, None                                                           string
+	Navigation, Contour, SignOut, SwitchTo                                 string
+	NavDashboard, NavApprovals, NavReview, NavOperations, NavAudit         string
+	NavTokens, NavUsers                                                    string
+	BackToDashboard                                                        string
+	SignInTitle, SignIn, UserName, Password                                string
+	Any, Apply, Reset, Older, Newest, Total, Actions, You, Comment         string
+	CommentOptional                                                        string
+	ColTime, ColActor, ColEvent, ColOperation, ColDetail, ColStatus        string
+	ColCount                                                               string
+	Created, Updated, Completed, Intent, Target, Agent, ActorID, RequestID string
+	Fingerprint, KeyPrefix, DateFrom, DateTo, TargetObject, Reason, Result string
+	AttemptsLabel, AttemptsShort, LastAttempt, LookupFailures, NextCheck   string
+	Flagged, History, Status, OperationKey, ErrorCode, ErrorMessage, Lease string
+	Yes, No, None                                                          string
 
 	// Dashboard.
 	DashboardTitle, ByStatus                                        string
@@ -25,23 +25,23 @@ type Labels struct {
 	CardApprovalsHint, CardUnknownHint, CardOldestHint              string
 
 	// Approvals.
-	ApprovalsTitle, ApprovalsLead, ApprovalsEmpty           string
-	Order, Payment, Customer, Account, Note, RequestedBy    string
-	Waiting, Approve, Deny, LeftFmt, Expired                string
-	ApprovalSection, ApprovalStatus, Expires, DecidedBy     string
-	DecidedAt                                               string
+	ApprovalsTitle, ApprovalsLead, ApprovalsEmpty             string
+	Order, Payment, Customer, Account, Note, RequestedBy      string
+	Waiting, Approve, Deny, LeftFmt, Expired                  string
+	ApprovalSection, ApprovalStatus, Expires, DecidedBy       string
+	DecidedAt                                                 string
 	ErrApprovalExpired, ErrApprovalDecided, ErrNoSuchApproval string
 
 	// Review.
-	ReviewTitle, ReviewLead, ReviewEmpty, ReviewAll, ReviewFlagged   string
-	ReconcileNow, ResolveByHand, FoundAtTarget, NotFoundAtTarget     string
-	TargetObjectIfFound, ReasonRequired, Resolve, ToReview           string
-	ErrOutcomeRequired, ErrReasonRequired, ErrObjectRequired         string
-	ErrNotUnknown, ErrReconcileFailed                                string
+	ReviewTitle, ReviewLead, ReviewEmpty, ReviewAll, ReviewFlagged string
+	ReconcileNow, ResolveByHand, FoundAtTarget, NotFoundAtTarget   string
+	TargetObjectIfFound, ReasonRequired, Resolve, ToReview         string
+	ErrOutcomeRequired, ErrReasonRequired, ErrObjectRequired       string
+	ErrNotUnknown, ErrReconcileFailed                              string
 
 	// Operations.
-	OperationsTitle, OperationsEmpty, Summary, RequestSummary  string
-	Transitions, InAudit, NoAttempts, Reconciliation, Amount   string
+	OperationsTitle, OperationsEmpty, Summary, RequestSummary string
+	Transitions, InAudit, NoAttempts, Reconciliation, Amount  string
 	NeedsReview, ErrBadDate, ErrBadLimit                      string
 
 	// Audit.
@@ -60,7 +60,7 @@ type Labels struct {
 	ErrLastAdmin, ErrTokenGone                                           string
 
 	// Sign-in and errors.
-	ErrBadCredentials, ErrThrottledFmt, ErrLoginExpired string
+	ErrBadCredentials, ErrThrottledFmt, ErrLoginExpired   string
 	ErrForbidden, ErrNotFound, ErrInternal, ErrBadRequest string
 	ErrCSRF, ErrTitle, ErrMethod                          string
 

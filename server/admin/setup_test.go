@@ -120,7 +120,9 @@ type client struct {
 	header  map[string]string
 }
 
-func (a *app) client() *client { return &client{a: a, cookies: map[string]string{}, header: map[string]string{}} }
+func (a *app) client() *client {
+	return &client{a: a, cookies: map[string]string{}, header: map[string]string{}}
+}
 
 // signIn gives the client a session of the user with role, made in the
 // store directly (no password hash).
