@@ -1,0 +1,351 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+const xss = `<script>alert(1)</script>`
+
+// Data from agents and people shows as text, never as markup.
+func TestPayloadShowsAsText(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	const chargeKey = "test:payment.charge:xss-001:v1"
+	const callbackKey = "test:crm.callback:create:xss-002:v1"
+	ap := a.charge(chargeKey, 125000, xss)
+	a.claim(callbackKey, "crm.callback.create", "crm", false, map[string]any{"customer_id": "customer-1042", "due_at": "2026-12-02T14:05:00Z", "comment": xss + " call back"})
+
+	acc := a.signIn(store.RoleAccountant)
+	p := acc.get("/admin/approvals").expect(t, http.StatusOK)
+	if strings.Contains(p.Body, xss) {
+		t.Fatal("the approvals queue holds a raw <script> from a payload")
+	}
+	if !strings.Contains(p.Body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Fatalf("the description is not shown escaped:\n%s", p.Body)
+	}
+	// «1 250,00 ₽» with no-break spaces.
+	if !strings.Contains(p.Body, "1\u00a0250,00\u00a0₽") {
+		t.Fatal("amount not formatted as 1 250,00 ₽")
+	}
+	// An accountant's comment with markup lands in the audit trail as text.
+	acc.post("/admin/approvals/"+itoa(ap.ID)+"/deny", url.Values{"comment": {xss}}).expect(t, http.StatusSeeOther)
+	p = acc.get("/admin/audit?key="+url.QueryEscape(chargeKey)).expect(t, http.StatusOK)
+	if strings.Contains(p.Body, xss) || !strings.Contains(p.Body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Fatalf("audit detail not escaped:\n%s", p.Body)
+	}
+
+	// On the operation page sensitive fields are masked, and escaped.
+	p = acc.get("/admin/operations/"+keyPath(callbackKey)).expect(t, http.StatusOK)
+	if strings.Contains(p.Body, "<scr") {
+		t.Fatal("the operation page holds raw markup from a payload")
+	}
+	if got, want := p.text("field-comment"), "<scr…back"; got != want {
+		t.Fatalf("masked comment %q, want %q", got, want)
+	}
+	if got, want := p.text("field-customer_id"), "cust…1042"; got != want {
+		t.Fatalf("masked customer %q, want %q", got, want)
+	}
+	p = acc.get("/admin/operations/"+keyPath(chargeKey)).expect(t, http.StatusOK)
+	if got, want := p.text("field-account_id"), "merc…t-17"; got != want {
+		t.Fatalf("masked account %q, want %q", got, want)
+	}
+	if got := p.text("summary-status"); got != "отказ" {
+		t.Fatalf("status %q", got)
+	}
+	if p.text("approval-decided-by") != "test-accountant" {
+		t.Fatalf("decided by %q", p.text("approval-decided-by"))
+	}
+	// Unknown keys are a 404 page.
+	acc.get("/admin/operations/"+keyPath("test:invoice.create:nope:v1")).expect(t, http.StatusNotFound)
+}
+
+// The operations browser walks its pages by keyset: every operation once.
+func TestOperationsPaginate(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	const n = 23
+	want := map[string]bool{}
+	for i := range n {
+		key := "test:invoice.create:page-" + itoa(int64(100+i)) + ":v1"
+		a.claim(key, "invoice.create", "onec", false, map[string]any{"order_id": "o"})
+		want[key] = true
+	}
+	c := a.signIn(store.RoleAuditor)
+	seen := map[string]int{}
+	pages := 0
+	next := "/admin/operations?key=" + url.QueryEscape("test:invoice.create:page-") + "&limit=10"
+	for next != "" {
+		p := c.get(next).expect(t, http.StatusOK)
+		pages++
+		for _, k := range p.attrs("operation-row", "data-key") {
+			seen[k]++
+		}
+		older := p.attrs("page-older", "href")
+		next = ""
+		if len(older) > 0 {
+			next = older[0]
+			if !strings.Contains(next, "limit=10") || !strings.Contains(next, "key=") {
+				t.Fatalf("the older link drops the filters: %s", next)
+			}
+		}
+		if pages > 5 {
+			t.Fatal("pages never end")
+		}
+	}
+	if pages != 3 {
+		t.Fatalf("%d pages, want 3", pages)
+	}
+	for k := range want {
+		if seen[k] != 1 {
+			t.Errorf("%s seen %d times", k, seen[k])
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("saw %d operations, want %d", len(seen), n)
+	}
+	// Filters narrow it down; bad input is re-rendered with a message.
+	p := c.get("/admin/operations?status=succeeded&key="+url.QueryEscape("test:invoice.create:page-")).expect(t, http.StatusOK)
+	if len(p.attrs("operation-row", "data-key")) != 0 {
+		t.Fatal("status filter ignored")
+	}
+	c.get("/admin/operations?from=02.12.2026").expect(t, http.StatusUnprocessableEntity)
+}
+
+func TestAuditCSV(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	const key = "test:payment.charge:csv-001:v1"
+	ap := a.charge(key, 5000, "")
+	const comment = `said "yes", then "no"`
+	acc := a.signIn(store.RoleAccountant)
+	acc.post("/admin/approvals/"+itoa(ap.ID)+"/approve", url.Values{"comment": {comment}}).expect(t, http.StatusSeeOther)
+
+	c := a.signIn(store.RoleAuditor)
+	p := c.get("/admin/audit?format=csv&key="+url.QueryEscape(key)).expect(t, http.StatusOK)
+	if ct := p.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/csv") {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	if cd := p.Header.Get("Content-Disposition"); !strings.HasPrefix(cd, "attachment;") || !strings.Contains(cd, ".csv") {
+		t.Fatalf("Content-Disposition %q", cd)
+	}
+	if !strings.Contains(p.Body, `"{""approval_id"":`) || !strings.Contains(p.Body, `\""yes\"", then`) {
+		t.Fatalf("quotes not doubled:\n%s", p.Body)
+	}
+	recs, err := csv.NewReader(strings.NewReader(p.Body)).ReadAll()
+	if err != nil {
+		t.Fatalf("not CSV: %v\n%s", err, p.Body)
+	}
+	if got, want := strings.Join(recs[0], ","), "id,at,actor_kind,actor,event,operation_key,detail,prev_hash,hash"; got != want {
+		t.Fatalf("header %q, want %q", got, want)
+	}
+	evs := a.events(store.AuditFilter{OperationKey: key})
+	if len(recs) != len(evs)+1 {
+		t.Fatalf("%d rows, want %d events + header", len(recs)-1, len(evs))
+	}
+	found := false
+	for i, r := range recs[1:] {
+		if r[0] != itoa(evs[i].ID) || r[6] != string(evs[i].Detail) || r[8] != evs[i].Hash {
+			t.Fatalf("row %d = %v, want event %+v", i, r, evs[i])
+		}
+		if r[4] == "approval.approved" {
+			found = strings.Contains(r[6], `said \"yes\", then \"no\"`) && r[3] == "test-accountant"
+		}
+	}
+	if !found {
+		t.Fatal("the approval with its comment is not in the export")
+	}
+	// The page and its chain check.
+	p = c.get("/admin/audit?verify=1&key="+url.QueryEscape(key)).expect(t, http.StatusOK)
+	if !p.has("chain-status") || !strings.Contains(p.text("chain-status"), "Цепочка цела") {
+		t.Fatalf("chain status %q", p.text("chain-status"))
+	}
+	if got := p.attrs("audit-csv", "href"); len(got) != 1 || !strings.Contains(got[0], "format=csv") || !strings.Contains(got[0], "key=") {
+		t.Fatalf("CSV link %v", got)
+	}
+}
+
+// Admins make tokens (the secret shows once) and revoke them; auditors
+// see the list without the buttons.
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	ctx := context.Background()
+	adm := a.signIn(store.RoleAdmin)
+
+	p := adm.post("/admin/tokens", url.Values{"agent": {"bad name!"}, "scope": {"read"}}).expect(t, http.StatusUnprocessableEntity)
+	if !p.has("form-error") {
+		t.Fatal("no message for a bad agent name")
+	}
+	adm.post("/admin/tokens", url.Values{"agent": {"agent-ui"}}).expect(t, http.StatusUnprocessableEntity)
+
+	p = adm.post("/admin/tokens", url.Values{"agent": {"agent-ui"}, "scope": {"read", "pay"}}).expect(t, http.StatusOK)
+	secret := p.text("token-secret")
+	tok, err := a.st.TokenBySecret(ctx, secret)
+	if err != nil || tok.Agent != "agent-ui" || strings.Join(tok.Scopes, ",") != "read,pay" {
+		t.Fatalf("token %+v, %v", tok, err)
+	}
+	if p.Header.Get("Cache-Control") != "no-store" {
+		t.Fatal("the page with the secret may be cached")
+	}
+	p = adm.get("/admin/tokens").expect(t, http.StatusOK)
+	if strings.Contains(p.Body, secret) {
+		t.Fatal("the list shows a secret")
+	}
+	for _, e := range a.events(store.AuditFilter{Event: "token."}) {
+		if strings.Contains(string(e.Detail), secret) {
+			t.Fatal("the secret is in the audit trail")
+		}
+	}
+
+	aud := a.signIn(store.RoleAuditor)
+	p = aud.get("/admin/tokens").expect(t, http.StatusOK)
+	if p.has("token-form") || p.has("token-revoke") || !p.has("tokens") {
+		t.Fatal("an auditor sees token actions")
+	}
+
+	adm.post("/admin/tokens/"+itoa(tok.ID)+"/revoke", nil).expect(t, http.StatusSeeOther)
+	if _, err := a.st.TokenBySecret(ctx, secret); err == nil {
+		t.Fatal("revoked token still works")
+	}
+	adm.post("/admin/tokens/"+itoa(tok.ID)+"/revoke", nil).expect(t, http.StatusUnprocessableEntity)
+	// A name in place of the id would revoke every token of an agent.
+	adm.post("/admin/tokens/agent-a/revoke", nil).expect(t, http.StatusNotFound)
+	evs := a.events(store.AuditFilter{Event: "token.revoked", Actor: "test-admin"})
+	if len(evs) == 0 {
+		t.Fatal("revocation not audited")
+	}
+}
+
+// Admins add users, change roles, disable and enable them.
+func TestUsers(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	ctx := context.Background()
+	adm := a.signIn(store.RoleAdmin)
+
+	adm.post("/admin/users", url.Values{"name": {"boris"}, "role": {"accountant"}, "password": {"short"}}).expect(t, http.StatusUnprocessableEntity)
+	adm.post("/admin/users", url.Values{"name": {"boris"}, "role": {"root"}, "password": {password}}).expect(t, http.StatusUnprocessableEntity)
+	p := adm.post("/admin/users", url.Values{"name": {"test-admin"}, "role": {"admin"}, "password": {password}}).expect(t, http.StatusUnprocessableEntity)
+	if !strings.Contains(p.text("form-error"), "занято") {
+		t.Fatalf("message %q", p.text("form-error"))
+	}
+	adm.post("/admin/users", url.Values{"name": {"boris"}, "role": {"operator"}, "password": {password}}).expect(t, http.StatusSeeOther)
+	adm.post("/admin/users/boris/role", url.Values{"role": {"auditor"}}).expect(t, http.StatusSeeOther)
+	adm.post("/admin/users/boris/disable", nil).expect(t, http.StatusSeeOther)
+
+	var boris store.User
+	users, err := a.st.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		if u.Name == "boris" {
+			boris = u
+		}
+	}
+	if boris.Role != store.RoleAuditor || !boris.Disabled {
+		t.Fatalf("boris = %+v", boris)
+	}
+	p = adm.get("/admin/users").expect(t, http.StatusOK)
+	if !strings.Contains(p.Body, `data-testid="user-row" data-name="boris"`) || !p.has("user-disabled") {
+		t.Fatal("the list does not show boris disabled")
+	}
+	adm.post("/admin/users/boris/enable", nil).expect(t, http.StatusSeeOther)
+	adm.post("/admin/users/nobody/enable", nil).expect(t, http.StatusNotFound)
+
+	var got []string
+	for _, e := range a.events(store.AuditFilter{Event: "user.", Actor: "test-admin"}) {
+		if strings.Contains(string(e.Detail), `"boris"`) {
+			got = append(got, e.Event)
+		}
+		if strings.Contains(string(e.Detail), password) {
+			t.Fatal("a password is in the audit trail")
+		}
+	}
+	if strings.Join(got, ",") != "user.enabled,user.disabled,user.role_changed,user.created" {
+		t.Fatalf("audited %v", got)
+	}
+}
+
+// Operators settle unknown operations with a reason; refusals change nothing.
+func TestReviewResolve(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	ctx := context.Background()
+	op := a.unknown("test:invoice.create:review-1:v1")
+	opr := a.signIn(store.RoleOperator)
+
+	p := opr.get("/admin/review?flagged=1").expect(t, http.StatusOK)
+	if !strings.Contains(p.Body, `data-testid="review-row" data-key="`+op.Key+`"`) || !p.has("resolve-form") {
+		t.Fatal("the flagged operation is not on the review page with its form")
+	}
+	path := "/admin/review/" + keyPath(op.Key) + "/resolve"
+	for _, form := range []url.Values{
+		{"outcome": {"found"}, "object_id": {"INV-7"}},              // no reason
+		{"outcome": {"found"}, "reason": {"seen in 1C"}},            // no object id
+		{"object_id": {"INV-7"}, "reason": {"seen in 1C"}},          // no outcome
+		{"outcome": {"maybe"}, "reason": {"x"}, "object_id": {"1"}}, // bad outcome
+	} {
+		p := opr.post(path, form).expect(t, http.StatusUnprocessableEntity)
+		if !p.has("form-error") {
+			t.Fatalf("no message for %v", form)
+		}
+	}
+	if got, _ := a.st.Get(ctx, op.Key); got.Status != store.StatusUnknown {
+		t.Fatalf("status after refused forms: %s", got.Status)
+	}
+	opr.post(path, url.Values{"outcome": {"found"}, "object_id": {"INV-7"}, "reason": {"seen in 1C by hand"}}).expect(t, http.StatusSeeOther)
+	got, _ := a.st.Get(ctx, op.Key)
+	if got.Status != store.StatusSucceeded || got.TargetObjectID != "INV-7" {
+		t.Fatalf("after resolving: %+v", got)
+	}
+	evs := a.events(store.AuditFilter{OperationKey: op.Key, Event: "operation.resolved_by_hand"})
+	if len(evs) != 1 || evs[0].Actor.Name != "test-operator" {
+		t.Fatalf("resolution audit %+v", evs)
+	}
+	// Once settled, a second resolution is refused.
+	opr.post(path, url.Values{"outcome": {"not_found"}, "reason": {"again"}}).expect(t, http.StatusUnprocessableEntity)
+}
+
+// The dashboard counts what waits; English on request; HTML errors.
+func TestDashboardAndLanguage(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	c := a.signIn(store.RoleAuditor)
+	p := c.get("/admin/").expect(t, http.StatusOK)
+	for _, id := range []string{"card-approvals-value", "card-unknown-value", "card-flagged-value", "card-oldest-value", "status-counts"} {
+		if !p.has(id) {
+			t.Fatalf("dashboard lacks %s", id)
+		}
+	}
+	if !strings.Contains(p.Body, `<html lang="ru">`) || !strings.Contains(p.Body, "Сводка") {
+		t.Fatal("not Russian by default")
+	}
+	p = c.get("/admin/lang/en?next="+url.QueryEscape("/admin/approvals")).expect(t, http.StatusSeeOther)
+	if p.location() != "/admin/approvals" || c.cookies["lang"] != "en" {
+		t.Fatalf("language switch: to %q, cookie %q", p.location(), c.cookies["lang"])
+	}
+	p = c.get("/admin/approvals").expect(t, http.StatusOK)
+	if !strings.Contains(p.Body, `<html lang="en">`) || !strings.Contains(p.Body, "Approvals") {
+		t.Fatal("not English after the switch")
+	}
+	// Never off-site.
+	p = c.get("/admin/lang/ru?next="+url.QueryEscape("//evil.example/x")).expect(t, http.StatusSeeOther)
+	if p.location() != "/admin/" {
+		t.Fatalf("redirected to %q", p.location())
+	}
+	p = c.get("/admin/no-such-page").expect(t, http.StatusNotFound)
+	if !p.has("error-page") {
+		t.Fatal("404 is not the HTML error page")
+	}
+	if csp := p.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") {
+		t.Fatalf("CSP %q", csp)
+	}
+}
