@@ -34,10 +34,11 @@ func chaosOps() int {
 
 // chaosOp is one business intent an agent drives to a final answer.
 type chaosOp struct {
-	key    string
-	target string // onec, bitrix24, yookassa
-	body   string
-	bad    bool // refers to an unknown customer: must end failed_final
+	key      string
+	target   string // onec, bitrix24, yookassa
+	body     string
+	bad      bool // refers to an unknown customer: must be rejected
+	declined bool // a charge the provider declines: must end failed_final
 
 	accepted bool   // the gateway answered anything but a refusal
 	final    string // succeeded or failed_final
@@ -65,8 +66,12 @@ func makeChaosOps(n int, rng *rand.Rand) []*chaosOp {
 		default:
 			op.target = "yookassa"
 			op.key = "test:payment.charge:" + id + ":v1"
-			op.bad = false
-			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"payment.charge","payload":{"account_id":"merchant-account-17","order_id":%q,"amount_minor":%d,"currency":"RUB"}}`, id, 1000+rng.IntN(100000))
+			amount := 1000 + rng.IntN(100000)
+			if op.bad {
+				// Too large for the payer: the provider declines it at execute.
+				op.bad, op.declined, amount = false, true, 150_000_000
+			}
+			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"payment.charge","payload":{"account_id":"merchant-account-17","order_id":%q,"amount_minor":%d,"currency":"RUB"}}`, id, amount)
 		}
 		ops[i] = op
 	}
@@ -159,7 +164,7 @@ func TestChaos(t *testing.T) {
 	work := make(chan *chaosOp)
 	var agents sync.WaitGroup
 	answers := map[int]*atomic.Int64{}
-	for _, c := range []int{0, 200, 202, 409, 422, 503} {
+	for _, c := range []int{0, 200, 202, 409, 422, 429, 503} {
 		answers[c] = &atomic.Int64{}
 	}
 	for range 16 {
@@ -217,6 +222,7 @@ targets:
   yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "chaos-shop", secret_key_env: CHAOS_YOOKASSA_SECRET, timeout_ms: 300 }
 retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
 reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
+rate_limit: { per_second: 100000, burst: 100000 }
 `, r.simURL)
 	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -287,11 +293,19 @@ func (c *chaosRig) drive(ctx context.Context, t *testing.T, op *chaosOp, answers
 			op.objectID, _ = body["target_object_id"].(string)
 			return
 		case 422:
-			op.accepted, op.final = true, "failed_final"
-			if body["status"] != "failed_final" {
+			// A bad reference is refused by the target's check before the
+			// key is journaled (rejected); a refusal at execute is final.
+			switch body["status"] {
+			case "rejected":
+				op.final = "rejected"
+			case "failed_final":
+				op.accepted, op.final = true, "failed_final"
+			default:
 				t.Errorf("%s: 422 %v", op.key, body)
 			}
 			return
+		case 429:
+			time.Sleep(time.Second)
 		case 202, 409, 503:
 			op.accepted = true
 			time.Sleep(time.Duration(30+rand.IntN(70)) * time.Millisecond)
@@ -322,6 +336,15 @@ func (c *chaosRig) check(t *testing.T, ops []*chaosOp) {
 	pay, _ := yookassa.New(yookassa.Config{BaseURL: c.simURL + "/yookassa/v3", ShopID: "chaos-shop", SecretKey: "sim-secret-key"})
 	lookups := map[string]adapters.Target{"onec": one, "bitrix24": crm, "yookassa": pay}
 	for _, op := range ops {
+		if op.final == "rejected" {
+			if !op.bad {
+				t.Errorf("%s: a good request was rejected", op.key)
+			}
+			if _, err := st.Get(context.Background(), op.key); err == nil {
+				t.Errorf("%s: rejected, yet journaled", op.key)
+			}
+			continue
+		}
 		if !op.accepted {
 			t.Errorf("%s was never accepted", op.key)
 			continue
@@ -334,8 +357,11 @@ func (c *chaosRig) check(t *testing.T, ops []*chaosOp) {
 		if string(row.Status) != op.final {
 			t.Errorf("%s: journal %s, agent saw %s", op.key, row.Status, op.final)
 		}
-		if op.bad && op.final != "failed_final" {
+		if op.bad {
 			t.Errorf("%s: an unknown customer ended %s", op.key, op.final)
+		}
+		if op.declined != (op.final == "failed_final") {
+			t.Errorf("%s: declined=%v ended %s", op.key, op.declined, op.final)
 		}
 		effectKey := op.key
 		if op.target == "yookassa" {

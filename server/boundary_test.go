@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -351,4 +353,44 @@ func TestRateLimit(t *testing.T) {
 	if r := g.do("GET", "/v1/intents", other, nil, nil); r.Code != http.StatusOK {
 		t.Fatalf("another token was limited: %d", r.Code)
 	}
+}
+
+// Repeated validates of one request reuse the target's answer for a short
+// while; an execute always asks the target again.
+func TestValidateCacheNeverServesExecute(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:sales_order.create_draft:cache-1:v1"
+	for range 3 {
+		if r := g.post(key, withMode(draft(), "validate")); r.str("status") != "valid" {
+			t.Fatalf("validate: %s", r.Raw)
+		}
+	}
+	if got := g.validateCalls(); got != 1 {
+		t.Fatalf("three validates asked 1C %d times, want 1", got)
+	}
+	expect(t, g.post(key, draft()), http.StatusOK, "succeeded", "")
+	if got := g.validateCalls(); got != 2 {
+		t.Fatalf("the execute did not check at 1C afresh: %d validate calls, want 2", got)
+	}
+}
+
+// validateCalls reads from /metrics how often the 1C target was asked to
+// validate.
+func (g *gateway) validateCalls() int {
+	g.t.Helper()
+	resp, err := g.client.Get(g.url + "/metrics")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	const prefix = `oncegate_target_call_seconds_count{call="validate",outcome="ok",target="onec"} `
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			n, _ := strconv.Atoi(rest)
+			return n
+		}
+	}
+	return 0
 }

@@ -257,7 +257,7 @@ func (c Config) validate() error {
 	}
 	checkEnv := func(key, name string) {
 		if name != "" && !envNamePattern.MatchString(name) {
-			bad(key, "%q is not an environment variable name (the secret itself never goes in the file)", name)
+			bad(key, "is not an environment variable name; name the variable that holds the secret, never the secret itself (the value is not repeated here)")
 		}
 	}
 	checkTimeout := func(key string, ms int) {

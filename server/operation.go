@@ -87,6 +87,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		// Fast path: a final row of this agent with this fingerprint is
 		// replayed from a read, without taking the journal's writer. Final
 		// rows never change, so the read is as good as the claim's.
+		s.metrics.decisions.WithLabelValues(in.Name, store.DecisionReplay.String()).Inc()
 		return s.writeOperation(c, existing, env.RequestID, true)
 	case errors.Is(err, store.ErrNotFound):
 		// A key never seen: the target runs every check first (references,
@@ -117,6 +118,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		return err
 	}
 	s.log.Info("operation claimed", "key", key, "intent", in.Name, "agent", tok.Agent, "decision", d.String())
+	s.metrics.decisions.WithLabelValues(in.Name, d.String()).Inc()
 
 	switch d {
 	case store.DecisionMismatch:

@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -459,4 +460,33 @@ func TestMoneyAwaitsApproval(t *testing.T) {
 	r = g.do("POST", "/v1/operations", g.token, map[string]string{"Idempotency-Key": "test:payment.charge:order-2:v1"}, body)
 	expect(t, r, http.StatusForbidden, "rejected", "PERMISSION_DENIED")
 	_ = fmt.Sprint()
+}
+
+// GET /metrics reports decisions, target calls and the journal's state.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:invoice.create:order-metrics:v1"
+	expect(t, g.post(key, invoice("order-metrics", 1)), http.StatusOK, "succeeded", "")
+	expect(t, g.post(key, invoice("order-metrics", 1)), http.StatusOK, "succeeded", "")
+	req, _ := http.NewRequest("GET", g.url+"/metrics", nil)
+	resp, err := g.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = io.Copy(&b, resp.Body)
+	body := b.String()
+	for _, want := range []string{
+		`oncegate_operation_decisions_total{decision="execute",intent="invoice.create"} 1`,
+		`oncegate_operation_decisions_total{decision="replay",intent="invoice.create"} 1`,
+		`oncegate_operations{status="succeeded"} 1`,
+		`oncegate_target_call_seconds_count{call="execute",outcome="ok",target="onec"} 1`,
+		`oncegate_http_requests_total{code="200",route="/v1/operations"} 2`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 }

@@ -40,6 +40,8 @@ type Server struct {
 	wake chan struct{}
 	// limiters bound each agent token's request rate.
 	limiters *limiters
+	metrics  *metrics
+	plans    planCache // validate mode only
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
@@ -60,8 +62,12 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
+	s.metrics = newMetrics(s)
+	for system, t := range targets {
+		s.targets[system] = instrumented{Target: t, m: s.metrics}
+	}
 	s.echo.HTTPErrorHandler = s.handleError
-	s.echo.Use(s.recoverPanics)
+	s.echo.Use(s.countRequests, s.recoverPanics)
 	s.routes()
 	return s
 }
@@ -76,6 +82,7 @@ func (s *Server) routes() {
 	s.echo.GET("/healthz", s.handleHealth)
 	s.echo.GET("/readyz", s.handleReady)
 	s.echo.GET("/v1/openapi.json", s.handleOpenAPI)
+	s.echo.GET("/metrics", s.handleMetrics)
 	s.echo.GET("/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
 	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.Wake, ReconcileNow: s.ReconcileNow, Contour: s.cfg.Contour}).Register(s.echo)

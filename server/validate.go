@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -74,9 +75,15 @@ func (s *Server) plan(ctx context.Context, in *contract.Intent, norm contract.No
 // validate answers mode "validate": every check, nothing journaled, no
 // effect, the key (if any) stays free.
 func (s *Server) validate(c echo.Context, in *contract.Intent, norm contract.Normalized, key, requestID string) error {
-	plan, hash, err := s.plan(c.Request().Context(), in, norm, key)
-	if err != nil {
-		return err
+	cacheKey := in.Name + "\x00" + norm.Fingerprint + "\x00" + key
+	cached, ok := s.plans.get(cacheKey, time.Now())
+	plan, hash := cached.plan, cached.hash
+	if !ok {
+		var err error
+		if plan, hash, err = s.plan(c.Request().Context(), in, norm, key); err != nil {
+			return err
+		}
+		s.plans.put(cacheKey, cachedPlan{plan: plan, hash: hash, expires: time.Now().Add(planCacheTTL)})
 	}
 	a := answer{OperationKey: key, RequestID: requestID, Operation: in.Name, TargetSystem: in.Target,
 		Fingerprint: norm.Fingerprint, Result: json.RawMessage("null"), Status: "valid", Plan: plan, PlanHash: hash}

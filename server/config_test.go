@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/server"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func noEnv(string) string { return "" }
+
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+	t.Run("Defaults", func(t *testing.T) {
+		cfg, err := server.LoadConfig("", noEnv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Listen != "127.0.0.1:8080" || cfg.Contour != "test" || cfg.Retry.MaxAttempts != 4 || time.Duration(cfg.Approval.TTL) != 24*time.Hour {
+			t.Fatalf("defaults %+v", cfg)
+		}
+		if got := cfg.Simulated(noEnv); len(got) != 3 {
+			t.Fatalf("simulated %v", got)
+		}
+	})
+	t.Run("FileThenEnv", func(t *testing.T) {
+		p := writeConfig(t, "contour: prod\nretry: { max_attempts: 2 }\ntargets:\n  onec: { base_url: \"https://1c.example/acc\", password_env: ONEC_PW }\n")
+		env := map[string]string{"ONCEGATE_RETRY_MAX_ATTEMPTS": "3", "ONCEGATE_TARGETS_ONEC_TIMEOUT_MS": "1500", "ONCEGATE_RETRY_JITTER": "false"}
+		cfg, err := server.LoadConfig(p, func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Contour != "prod" || cfg.Retry.MaxAttempts != 3 || cfg.Targets.OneC.TimeoutMS != 1500 || cfg.RetryPolicy().Jitter {
+			t.Fatalf("config %+v", cfg)
+		}
+		if got := cfg.Simulated(noEnv); strings.Join(got, ",") != "bitrix24,yookassa" {
+			t.Fatalf("simulated %v", got)
+		}
+	})
+	t.Run("ErrUnknownKey", func(t *testing.T) {
+		_, err := server.LoadConfig(writeConfig(t, "retry: { max_attempt: 2 }\n"), noEnv)
+		if err == nil || !strings.Contains(err.Error(), "max_attempt") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("ErrValuesNamed", func(t *testing.T) {
+		p := writeConfig(t, `listen: nowhere
+contour: "has space"
+targets:
+  onec: { base_url: "https://user:pw@1c.example", timeout_ms: 0 }
+  yookassa: { base_url: "https://api.yookassa.ru/v3", shop_id: "1" }
+retention: { default: 1h }
+limits:
+  invoice.delete: { max_items: 1 }
+`)
+		_, err := server.LoadConfig(p, noEnv)
+		if err == nil {
+			t.Fatal("bad config accepted")
+		}
+		for _, want := range []string{"listen:", "contour:", "targets.onec.base_url: must not hold credentials", "targets.onec.timeout_ms", "targets.yookassa: base_url needs shop_id and secret_key_env", "retention.default", "limits.invoice.delete: no such intent"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error lacks %q:\n%v", want, err)
+			}
+		}
+		if strings.Contains(err.Error(), "pw@") {
+			t.Errorf("error echoes a credential: %v", err)
+		}
+	})
+	t.Run("ErrEnvValue", func(t *testing.T) {
+		_, err := server.LoadConfig("", func(k string) string {
+			if k == "ONCEGATE_RETRY_MAX_ATTEMPTS" {
+				return "many"
+			}
+			return ""
+		})
+		if err == nil || !strings.Contains(err.Error(), "ONCEGATE_RETRY_MAX_ATTEMPTS") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("SecretsFromEnvOnly", func(t *testing.T) {
+		p := writeConfig(t, "targets:\n  yookassa: { base_url: \"https://api.yookassa.ru/v3\", shop_id: \"1\", secret_key_env: \"live_sk_123 456\" }\n")
+		_, err := server.LoadConfig(p, noEnv)
+		if err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env") || strings.Contains(err.Error(), "live_sk_123") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
