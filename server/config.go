@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -34,10 +35,21 @@ type Config struct {
 	Retention  RetentionConfig  `yaml:"retention"`
 	Reconciler ReconcilerConfig `yaml:"reconciler"`
 	RateLimit  RateLimitConfig  `yaml:"rate_limit"`
+	TLS        TLSConfig        `yaml:"tls"`
 	// Limits are business limits per intent; an intent named here has
 	// exactly the limits given (they replace its defaults).
 	Limits map[string]IntentLimits `yaml:"limits"`
 }
+
+// TLSConfig names a certificate and key (PEM files); with both set the
+// gateway serves HTTPS only and marks its cookies Secure.
+type TLSConfig struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Enabled reports whether TLS is configured.
+func (t TLSConfig) Enabled() bool { return t.CertFile != "" }
 
 // RateLimitConfig bounds each agent token's request rate.
 type RateLimitConfig struct {
@@ -302,6 +314,14 @@ func (c Config) validate() error {
 	}
 	if c.Reconciler.ReviewAfter < 1 {
 		bad("reconciler.review_after", "must be at least 1")
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		bad("tls", "cert_file and key_file go together")
+	}
+	if c.TLS.Enabled() {
+		if _, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile); err != nil {
+			bad("tls", "cannot load the certificate and key: %v", err)
+		}
 	}
 	if c.RateLimit.PerSecond <= 0 || c.RateLimit.Burst < 1 {
 		bad("rate_limit", "per_second must be positive and burst at least 1")

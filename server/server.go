@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -85,7 +86,7 @@ func (s *Server) routes() {
 	s.echo.GET("/metrics", s.handleMetrics)
 	s.echo.GET("/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
-	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.Wake, ReconcileNow: s.ReconcileNow, Contour: s.cfg.Contour}).Register(s.echo)
+	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.Wake, ReconcileNow: s.ReconcileNow, Contour: s.cfg.Contour, Secure: s.cfg.TLS.Enabled()}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)
@@ -121,7 +122,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	workCtx, stopWork := context.WithCancel(context.Background())
 	waitWorkers := s.runWorkers(workCtx)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	if s.cfg.TLS.Enabled() {
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		go func() { errc <- hs.ServeTLS(ln, s.cfg.TLS.CertFile, s.cfg.TLS.KeyFile) }()
+	} else {
+		go func() { errc <- hs.Serve(ln) }()
+	}
 	var err error
 	select {
 	case err = <-errc:
