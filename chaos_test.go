@@ -209,29 +209,10 @@ type chaosRig struct {
 }
 
 func newChaosRig(t *testing.T) *chaosRig {
-	r := &rig{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
-	simAddr := freeAddr(t)
-	start(t, nil, "sim", "--listen", simAddr)
-	r.simURL = "http://" + simAddr
-	waitHTTP(t, r.simURL+"/_sim/effects")
-	r.config = filepath.Join(t.TempDir(), "oncegate.yaml")
-	cfg := fmt.Sprintf(`contour: test
-targets:
-  onec: { base_url: "%[1]s/onec", timeout_ms: 300 }
-  bitrix24: { webhook_url_env: CHAOS_BITRIX24_WEBHOOK, timeout_ms: 300 }
-  yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "chaos-shop", secret_key_env: CHAOS_YOOKASSA_SECRET, timeout_ms: 300 }
-retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
+	r := newRigWith(t, 300, `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
 reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
 rate_limit: { per_second: 100000, burst: 100000 }
-`, r.simURL)
-	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.env = []string{
-		"CHAOS_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/chaos-secret/",
-		"CHAOS_YOOKASSA_SECRET=sim-secret-key",
-	}
-	r.token = lastLine(cli(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "chaos-agent", "--scopes", "read,draft,write,post,pay"))
+`)
 	c := &chaosRig{rig: r, addr: freeAddr(t)}
 	c.restartGatewaySameAddr()
 	return c
@@ -332,8 +313,8 @@ func (c *chaosRig) check(t *testing.T, ops []*chaosOp) {
 	}
 	defer st.Close()
 	one, _ := onec.New(onec.Config{BaseURL: c.simURL + "/onec"})
-	crm, _ := bitrix24.New(bitrix24.Config{WebhookURL: c.simURL + "/bitrix24/rest/1/chaos-secret/"})
-	pay, _ := yookassa.New(yookassa.Config{BaseURL: c.simURL + "/yookassa/v3", ShopID: "chaos-shop", SecretKey: "sim-secret-key"})
+	crm, _ := bitrix24.New(bitrix24.Config{WebhookURL: c.simURL + "/bitrix24/rest/1/e2e-secret/"})
+	pay, _ := yookassa.New(yookassa.Config{BaseURL: c.simURL + "/yookassa/v3", ShopID: "e2e-shop", SecretKey: "sim-secret-key"})
 	lookups := map[string]adapters.Target{"onec": one, "bitrix24": crm, "yookassa": pay}
 	for _, op := range ops {
 		if op.final == "rejected" {

@@ -58,12 +58,8 @@ func cmdBackup(args []string, stdout io.Writer, env func(string) string) error {
 	if fs.NArg() != 1 {
 		return fmt.Errorf("backup: name the file to write: %w", errUsage)
 	}
-	cfg, err := c.load(env)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	st, err := openStore(ctx, cfg)
+	st, err := c.open(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -61,12 +61,8 @@ func cmdUser(args []string, stdin io.Reader, stdout io.Writer, env func(string) 
 		password = pw
 	}
 
-	cfg, err := c.load(env)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	st, err := openStore(ctx, cfg)
+	st, err := c.open(ctx, env)
 	if err != nil {
 		return err
 	}

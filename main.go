@@ -125,6 +125,16 @@ func (c common) load(env func(string) string) (server.Config, error) {
 	return cfg, nil
 }
 
+// open loads the configuration and opens its journal, for the short
+// commands that work on the journal beside (or without) a running serve.
+func (c common) open(ctx context.Context, env func(string) string) (*store.Store, error) {
+	cfg, err := c.load(env)
+	if err != nil {
+		return nil, err
+	}
+	return openStore(ctx, cfg)
+}
+
 // openStore opens the journal in the configured data directory.
 func openStore(ctx context.Context, cfg server.Config) (*store.Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -262,12 +272,8 @@ func cmdToken(args []string, stdout io.Writer, env func(string) string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg, err := c.load(env)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	st, err := openStore(ctx, cfg)
+	st, err := c.open(ctx, env)
 	if err != nil {
 		return err
 	}

@@ -150,6 +150,16 @@ type rig struct {
 
 func newRig(t testing.TB) *rig {
 	t.Helper()
+	r := newRigWith(t, 1000, "retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }\n")
+	r.startGateway()
+	return r
+}
+
+// newRigWith starts the simulator binary, writes a config pointing every
+// target at it (with timeoutMS and the extra YAML), and makes an agent
+// token with every scope. It does not start the gateway.
+func newRigWith(t testing.TB, timeoutMS int, extra string) *rig {
+	t.Helper()
 	r := &rig{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
 	simAddr := freeAddr(t)
 	start(t, nil, "sim", "--listen", simAddr)
@@ -159,25 +169,22 @@ func newRig(t testing.TB) *rig {
 	r.config = filepath.Join(t.TempDir(), "oncegate.yaml")
 	cfg := fmt.Sprintf(`contour: test
 targets:
-  onec: { base_url: "%[1]s/onec", timeout_ms: 1000 }
-  bitrix24: { webhook_url_env: E2E_BITRIX24_WEBHOOK, timeout_ms: 1000 }
-  yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "e2e-shop", secret_key_env: E2E_YOOKASSA_SECRET, timeout_ms: 1000 }
-retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }
-`, r.simURL)
+  onec: { base_url: "%[1]s/onec", timeout_ms: %[2]d }
+  bitrix24: { webhook_url_env: E2E_BITRIX24_WEBHOOK, timeout_ms: %[2]d }
+  yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "e2e-shop", secret_key_env: E2E_YOOKASSA_SECRET, timeout_ms: %[2]d }
+`, r.simURL, timeoutMS) + extra
 	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.env = []string{
 		"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/e2e-secret/",
 		"E2E_YOOKASSA_SECRET=sim-secret-key",
-		"YOOKASSA_SECRET_KEY=sim-secret-key",
 	}
 	out := cli(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "e2e-agent", "--scopes", "read,draft,write,post,pay")
 	r.token = lastLine(out)
 	if !strings.HasPrefix(r.token, "og_") {
 		t.Fatalf("token create's last line is not a token: %q", out)
 	}
-	r.startGateway()
 	return r
 }
 
