@@ -16,6 +16,7 @@ type Labels struct {
 	Created, Updated, Completed, Intent, Target, Agent, ActorID, RequestID string
 	Fingerprint, KeyPrefix, DateFrom, DateTo, TargetObject, Reason, Result string
 	AttemptsLabel, AttemptsShort, LastAttempt, LookupFailures, NextCheck   string
+	NextCheckTitle                                                         string
 	Flagged, History, Status, OperationKey, ErrorCode, ErrorMessage, Lease string
 	Yes, No, None                                                          string
 

@@ -17,7 +17,7 @@ var english = Labels{
 	KeyPrefix: "Key starts with", DateFrom: "From", DateTo: "To", TargetObject: "Target object",
 	Reason: "Reason", Result: "Result",
 	AttemptsLabel: "Attempts", AttemptsShort: "Attempts", LastAttempt: "last", LookupFailures: "Failed lookups",
-	NextCheck: "next lookup", Flagged: "needs a person", History: "History", Status: "Status",
+	NextCheck: "next lookup", NextCheckTitle: "Next lookup", Flagged: "needs a person", History: "History", Status: "Status",
 	OperationKey: "Operation key", ErrorCode: "Error code", ErrorMessage: "Message", Lease: "Lease",
 	Yes: "yes", No: "no", None: "—",
 

@@ -17,7 +17,7 @@ var russian = Labels{
 	KeyPrefix: "Ключ начинается с", DateFrom: "С даты", DateTo: "По дату", TargetObject: "Объект в системе",
 	Reason: "Причина", Result: "Результат",
 	AttemptsLabel: "Попытки", AttemptsShort: "Попыток", LastAttempt: "последняя", LookupFailures: "Неудачных сверок",
-	NextCheck: "следующая сверка", Flagged: "нужен человек", History: "История", Status: "Статус",
+	NextCheck: "следующая сверка", NextCheckTitle: "Следующая сверка", Flagged: "нужен человек", History: "История", Status: "Статус",
 	OperationKey: "Ключ операции", ErrorCode: "Код ошибки", ErrorMessage: "Сообщение", Lease: "Аренда",
 	Yes: "да", No: "нет", None: "—",
 

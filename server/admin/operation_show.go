@@ -55,8 +55,8 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 		{Label: l.Status, Value: l.StatusLabel(string(op.Status)), TestID: "summary-status"},
 		{Label: l.Target, Value: op.TargetSystem},
 		{Label: l.Agent, Value: op.Agent, TestID: "summary-agent"},
-		{Label: l.ActorID, Value: op.ActorID},
-		{Label: l.RequestID, Value: op.RequestID, Mono: true},
+		{Label: l.ActorID, Value: orDash(op.ActorID)},
+		{Label: l.RequestID, Value: orDash(op.RequestID), Mono: true},
 		{Label: l.Fingerprint, Value: op.Fingerprint, Mono: true, TestID: "fingerprint"},
 		{Label: l.TargetObject, Value: orDash(op.TargetObjectID), Mono: true, TestID: "target-object"},
 		{Label: l.Created, Value: formatSeconds(op.CreatedAt, h.d.Location, lg)},
@@ -100,7 +100,7 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	v.Reconciliation = []views.Field{
 		{Label: l.LookupFailures, Value: strconv.Itoa(op.LookupFailures)},
 		{Label: l.NeedsReview, Value: review, TestID: "needs-review"},
-		{Label: l.NextCheck, Value: formatSeconds(op.NextCheckAt, h.d.Location, lg)},
+		{Label: l.NextCheckTitle, Value: formatSeconds(op.NextCheckAt, h.d.Location, lg)},
 		{Label: l.Lease, Value: lease, Mono: true},
 	}
 	// The first attempt is recorded with the start (by the claim or the
