@@ -367,6 +367,9 @@ func TestAdminInBrowser(t *testing.T) {
 	t.Run("Auditor", func(t *testing.T) {
 		t.Parallel()
 		b := g.newTab(t, root, shots)
+		b.open("/admin/login")
+		b.do(chromedp.WaitVisible(tid("login-form")))
+		b.shot("login")
 		b.signIn("inna")
 		actions := []string{"approve", "deny", "approval-form", "reconcile", "resolve-form", "token-form", "token-revoke", "user-form", "user-disable"}
 		for _, page := range []string{"/admin/", "/admin/approvals", "/admin/review", "/admin/operations",
@@ -386,6 +389,10 @@ func TestAdminInBrowser(t *testing.T) {
 				b.shot("operations")
 			case "/admin/audit":
 				b.shot("audit")
+			case "/admin/users":
+				b.shot("users")
+			case "/admin/tokens":
+				b.shot("tokens")
 			}
 		}
 		b.open("/admin/approvals")

@@ -17,8 +17,8 @@ const xss = `<script>alert(1)</script>`
 func TestPayloadShowsAsText(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, nil)
-	const chargeKey = "test:payment.charge:xss-001:v1"
-	const callbackKey = "test:crm.callback:create:xss-002:v1"
+	chargeKey := a.uniq("test:payment.charge:xss-001:v1")
+	callbackKey := a.uniq("test:crm.callback:create:xss-002:v1")
 	ap := a.charge(chargeKey, 125000, xss)
 	a.claim(callbackKey, "crm.callback.create", "crm", false, map[string]any{"customer_id": "customer-1042", "due_at": "2026-12-02T14:05:00Z", "comment": xss + " call back"})
 
@@ -71,16 +71,17 @@ func TestOperationsPaginate(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, nil)
 	const n = 23
+	base := "test:invoice.create:" + a.uniq("page") + "_"
 	want := map[string]bool{}
 	for i := range n {
-		key := "test:invoice.create:page-" + itoa(int64(100+i)) + ":v1"
+		key := base + itoa(int64(100+i)) + ":v1"
 		a.claim(key, "invoice.create", "onec", false, map[string]any{"order_id": "o"})
 		want[key] = true
 	}
 	c := a.signIn(store.RoleAuditor)
 	seen := map[string]int{}
 	pages := 0
-	next := "/admin/operations?key=" + url.QueryEscape("test:invoice.create:page-") + "&limit=10"
+	next := "/admin/operations?key=" + url.QueryEscape(base) + "&limit=10"
 	for next != "" {
 		p := c.get(next).expect(t, http.StatusOK)
 		pages++
@@ -111,7 +112,7 @@ func TestOperationsPaginate(t *testing.T) {
 		t.Fatalf("saw %d operations, want %d", len(seen), n)
 	}
 	// Filters narrow it down; bad input is re-rendered with a message.
-	p := c.get("/admin/operations?status=succeeded&key="+url.QueryEscape("test:invoice.create:page-")).expect(t, http.StatusOK)
+	p := c.get("/admin/operations?status=succeeded&key="+url.QueryEscape(base)).expect(t, http.StatusOK)
 	if len(p.attrs("operation-row", "data-key")) != 0 {
 		t.Fatal("status filter ignored")
 	}
@@ -121,7 +122,7 @@ func TestOperationsPaginate(t *testing.T) {
 func TestAuditCSV(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, nil)
-	const key = "test:payment.charge:csv-001:v1"
+	key := a.uniq("test:payment.charge:csv-001:v1")
 	ap := a.charge(key, 5000, "")
 	const comment = `said "yes", then "no"`
 	acc := a.signIn(store.RoleAccountant)
@@ -229,48 +230,49 @@ func TestUsers(t *testing.T) {
 	a := newApp(t, nil)
 	ctx := context.Background()
 	adm := a.signIn(store.RoleAdmin)
+	boris := a.uniq("boris")
 
-	adm.post("/admin/users", url.Values{"name": {"boris"}, "role": {"accountant"}, "password": {"short"}}).expect(t, http.StatusUnprocessableEntity)
-	adm.post("/admin/users", url.Values{"name": {"boris"}, "role": {"root"}, "password": {password}}).expect(t, http.StatusUnprocessableEntity)
+	adm.post("/admin/users", url.Values{"name": {boris}, "role": {"accountant"}, "password": {"short"}}).expect(t, http.StatusUnprocessableEntity)
+	adm.post("/admin/users", url.Values{"name": {boris}, "role": {"root"}, "password": {password}}).expect(t, http.StatusUnprocessableEntity)
 	p := adm.post("/admin/users", url.Values{"name": {"test-admin"}, "role": {"admin"}, "password": {password}}).expect(t, http.StatusUnprocessableEntity)
 	if !strings.Contains(p.text("form-error"), "занято") {
 		t.Fatalf("message %q", p.text("form-error"))
 	}
-	adm.post("/admin/users", url.Values{"name": {"boris"}, "role": {"operator"}, "password": {password}}).expect(t, http.StatusSeeOther)
-	adm.post("/admin/users/boris/role", url.Values{"role": {"auditor"}}).expect(t, http.StatusSeeOther)
-	adm.post("/admin/users/boris/disable", nil).expect(t, http.StatusSeeOther)
+	adm.post("/admin/users", url.Values{"name": {boris}, "role": {"operator"}, "password": {password}}).expect(t, http.StatusSeeOther)
+	adm.post("/admin/users/"+boris+"/role", url.Values{"role": {"auditor"}}).expect(t, http.StatusSeeOther)
+	adm.post("/admin/users/"+boris+"/disable", nil).expect(t, http.StatusSeeOther)
 
-	var boris store.User
+	var got store.User
 	users, err := a.st.Users(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, u := range users {
-		if u.Name == "boris" {
-			boris = u
+		if u.Name == boris {
+			got = u
 		}
 	}
-	if boris.Role != store.RoleAuditor || !boris.Disabled {
-		t.Fatalf("boris = %+v", boris)
+	if got.Role != store.RoleAuditor || !got.Disabled {
+		t.Fatalf("boris = %+v", got)
 	}
 	p = adm.get("/admin/users").expect(t, http.StatusOK)
-	if !strings.Contains(p.Body, `data-testid="user-row" data-name="boris"`) || !p.has("user-disabled") {
+	if !strings.Contains(p.Body, `data-testid="user-row" data-name="`+boris+`"`) || !p.has("user-disabled") {
 		t.Fatal("the list does not show boris disabled")
 	}
-	adm.post("/admin/users/boris/enable", nil).expect(t, http.StatusSeeOther)
+	adm.post("/admin/users/"+boris+"/enable", nil).expect(t, http.StatusSeeOther)
 	adm.post("/admin/users/nobody/enable", nil).expect(t, http.StatusNotFound)
 
-	var got []string
+	var events []string
 	for _, e := range a.events(store.AuditFilter{Event: "user.", Actor: "test-admin"}) {
-		if strings.Contains(string(e.Detail), `"boris"`) {
-			got = append(got, e.Event)
+		if strings.Contains(string(e.Detail), `"`+boris+`"`) {
+			events = append(events, e.Event)
 		}
 		if strings.Contains(string(e.Detail), password) {
 			t.Fatal("a password is in the audit trail")
 		}
 	}
-	if strings.Join(got, ",") != "user.enabled,user.disabled,user.role_changed,user.created" {
-		t.Fatalf("audited %v", got)
+	if strings.Join(events, ",") != "user.enabled,user.disabled,user.role_changed,user.created" {
+		t.Fatalf("audited %v", events)
 	}
 }
 
@@ -279,7 +281,7 @@ func TestReviewResolve(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, nil)
 	ctx := context.Background()
-	op := a.unknown("test:invoice.create:review-1:v1")
+	op := a.unknown(a.uniq("test:invoice.create:review-1:v1"))
 	opr := a.signIn(store.RoleOperator)
 
 	p := opr.get("/admin/review?flagged=1").expect(t, http.StatusOK)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,13 +90,34 @@ type app struct {
 	users map[string]store.User
 	url   string
 	wakes atomic.Int32
+	n     int64 // this app's number, to make names and keys unique
 }
+
+// apps numbers the apps, so tests run again (-count) on the shared
+// journal use new keys and names.
+var apps atomic.Int64
 
 // newApp serves the admin UI over the shared journal; edit adjusts Deps.
 func newApp(tb testing.TB, edit func(*admin.Deps)) *app {
 	tb.Helper()
 	st, users := sharedStore(tb)
-	a := &app{tb: tb, st: st, users: users}
+	return serveApp(tb, st, users, edit)
+}
+
+// newOwnApp serves the admin UI over a journal of its own, with no users.
+func newOwnApp(tb testing.TB, edit func(*admin.Deps)) *app {
+	tb.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "journal.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return serveApp(tb, st, map[string]store.User{}, edit)
+}
+
+func serveApp(tb testing.TB, st *store.Store, users map[string]store.User, edit func(*admin.Deps)) *app {
+	tb.Helper()
+	a := &app{tb: tb, st: st, users: users, n: apps.Add(1)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	d := admin.Deps{Store: st, Log: log, Wake: func() { a.wakes.Add(1) }, Contour: "test", Location: time.UTC}
 	if edit != nil {
@@ -304,6 +326,15 @@ func (a *app) events(f store.AuditFilter) []store.AuditEvent {
 		a.tb.Fatal(err)
 	}
 	return evs
+}
+
+// uniq makes a key ("test:intent:name:v1") or a name unique to this app.
+func (a *app) uniq(s string) string {
+	suffix := "-" + strconv.FormatInt(a.n, 10)
+	if strings.HasSuffix(s, ":v1") {
+		return strings.TrimSuffix(s, ":v1") + suffix + ":v1"
+	}
+	return s + suffix
 }
 
 // keyPath is key escaped as a path segment, as the UI links it.
