@@ -106,21 +106,31 @@ func actorCtx(c echo.Context) context.Context {
 	return store.WithActor(c.Request().Context(), store.Actor{Kind: store.ActorUser, Name: session(c).User.Name})
 }
 
-// safeNext returns next if it is a local admin path, else the dashboard:
-// a sign-in must never send the browser to another site.
+// safeNext returns next if it is a local admin path other than the
+// sign-in page, else the dashboard: a sign-in must never send the browser
+// to another site.
 func safeNext(next string) string {
-	const home = "/admin/"
+	p, ok := adminPath(next)
+	if !ok || strings.HasPrefix(p, "/admin/login") {
+		return "/admin/"
+	}
+	return p
+}
+
+// adminPath reports whether next is a path (with its query) under /admin
+// of this site, and returns it cleaned.
+func adminPath(next string) (string, bool) {
 	if next == "" || strings.ContainsAny(next, "\\\r\n\t") || strings.HasPrefix(next, "//") {
-		return home
+		return "", false
 	}
 	u, err := url.Parse(next)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
-		return home
+		return "", false
 	}
-	if u.Path != "/admin" && !strings.HasPrefix(u.Path, "/admin/") || strings.HasPrefix(u.Path, "/admin/login") {
-		return home
+	if u.Path != "/admin" && !strings.HasPrefix(u.Path, "/admin/") {
+		return "", false
 	}
-	return u.RequestURI()
+	return u.RequestURI(), true
 }
 
 // clientIP is the address the request came from: the peer of the

@@ -131,5 +131,10 @@ func (h *Handler) handleLang(c echo.Context) error {
 		Name: LangCookie, Value: lg, Path: cookiePath, MaxAge: 365 * 24 * 3600,
 		HttpOnly: true, Secure: h.d.Secure, SameSite: http.SameSiteLaxMode,
 	})
-	return c.Redirect(http.StatusSeeOther, safeNext(c.QueryParam("next")))
+	// Back to where the link was, the sign-in page included.
+	next, ok := adminPath(c.QueryParam("next"))
+	if !ok {
+		next = "/admin/"
+	}
+	return c.Redirect(http.StatusSeeOther, next)
 }

@@ -60,8 +60,17 @@ func (h *Handler) page(c echo.Context, active, title string) views.Page {
 	if lg == "en" {
 		other = "ru"
 	}
+	// Back to this page; after a form post, to the sign-in page or home
+	// (a post's address answers only posts).
+	back := c.Request().URL.RequestURI()
+	if c.Request().Method != http.MethodGet {
+		back = "/admin/"
+		if c.Request().URL.Path == "/admin/login" {
+			back = "/admin/login"
+		}
+	}
 	p.LangSwitch = views.Link{
-		Href:  "/admin/lang/" + other + "?next=" + url.QueryEscape(safeNext(c.Request().URL.RequestURI())),
+		Href:  "/admin/lang/" + other + "?next=" + url.QueryEscape(back),
 		Label: l.SwitchTo,
 	}
 	sess := session(c)

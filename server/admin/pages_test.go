@@ -338,6 +338,12 @@ func TestDashboardAndLanguage(t *testing.T) {
 	if !strings.Contains(p.Body, `<html lang="en">`) || !strings.Contains(p.Body, "Approvals") {
 		t.Fatal("not English after the switch")
 	}
+	// From the sign-in page, back to it.
+	login := "/admin/login?next=" + url.QueryEscape("/admin/audit")
+	p = a.client().get("/admin/lang/en?next=" + url.QueryEscape(login)).expect(t, http.StatusSeeOther)
+	if p.location() != login {
+		t.Fatalf("language switch on the sign-in page goes to %q", p.location())
+	}
 	// Never off-site.
 	p = c.get("/admin/lang/ru?next="+url.QueryEscape("//evil.example/x")).expect(t, http.StatusSeeOther)
 	if p.location() != "/admin/" {
