@@ -340,7 +340,7 @@ func TestDashboardAndLanguage(t *testing.T) {
 	}
 	// From the sign-in page, back to it.
 	login := "/admin/login?next=" + url.QueryEscape("/admin/audit")
-	p = a.client().get("/admin/lang/en?next=" + url.QueryEscape(login)).expect(t, http.StatusSeeOther)
+	p = a.client().get("/admin/lang/en?next="+url.QueryEscape(login)).expect(t, http.StatusSeeOther)
 	if p.location() != login {
 		t.Fatalf("language switch on the sign-in page goes to %q", p.location())
 	}
