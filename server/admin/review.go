@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -17,6 +18,9 @@ import (
 
 // maxReason bounds a resolution's reason, in characters.
 const maxReason = 1000
+
+// reconcileTimeout bounds a look-up a person asked for.
+const reconcileTimeout = time.Minute
 
 // reviewForm is a refused resolve form, re-rendered on its row.
 type reviewForm struct {
@@ -42,7 +46,11 @@ func (h *Handler) handleReviewReconcile(c echo.Context) error {
 	if h.d.ReconcileNow == nil {
 		return h.renderReview(c, http.StatusUnprocessableEntity, false, reviewForm{key: key, msg: l.ErrReconcileFailed})
 	}
-	op, err := h.d.ReconcileNow(actorCtx(c), key)
+	// The look-up settles the row whatever the browser does meanwhile: a
+	// cancelled request must not leave its lease taken.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(actorCtx(c)), reconcileTimeout)
+	defer cancel()
+	op, err := h.d.ReconcileNow(ctx, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return echo.NewHTTPError(http.StatusNotFound, "no such operation")
