@@ -212,7 +212,7 @@ func newChaosRig(t *testing.T) *chaosRig {
 	r := newRigWith(t, 300, `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
 reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
 rate_limit: { per_second: 100000, burst: 100000 }
-`)
+`, "settle_ms: 3000")
 	c := &chaosRig{rig: r, addr: freeAddr(t)}
 	c.restartGatewaySameAddr()
 	return c

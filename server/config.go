@@ -79,12 +79,18 @@ type OneCConfig struct {
 	UsernameEnv string `yaml:"username_env"`
 	PasswordEnv string `yaml:"password_env"`
 	TimeoutMS   int    `yaml:"timeout_ms"`
+	SettleMS    int    `yaml:"settle_ms"`
 }
 
 // Bitrix24Config is the Bitrix24 inbound webhook.
 type Bitrix24Config struct {
 	WebhookURLEnv string `yaml:"webhook_url_env"`
 	TimeoutMS     int    `yaml:"timeout_ms"`
+	// SettleMS is how long after an unclear attempt a lookup's "not found"
+	// is not yet trusted. Bitrix24 does not dedupe by key, so a request
+	// still on its way must have had time to land before the same key is
+	// sent again. Targets that dedupe by key (1C, YooKassa) need none.
+	SettleMS int `yaml:"settle_ms"`
 }
 
 // YooKassaConfig is the YooKassa API v3.
@@ -93,6 +99,7 @@ type YooKassaConfig struct {
 	ShopID       string `yaml:"shop_id"`
 	SecretKeyEnv string `yaml:"secret_key_env"`
 	TimeoutMS    int    `yaml:"timeout_ms"`
+	SettleMS     int    `yaml:"settle_ms"`
 }
 
 // RetryConfig is the retry policy of target calls.
@@ -137,7 +144,7 @@ func DefaultConfig() Config {
 		Contour: "test",
 		Targets: TargetsConfig{
 			OneC:     OneCConfig{TimeoutMS: 5000},
-			Bitrix24: Bitrix24Config{TimeoutMS: 5000},
+			Bitrix24: Bitrix24Config{TimeoutMS: 5000, SettleMS: 30000},
 			YooKassa: YooKassaConfig{ShopID: "demo-shop", TimeoutMS: 5000},
 		},
 		Retry:      RetryConfig{MaxAttempts: 4, InitialDelayMS: 500, Multiplier: 2, MaxDelayMS: 5000, Jitter: &jitter},
@@ -278,6 +285,11 @@ func (c Config) validate() error {
 		}
 	}
 	t := c.Targets
+	for key, ms := range map[string]int{"targets.onec.settle_ms": t.OneC.SettleMS, "targets.bitrix24.settle_ms": t.Bitrix24.SettleMS, "targets.yookassa.settle_ms": t.YooKassa.SettleMS} {
+		if ms < 0 || ms > 3600000 {
+			bad(key, "%d must be between 0 and 3600000", ms)
+		}
+	}
 	checkURL("targets.onec.base_url", t.OneC.BaseURL)
 	checkEnv("targets.onec.username_env", t.OneC.UsernameEnv)
 	checkEnv("targets.onec.password_env", t.OneC.PasswordEnv)

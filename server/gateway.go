@@ -45,9 +45,34 @@ func (s *Server) maxLease() time.Duration {
 	return m
 }
 
-// settle is how long after an attempt was sent a "not found" from a lookup
-// is not yet trusted: the attempt may still be on its way to a commit.
-func (s *Server) settle(system string) time.Duration { return 2 * s.timeout(system) }
+// settle is how long after an unclear attempt was sent a "not found" from
+// a lookup is not yet trusted: the attempt may still be on its way to a
+// commit. Only a target that does not dedupe by key needs it (settle_ms).
+func (s *Server) settle(system string) time.Duration {
+	ms := 0
+	switch system {
+	case "onec":
+		ms = s.cfg.Targets.OneC.SettleMS
+	case "crm":
+		ms = s.cfg.Targets.Bitrix24.SettleMS
+	case "payments":
+		ms = s.cfg.Targets.YooKassa.SettleMS
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// nextCheck is when the reconciler should look an unknown operation up:
+// once an attempt may have landed, and not before its next pass.
+func (s *Server) nextCheck(system string) time.Time {
+	return s.store.Now().Add(max(s.settle(system), time.Duration(s.cfg.Reconciler.IntervalMS)*time.Millisecond))
+}
+
+// journalCtx is the context for journal writes that record what a target
+// did: detached from the call budget, which may be spent by then, so the
+// outcome is never lost to a deadline meant for the network.
+func journalCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+}
 
 // drive takes an operation whose lease the caller holds to its next
 // resting state in the journal and returns the row as it is then. A
@@ -59,6 +84,9 @@ func (s *Server) settle(system string) time.Duration { return 2 * s.timeout(syst
 func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation) (store.Operation, bool, error) {
 	s.inflight.Add(1)
 	defer s.inflight.Done()
+	// Target calls run under the budget; journal writes under their own.
+	jctx, jcancel := journalCtx(ctx)
+	defer jcancel()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.budget(op.TargetSystem))
 	defer cancel()
 
@@ -77,7 +105,7 @@ func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation
 	err := func() error {
 		// Reconcile before anything is sent again.
 		if d == store.DecisionResume {
-			done, err := s.reconcile(ctx, target, aop, op)
+			done, err := s.reconcile(ctx, jctx, target, aop, op)
 			if done || err != nil {
 				found = done && err == nil
 				return err
@@ -88,9 +116,9 @@ func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation
 			if n <= op.AttemptCount {
 				return nil // recorded by the claim
 			}
-			return s.store.RecordAttempt(ctx, op.Key, s.owner, n, s.lease(op.TargetSystem))
+			return s.store.RecordAttempt(jctx, op.Key, s.owner, n, s.lease(op.TargetSystem))
 		})
-		return s.settleOutcome(ctx, op, res, err)
+		return s.settleOutcome(jctx, op, res, err)
 	}()
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		return store.Operation{}, false, err
@@ -98,17 +126,18 @@ func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation
 	if errors.Is(err, store.ErrLeaseLost) {
 		s.log.Warn("lease lost while driving an operation", "key", op.Key)
 	}
-	after, err := s.store.Get(ctx, op.Key)
+	after, err := s.store.Get(jctx, op.Key)
 	return after, found && after.Status == store.StatusSucceeded, err
 }
 
 // reconcile looks a resumed operation up at its target. It reports done
 // when the row reached a resting state (found, or still unclear); false
 // with no error means the target has nothing and it is safe to execute.
-func (s *Server) reconcile(ctx context.Context, target adapters.Target, aop adapters.Op, op store.Operation) (bool, error) {
+func (s *Server) reconcile(ctx, jctx context.Context, target adapters.Target, aop adapters.Op, op store.Operation) (bool, error) {
 	lctx, cancel := context.WithTimeout(ctx, s.timeout(op.TargetSystem))
 	res, err := target.Lookup(lctx, aop)
 	cancel()
+	ctx = jctx // from here on, only journal writes
 	switch {
 	case err == nil:
 		s.log.Info("reconciled: the target has the effect", "key", op.Key, "object", res.ObjectID)
@@ -118,7 +147,7 @@ func (s *Server) reconcile(ctx context.Context, target adapters.Target, aop adap
 		// had no effect or one the target dedupes), that attempt may still
 		// be on its way to a commit: not yet safe to send another.
 		if op.ResumedFrom != store.StatusFailedRetryable && s.store.Now().Sub(op.LastAttemptAt) < s.settle(op.TargetSystem) {
-			return true, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.store.Now().Add(s.settle(op.TargetSystem)))
+			return true, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.nextCheck(op.TargetSystem))
 		}
 		s.log.Info("reconciled: the target has no effect; executing", "key", op.Key)
 		return false, nil
@@ -132,7 +161,7 @@ func (s *Server) reconcile(ctx context.Context, target adapters.Target, aop adap
 		if op.ResumedFrom == store.StatusFailedRetryable {
 			return true, s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 		}
-		return true, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the lookup at the target failed"}, s.store.Now().Add(s.settle(op.TargetSystem)))
+		return true, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the lookup at the target failed"}, s.nextCheck(op.TargetSystem))
 	}
 }
 
@@ -156,7 +185,7 @@ func (s *Server) settleOutcome(ctx context.Context, op store.Operation, res adap
 	case adapters.Retry:
 		return s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 	default:
-		return s.store.MarkUnknown(ctx, op.Key, s.owner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: "the request was sent but its outcome is not known"}, s.store.Now().Add(s.settle(op.TargetSystem)))
+		return s.store.MarkUnknown(ctx, op.Key, s.owner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: "the request was sent but its outcome is not known"}, s.nextCheck(op.TargetSystem))
 	}
 }
 

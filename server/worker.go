@@ -86,12 +86,15 @@ func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 		return
 	}
 	target := s.targets[op.TargetSystem]
+	jctx, jcancel := journalCtx(ctx)
+	defer jcancel()
 	lctx, cancel := context.WithTimeout(ctx, s.timeout(op.TargetSystem))
 	res, err := target.Lookup(lctx, adapters.Op{
 		Key: op.Key, Intent: op.Intent, Fingerprint: op.Fingerprint, Payload: op.Payload,
 		Attempt: op.AttemptCount, ObjectID: op.TargetObjectID, CreatedAt: op.CreatedAt,
 	})
 	cancel()
+	ctx = jctx // from here on, only journal writes
 	switch {
 	case err == nil:
 		s.log.Info("reconciler: the target has the effect", "key", op.Key, "object", res.ObjectID)
@@ -109,7 +112,7 @@ func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 		s.log.Info("reconciler: the target has no effect; safe to execute again", "key", op.Key)
 		err = s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
 	default:
-		next := s.store.Now().Add(s.lookupBackoff(op.LookupFailures + 1))
+		next := s.store.Now().Add(max(s.lookupBackoff(op.LookupFailures+1), s.settle(op.TargetSystem)))
 		var flagged bool
 		flagged, err = s.store.LookupFailed(ctx, op.Key, s.owner, s.cfg.Reconciler.ReviewAfter, next)
 		s.log.Warn("reconciler: lookup failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", maskSecrets(errText(err)))

@@ -325,7 +325,7 @@ func (s *Store) Fail(ctx context.Context, key, owner string, final bool, f Failu
 	return s.transition(ctx, "operation."+string(status), key, owner, failureDetail(f), `
 		UPDATE operations
 		SET status = ?, error_code = ?, error_field = ?, error_message = ?,
-			lease_owner = NULL, lease_until = NULL, next_check_at = NULL,
+			lease_owner = NULL, lease_until = NULL, next_check_at = NULL, needs_review = 0,
 			updated_at = ?, completed_at = ?
 		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
 		status, f.Code, nullString(f.Field), f.Message, formatTime(now), completed, key, owner)
