@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+
+	"github.com/oncegate/oncegate/server"
 )
 
 // The two paths every agent call takes, over loopback HTTP against the
@@ -15,7 +17,7 @@ import (
 // BenchmarkOperationNew: a new key each time — contract checks, claim,
 // one call to the target, completion.
 func BenchmarkOperationNew(b *testing.B) {
-	g := setup(b)
+	g := setupWith(b, benchConfig())
 	body, _ := json.Marshal(invoice("order-bench", 2))
 	var n atomic.Int64
 	b.ReportAllocs()
@@ -35,7 +37,7 @@ func BenchmarkOperationNew(b *testing.B) {
 // finds the final row, the stored answer is replayed; nothing reaches the
 // target.
 func BenchmarkOperationReplay(b *testing.B) {
-	g := setup(b)
+	g := setupWith(b, benchConfig())
 	body, _ := json.Marshal(invoice("order-bench", 2))
 	const key = "test:invoice.create:bench-replay:v1"
 	if r := g.do("POST", "/v1/operations", g.token, map[string]string{"Idempotency-Key": key}, body); r.Code != http.StatusOK {
@@ -51,4 +53,12 @@ func BenchmarkOperationReplay(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchConfig lifts the per-token rate limit, which would otherwise be
+// what the benchmark measures.
+func benchConfig() server.Config {
+	cfg := testConfig()
+	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 1e9, 1e9
+	return cfg
 }
