@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -107,12 +108,14 @@ func TestBoundaryUnknownField(t *testing.T) {
 }
 
 // 4. An unknown, blocked or deleted reference fails before any write,
-// naming the field; the key stays free.
+// naming the field: the target's checks refuse it before anything is sent
+// to execute, and the refusal is journaled and replayed like any refusal
+// at the target (API.md: 422 failed_final). The corrected request goes
+// under the next version of the key.
 func TestBoundaryReferences(t *testing.T) {
 	t.Parallel()
 	g := setup(t)
-	const key = "test:sales_order.create_draft:req-5:v1"
-	for _, c := range []struct {
+	for i, c := range []struct {
 		edit        func(p map[string]any)
 		code, field string
 	}{
@@ -121,21 +124,27 @@ func TestBoundaryReferences(t *testing.T) {
 		{func(p map[string]any) { p["customer_id"] = "customer-blocked-1" }, "REFERENCE_INACTIVE", "customer_id"},
 		{func(p map[string]any) { p["items"].([]any)[0].(map[string]any)["product_id"] = "product-deleted-1" }, "REFERENCE_INACTIVE", "items[0].product_id"},
 	} {
+		key := fmt.Sprintf("test:sales_order.create_draft:ref-%d:v1", i)
 		env := draft()
 		c.edit(env["payload"].(map[string]any))
 		r := g.post(key, env)
-		expect(t, r, http.StatusUnprocessableEntity, "rejected", c.code)
+		expect(t, r, http.StatusUnprocessableEntity, "failed_final", c.code)
 		if r.errField() != c.field {
 			t.Errorf("%s: field %q, want %q", c.code, r.errField(), c.field)
 		}
+		if got := g.sim.Calls(sim.OneC, key); got != 0 {
+			t.Fatalf("a bad reference reached execute at 1C %d times", got)
+		}
+		if op := g.row(key); op.Status != store.StatusFailedFinal || op.AttemptCount != 0 || op.ErrorCode != c.code {
+			t.Fatalf("journal row %+v", op)
+		}
+		again := g.post(key, env)
+		expect(t, again, http.StatusUnprocessableEntity, "failed_final", c.code)
+		if again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatal("the refusal is not replayed")
+		}
+		expect(t, g.post(strings.Replace(key, ":v1", ":v2", 1), draft()), http.StatusOK, "succeeded", "")
 	}
-	if got := g.sim.Calls(sim.OneC, key); got != 0 {
-		t.Fatalf("a bad reference reached execute at 1C %d times", got)
-	}
-	if _, err := g.store.Get(context.Background(), key); err == nil {
-		t.Fatal("a bad reference was journaled")
-	}
-	expect(t, g.post(key, draft()), http.StatusOK, "succeeded", "")
 }
 
 // 5–7. An allowed command executes with a structured result; the same
@@ -288,9 +297,9 @@ func TestSalesOrderLifecycle(t *testing.T) {
 		t.Fatalf("status after post: %s", r.Raw)
 	}
 	// A second post of the same order under a new key is refused by 1C's
-	// own check before anything is journaled.
+	// own check before anything is sent to execute.
 	r = g.do("POST", "/v1/operations", poster, map[string]string{"Idempotency-Key": "test:sales_order.post:lc-2:v1"}, post)
-	expect(t, r, http.StatusUnprocessableEntity, "rejected", "INVALID_STATE")
+	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "INVALID_STATE")
 	// Reading an order that does not exist.
 	missing, _ := json.Marshal(map[string]any{"schema_version": "1.0", "intent": "sales_order.get_status", "payload": map[string]any{"order_id": "SO-999999"}})
 	r = g.do("POST", "/v1/operations", poster, nil, missing)

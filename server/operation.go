@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
@@ -81,6 +82,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		return s.read(c, in, norm, target)
 	}
 
+	var refused *adapters.Error
 	existing, err := s.store.Get(ctx, key)
 	switch {
 	case err == nil && existing.Status.Terminal() && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint:
@@ -91,8 +93,9 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		return s.writeOperation(c, existing, env.RequestID, true)
 	case errors.Is(err, store.ErrNotFound):
 		// A key never seen: the target runs every check first (references,
-		// business rules) and writes nothing; a refusal binds nothing.
-		if err := s.precheck(ctx, in, norm, key, env.PlanHash); err != nil {
+		// business rules) and writes nothing. Its refusal is journaled
+		// failed_final below, before anything was sent to execute.
+		if refused, err = s.precheck(ctx, in, norm, key, env.PlanHash); err != nil {
 			return err
 		}
 	case err != nil:
@@ -111,6 +114,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		Payload:       norm.Payload,
 		AwaitApproval: in.Money,
 		ApprovalTTL:   time.Duration(s.cfg.Approval.TTL),
+		Refused:       failureOf(refused),
 		Owner:         s.owner,
 		Lease:         s.lease(in.Target),
 	})
@@ -127,7 +131,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		return refuse(CodeKeyForeign, "", "this key was first used by another agent")
 	case store.DecisionReplay:
 		return s.writeOperation(c, op, env.RequestID, true)
-	case store.DecisionInProgress, store.DecisionAwaitingApproval:
+	case store.DecisionInProgress, store.DecisionAwaitingApproval, store.DecisionRefused:
 		return s.writeOperation(c, op, env.RequestID, false)
 	}
 	op, found, err := s.drive(ctx, d, op)
@@ -178,4 +182,12 @@ func readJSON(c echo.Context) ([]byte, error) {
 		return nil, refuse(CodePayloadTooLarge, "", "the body is larger than 64 KiB")
 	}
 	return body, nil
+}
+
+// failureOf is how a refusal by the target's checks is journaled.
+func failureOf(ae *adapters.Error) *store.Failure {
+	if ae == nil {
+		return nil
+	}
+	return &store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: maskSecrets(errText(ae.Err))}
 }

@@ -52,7 +52,7 @@ func (s *Server) plan(ctx context.Context, in *contract.Intent, norm contract.No
 		defer cancel()
 		p, err := v.Validate(ctx, adapters.Op{Key: key, Intent: in.Name, Fingerprint: norm.Fingerprint, Payload: norm.Payload})
 		if err != nil {
-			return nil, "", s.refusalByTarget(in, norm, key, err)
+			return nil, "", err
 		}
 		data = p.Data
 	}
@@ -81,7 +81,7 @@ func (s *Server) validate(c echo.Context, in *contract.Intent, norm contract.Nor
 	if !ok {
 		var err error
 		if plan, hash, err = s.plan(c.Request().Context(), in, norm, key); err != nil {
-			return err
+			return s.refusalByTarget(in, norm, key, err)
 		}
 		s.plans.put(cacheKey, cachedPlan{plan: plan, hash: hash, expires: time.Now().Add(planCacheTTL)})
 	}
@@ -93,19 +93,24 @@ func (s *Server) validate(c echo.Context, in *contract.Intent, norm contract.Nor
 	return s.writeAnswer(c, http.StatusOK, a)
 }
 
-// precheck runs the target's checks before a new key is journaled, and
-// refuses an execute whose plan no longer hashes as the agent's validate
-// answer did. Execute always checks afresh: data may have changed since
-// any earlier validate.
-func (s *Server) precheck(ctx context.Context, in *contract.Intent, norm contract.Normalized, key, planHash string) error {
+// precheck runs the target's checks before a new key is journaled — data
+// may have changed since any validate — and refuses an execute whose plan
+// no longer hashes as the agent's validate answer did. A business refusal
+// by the target comes back as refused, to be journaled failed_final like
+// any refusal at the target; any other failure is an error to answer.
+func (s *Server) precheck(ctx context.Context, in *contract.Intent, norm contract.Normalized, key, planHash string) (refused *adapters.Error, err error) {
 	_, hash, err := s.plan(ctx, in, norm, key)
-	if err != nil {
-		return err
+	var ae *adapters.Error
+	switch {
+	case errors.As(err, &ae) && ae.Class == adapters.Final:
+		s.log.Info("target refused the checks", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", maskSecrets(errText(ae.Err)))
+		return ae, nil
+	case err != nil:
+		return nil, s.refusalByTarget(in, norm, key, err)
+	case planHash != "" && hash != planHash:
+		return nil, refuse(CodePlanChanged, "plan_hash", "the plan changed since it was validated; validate again and review the new plan")
 	}
-	if planHash != "" && hash != planHash {
-		return refuse(CodePlanChanged, "plan_hash", "the plan changed since it was validated; validate again and review the new plan")
-	}
-	return nil
+	return nil, nil
 }
 
 // read answers a read-only intent (sales_order.get_status): no key, not

@@ -72,8 +72,12 @@ type ClaimRequest struct {
 	Payload       json.RawMessage
 	AwaitApproval bool          // money: journal as awaiting_approval, take no lease
 	ApprovalTTL   time.Duration // how long a person has to decide
-	Owner         string        // lease owner: the id of this serve run
-	Lease         time.Duration // how long the lease lasts
+	// Refused, when set, is the target's refusal of the request's checks:
+	// a new row is written failed_final at once, with no lease and no
+	// attempt (nothing was sent to execute). An existing row ignores it.
+	Refused *Failure
+	Owner   string        // lease owner: the id of this serve run
+	Lease   time.Duration // how long the lease lasts
 }
 
 // Decision is what the caller of Claim must do next.
@@ -98,11 +102,14 @@ const (
 	DecisionMismatch
 	// DecisionForeign: the key belongs to another agent identity.
 	DecisionForeign
+	// DecisionRefused: a new row was written failed_final with the
+	// target's refusal (ClaimRequest.Refused); answer with it.
+	DecisionRefused
 )
 
 // String names the decision for logs.
 func (d Decision) String() string {
-	return [...]string{"", "execute", "resume", "replay", "in_progress", "awaiting_approval", "mismatch", "foreign"}[d]
+	return [...]string{"", "execute", "resume", "replay", "in_progress", "awaiting_approval", "mismatch", "foreign", "refused"}[d]
 }
 
 const operationColumns = `operation_key, intent, fingerprint, status, target_system, agent,
@@ -134,18 +141,23 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Decision, Operatio
 func (s *Store) claim(ctx context.Context, tx *sql.Tx, req ClaimRequest) (Decision, Operation, error) {
 	now := s.now()
 	status, owner, until, attempts, lastAttempt := StatusStarted, any(req.Owner), any(formatTime(now.Add(req.Lease))), 1, any(formatTime(now))
-	if req.AwaitApproval {
+	var code, field, msg, completed any
+	switch {
+	case req.Refused != nil:
+		status, owner, until, attempts, lastAttempt = StatusFailedFinal, nil, nil, 0, nil
+		code, field, msg, completed = req.Refused.Code, nullString(req.Refused.Field), req.Refused.Message, formatTime(now)
+	case req.AwaitApproval:
 		status, owner, until, attempts, lastAttempt = StatusAwaitingApproval, nil, nil, 0, nil
 	}
 	res, err := tx.ExecContext(ctx, `
 		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent,
 			actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
-			created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			error_code, error_field, error_message, created_at, updated_at, completed_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (operation_key) DO NOTHING`,
 		req.Key, req.Intent, req.Fingerprint, status, req.TargetSystem, req.Agent,
 		req.ActorID, req.RequestID, string(req.Payload), owner, until, attempts, lastAttempt,
-		formatTime(now), formatTime(now))
+		code, field, msg, formatTime(now), formatTime(now), completed)
 	if err != nil {
 		return 0, Operation{}, interpretError(err)
 	}
@@ -159,6 +171,12 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, req ClaimRequest) (Decisi
 	}
 	if inserted == 1 {
 		detail := map[string]any{"intent": req.Intent, "fingerprint": req.Fingerprint, "target": req.TargetSystem, "request_id": req.RequestID, "actor_id": req.ActorID}
+		if req.Refused != nil {
+			for k, v := range failureDetail(*req.Refused) {
+				detail[k] = v
+			}
+			return DecisionRefused, op, s.appendAudit(ctx, tx, "operation.failed_final", req.Key, detail)
+		}
 		if req.AwaitApproval {
 			if _, err := tx.ExecContext(ctx, `
 				INSERT INTO approvals (operation_key, fingerprint, status, expires_at, created_at)

@@ -145,6 +145,21 @@ func TestClaim(t *testing.T) {
 			t.Fatalf("attempt count = %d, want 2", op.AttemptCount)
 		}
 	})
+	t.Run("Refused", func(t *testing.T) {
+		s := MustOpenStore(t)
+		req := claimReq(key, fp1, "run-1")
+		req.Refused = &store.Failure{Code: "REFERENCE_NOT_FOUND", Field: "customer_id", Message: "m", Detail: "1C said so"}
+		op := MustClaim(t, s, req, store.DecisionRefused)
+		if op.Status != store.StatusFailedFinal || op.AttemptCount != 0 || op.LeaseOwner != "" || op.ErrorField != "customer_id" || op.CompletedAt.IsZero() {
+			t.Fatalf("refused row = %+v", op)
+		}
+		// Replayed afterwards; a later refusal does not touch the row.
+		MustClaim(t, s, req, store.DecisionReplay)
+		events, _ := s.AuditEvents(ctx, store.AuditFilter{OperationKey: key})
+		if len(events) != 1 || events[0].Event != "operation.failed_final" || !strings.Contains(string(events[0].Detail), "1C said so") {
+			t.Fatalf("audit %+v", events)
+		}
+	})
 	t.Run("AwaitingApproval", func(t *testing.T) {
 		s := MustOpenStore(t)
 		req := claimReq("test:payment.charge:order-1:v1", fp1, "run-1")
