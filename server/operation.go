@@ -19,67 +19,82 @@ import (
 // maxBody is the largest request body accepted (API.md section 3).
 const maxBody = 64 << 10
 
-// handleOperationCreate serves POST /v1/operations: checks the request
-// against the contract, binds its key to its fingerprint in the journal,
-// and drives the operation to the target exactly once.
-func (s *Server) handleOperationCreate(c echo.Context) error {
-	ctx := c.Request().Context()
+// request is an operation request that passed the contract.
+type request struct {
+	env    contract.Envelope
+	in     *contract.Intent
+	key    string // "" only for read-only intents and validate without a key
+	norm   contract.Normalized
+	target adapters.Target
+}
+
+// parseRequest checks a request against the contract — media type, size,
+// envelope, intent, scope, key, payload — before anything is journaled,
+// so a refusal binds nothing.
+func (s *Server) parseRequest(c echo.Context) (request, error) {
 	body, err := readJSON(c)
 	if err != nil {
-		return err
+		return request{}, err
 	}
-
-	// The contract: envelope, intent, scope, key, payload — all before
-	// anything is journaled, so a refusal binds nothing.
-	env, err := contract.DecodeEnvelope(body)
-	if err != nil {
-		return err
+	var r request
+	if r.env, err = contract.DecodeEnvelope(body); err != nil {
+		return request{}, err
 	}
-	in, ok := contract.Lookup(env.Intent)
+	in, ok := contract.Lookup(r.env.Intent)
 	if !ok {
-		return contract.ErrIntentNotAllowed(env.Intent)
+		return request{}, contract.ErrIntentNotAllowed(r.env.Intent)
 	}
+	r.in = in
 	c.Set(ctxIntent, in.Name)
-	tok := token(c)
-	if !tok.Has(in.Scope) {
-		return refuse(CodePermissionDenied, "", fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name))
+	if !token(c).Has(in.Scope) {
+		return request{}, refuse(CodePermissionDenied, "", fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name))
 	}
 	hv, hasKey := c.Request().Header[http.CanonicalHeaderKey("Idempotency-Key")]
 	header := ""
 	if hasKey {
 		header = hv[0]
 	}
-	key, err := contract.KeyFromRequest(header, hasKey, env.RequestID)
-	if err != nil {
-		return err
+	if r.key, err = contract.KeyFromRequest(header, hasKey, r.env.RequestID); err != nil {
+		return request{}, err
 	}
-	if key == "" && in.Journaled && env.Mode != "validate" {
-		return contract.ErrKeyMissing()
+	if r.key == "" && in.Journaled && r.env.Mode != contract.ModeValidate {
+		return request{}, contract.ErrKeyMissing()
 	}
-	if key != "" {
-		if err := contract.CheckKey(key, s.cfg.Contour, in.Name); err != nil {
-			return err
+	if r.key != "" {
+		if err := contract.CheckKey(r.key, s.cfg.Contour, in.Name); err != nil {
+			return request{}, err
 		}
-		c.Set(ctxKey, key)
+		c.Set(ctxKey, r.key)
 	}
-	norm, err := in.Normalize(env.Payload)
+	if r.norm, err = in.Normalize(r.env.Payload); err != nil {
+		return request{}, err
+	}
+	c.Set(ctxFingerprint, r.norm.Fingerprint)
+	if r.target, ok = s.targets[in.Target]; !ok {
+		return request{}, fmt.Errorf("no target configured for system %q", in.Target)
+	}
+	return r, nil
+}
+
+// handleOperationCreate serves POST /v1/operations: checks the request
+// against the contract, binds its key to its fingerprint in the journal,
+// and drives the operation to the target exactly once.
+func (s *Server) handleOperationCreate(c echo.Context) error {
+	ctx := c.Request().Context()
+	r, err := s.parseRequest(c)
 	if err != nil {
 		return err
 	}
-	c.Set(ctxFingerprint, norm.Fingerprint)
-	target, ok := s.targets[in.Target]
-	if !ok {
-		return fmt.Errorf("no target configured for system %q", in.Target)
-	}
+	env, in, key, norm, tok := r.env, r.in, r.key, r.norm, token(c)
 
-	if err := s.checkLimits(in, norm); err != nil {
-		return err
-	}
 	switch {
 	case env.Mode == contract.ModeValidate:
+		if err := s.checkLimits(in, norm); err != nil {
+			return err
+		}
 		return s.validate(c, in, norm, key, env.RequestID)
 	case !in.Journaled:
-		return s.read(c, in, norm, target)
+		return s.read(c, in, norm, r.target)
 	}
 
 	var refused *adapters.Error
@@ -92,9 +107,14 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		s.metrics.decisions.WithLabelValues(in.Name, store.DecisionReplay.String()).Inc()
 		return s.writeOperation(c, existing, env.RequestID, true)
 	case errors.Is(err, store.ErrNotFound):
-		// A key never seen: the target runs every check first (references,
-		// business rules) and writes nothing. Its refusal is journaled
-		// failed_final below, before anything was sent to execute.
+		// A key never seen: the business limits, then every check at the
+		// target (references, business rules), which writes nothing. The
+		// target's refusal is journaled failed_final below, before anything
+		// was sent to execute. (A key seen before was accepted then: its
+		// retries and replays are not refused by limits changed since.)
+		if err := s.checkLimits(in, norm); err != nil {
+			return err
+		}
 		if refused, err = s.precheck(ctx, in, norm, key, env.PlanHash); err != nil {
 			return err
 		}
@@ -156,8 +176,7 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	status, retry, a := operationAnswer(op, "")
-	_ = status
+	_, retry, a := operationAnswer(op, "")
 	if retry > 0 {
 		c.Response().Header().Set("Retry-After", itoa(retry))
 	}
