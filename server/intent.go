@@ -11,13 +11,13 @@ import (
 
 // intentInfo is one entry of GET /v1/intents.
 type intentInfo struct {
-	Name          string          `json:"name"`
-	Target        string          `json:"target"`
-	Scope         string          `json:"scope"`
-	Money         bool            `json:"money"`
-	KeyRequired   bool            `json:"key_required"`
-	Description   string          `json:"description"`
-	PayloadSchema json.RawMessage `json:"payload_schema"`
+	Name        string          `json:"name"`
+	Target      string          `json:"target"`
+	Scope       string          `json:"scope"`
+	Money       bool            `json:"money"`
+	KeyRequired bool            `json:"key_required"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
 }
 
 // handleIntentList serves GET /v1/intents: the whitelist with each
@@ -28,7 +28,7 @@ func (s *Server) handleIntentList(c echo.Context) error {
 	for _, in := range all {
 		out = append(out, intentInfo{
 			Name: in.Name, Target: in.Target, Scope: in.Scope, Money: in.Money,
-			KeyRequired: in.Journaled, Description: in.Effect, PayloadSchema: in.Schema,
+			KeyRequired: in.Journaled, Description: in.Effect, Schema: in.Schema,
 		})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"schema_version": "1.0", "intents": out})

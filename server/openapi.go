@@ -469,9 +469,9 @@ func answerSchemas(intents, targets []string) map[string]any {
 				"money":          map[string]any{"description": "Needs a person's approval.", "type": "boolean"},
 				"key_required":   map[string]any{"description": "Needs an operation key in execute mode; journaled.", "type": "boolean"},
 				"description":    map[string]any{"type": "string"},
-				"payload_schema": map[string]any{"description": "JSON Schema (draft 2020-12) of the payload; the same as components/schemas/<Intent>Payload here.", "type": "object"},
+				"schema": map[string]any{"description": "JSON Schema (draft 2020-12) of the payload; the same as components/schemas/<Intent>Payload here.", "type": "object"},
 			},
-			"required": []any{"name", "target", "scope", "money", "key_required", "description", "payload_schema"},
+			"required": []any{"name", "target", "scope", "money", "key_required", "description", "schema"},
 		},
 		"Health": map[string]any{
 			"type": "object",

@@ -410,7 +410,7 @@ func TestIntentList(t *testing.T) {
 	for _, x := range list {
 		in := x.(map[string]any)
 		names = append(names, in["name"].(string))
-		schema, _ := in["payload_schema"].(map[string]any)
+		schema, _ := in["schema"].(map[string]any)
 		if schema["additionalProperties"] != false {
 			t.Errorf("%s: schema allows unknown fields", in["name"])
 		}
