@@ -191,6 +191,9 @@ func cmdServe(args []string, stdout, stderr io.Writer, env func(string) string) 
 		log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
 			"targets", strings.Join(simulated, ","), "simulators", simURL)
 	}
+	for _, key := range cfg.MissingSecrets(env) {
+		log.Warn("a configured target has no secret in its environment variable; its calls will be refused until it is set", "key", key)
+	}
 	targets, err := server.BuildTargets(cfg, simURL, env)
 	if err != nil {
 		return err

@@ -97,3 +97,23 @@ limits:
 		}
 	})
 }
+
+func TestMissingSecrets(t *testing.T) {
+	t.Parallel()
+	p := writeConfig(t, "targets:\n  yookassa: { base_url: \"http://127.0.0.1:9001/yookassa/v3\", shop_id: \"demo-shop\", secret_key_env: YOOKASSA_SECRET_KEY }\n")
+	cfg, err := server.LoadConfig(p, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.MissingSecrets(noEnv); len(got) != 1 || got[0] != "targets.yookassa.secret_key_env" {
+		t.Fatalf("missing %v", got)
+	}
+	// The gateway still starts: the other targets are usable.
+	if _, err := server.BuildTargets(cfg, "http://127.0.0.1:9001", noEnv); err != nil {
+		t.Fatal(err)
+	}
+	set := func(k string) string { return map[string]string{"YOOKASSA_SECRET_KEY": "s"}[k] }
+	if got := cfg.MissingSecrets(set); len(got) != 0 {
+		t.Fatalf("missing %v with the secret set", got)
+	}
+}
