@@ -61,7 +61,7 @@ func cmdUser(args []string, stdin io.Reader, stdout io.Writer, env func(string) 
 		password = pw
 	}
 
-	ctx := context.Background()
+	ctx := cliContext()
 	st, err := c.open(ctx, env)
 	if err != nil {
 		return err

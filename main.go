@@ -125,6 +125,12 @@ func (c common) load(env func(string) string) (server.Config, error) {
 	return cfg, nil
 }
 
+// cliContext is the context of a short command: what it changes is
+// audited as done from the command line.
+func cliContext() context.Context {
+	return store.WithActor(context.Background(), store.Actor{Kind: store.ActorSystem, Name: "cli"})
+}
+
 // open loads the configuration and opens its journal, for the short
 // commands that work on the journal beside (or without) a running serve.
 func (c common) open(ctx context.Context, env func(string) string) (*store.Store, error) {
@@ -203,12 +209,13 @@ func cmdServe(args []string, stdout, stderr io.Writer, env func(string) string) 
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
+	firstCtx := store.WithActor(ctx, store.Actor{Kind: store.ActorSystem, Name: "first-run"})
 	if c.config == "" && env("ONCEGATE_CONFIG") == "" {
-		if err := firstRunToken(ctx, st, stdout); err != nil {
+		if err := firstRunToken(firstCtx, st, stdout); err != nil {
 			return err
 		}
 	}
-	if err := firstAdmin(ctx, st, stdout); err != nil {
+	if err := firstAdmin(firstCtx, st, stdout); err != nil {
 		return err
 	}
 
@@ -275,7 +282,7 @@ func cmdToken(args []string, stdout io.Writer, env func(string) string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	ctx := context.Background()
+	ctx := cliContext()
 	st, err := c.open(ctx, env)
 	if err != nil {
 		return err

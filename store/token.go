@@ -78,8 +78,13 @@ func (s *Store) CreateToken(ctx context.Context, agent string, scopes []string) 
 	rand.Read(buf)
 	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(buf)
 
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", Token{}, fmt.Errorf("create token: %w", err)
+	}
+	defer tx.Rollback()
 	now := s.now()
-	res, err := s.db.ExecContext(ctx, `
+	res, err := tx.ExecContext(ctx, `
 		INSERT INTO tokens (agent, hash, scopes, created_at) VALUES (?, ?, ?, ?)`,
 		agent, HashToken(secret), strings.Join(scopes, ","), formatTime(now))
 	if err != nil {
@@ -87,6 +92,12 @@ func (s *Store) CreateToken(ctx context.Context, agent string, scopes []string) 
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
+		return "", Token{}, fmt.Errorf("create token: %w", err)
+	}
+	if err := s.appendAudit(ctx, tx, "token.created", "", map[string]any{"token_id": id, "agent": agent, "scopes": scopes}); err != nil {
+		return "", Token{}, err
+	}
+	if err := tx.Commit(); err != nil {
 		return "", Token{}, fmt.Errorf("create token: %w", err)
 	}
 	return secret, Token{ID: id, Agent: agent, Scopes: scopes, CreatedAt: now}, nil
@@ -127,13 +138,17 @@ func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
 // RevokeToken revokes the token with id ref, or every valid token of the
 // agent named ref. It returns how many tokens it revoked; none is ErrNotFound.
 func (s *Store) RevokeToken(ctx context.Context, ref string) (int, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("revoke token: %w", err)
+	}
+	defer tx.Rollback()
 	now := formatTime(s.now())
 	var res sql.Result
-	var err error
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil {
-		res, err = s.db.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, id)
+		res, err = tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, id)
 	} else {
-		res, err = s.db.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE agent = ? AND revoked_at IS NULL`, now, ref)
+		res, err = tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE agent = ? AND revoked_at IS NULL`, now, ref)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("revoke token: %w", err)
@@ -145,7 +160,10 @@ func (s *Store) RevokeToken(ctx context.Context, ref string) (int, error) {
 	if n == 0 {
 		return 0, fmt.Errorf("revoke token %q: %w (no valid token with that id or agent)", ref, ErrNotFound)
 	}
-	return int(n), nil
+	if err := s.appendAudit(ctx, tx, "token.revoked", "", map[string]any{"ref": ref, "count": n}); err != nil {
+		return 0, err
+	}
+	return int(n), tx.Commit()
 }
 
 // CountTokens returns how many tokens were ever made.

@@ -67,3 +67,40 @@ func TestTokens(t *testing.T) {
 		}
 	})
 }
+
+// Token and user changes are audit events, written with the change.
+func TestTokenAndUserChangesAudited(t *testing.T) {
+	t.Parallel()
+	ctx := store.WithActor(context.Background(), store.Actor{Kind: store.ActorSystem, Name: "cli"})
+	s := MustOpenStore(t)
+	secret, tok, err := s.CreateToken(ctx, "agent-a", []string{"read"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RevokeToken(ctx, "agent-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateUser(ctx, "anna", store.RoleAccountant, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetRole(ctx, "anna", store.RoleOperator); err != nil {
+		t.Fatal(err)
+	}
+	events, err := s.AuditEvents(ctx, store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range events {
+		names = append([]string{e.Event}, names...)
+		if e.Actor.Name != "cli" {
+			t.Errorf("%s audited as %+v", e.Event, e.Actor)
+		}
+		if strings.Contains(string(e.Detail), secret) || strings.Contains(string(e.Detail), "correct horse") {
+			t.Errorf("%s detail holds a secret: %s", e.Event, e.Detail)
+		}
+	}
+	if got, want := strings.Join(names, " "), "token.created token.revoked user.created user.role_changed"; got != want {
+		t.Fatalf("events %q, want %q (token %d)", got, want, tok.ID)
+	}
+}

@@ -91,8 +91,13 @@ func (s *Store) CreateUser(ctx context.Context, name, role, password string) (Us
 	if err != nil {
 		return User{}, fmt.Errorf("create user: %w", err)
 	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return User{}, fmt.Errorf("create user: %w", err)
+	}
+	defer tx.Rollback()
 	now := s.now().Truncate(time.Microsecond) // as stored
-	res, err := s.db.ExecContext(ctx, `
+	res, err := tx.ExecContext(ctx, `
 		INSERT INTO users (name, role, password_hash, created_at, updated_at, password_changed_at)
 		VALUES (?, ?, ?, ?, ?, ?)`,
 		name, role, hash, formatTime(now), formatTime(now), formatTime(now))
@@ -103,6 +108,12 @@ func (s *Store) CreateUser(ctx context.Context, name, role, password string) (Us
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
+		return User{}, fmt.Errorf("create user: %w", err)
+	}
+	if err := s.appendAudit(ctx, tx, "user.created", "", map[string]any{"name": name, "role": role}); err != nil {
+		return User{}, err
+	}
+	if err := tx.Commit(); err != nil {
 		return User{}, fmt.Errorf("create user: %w", err)
 	}
 	return User{ID: id, Name: name, Role: role, CreatedAt: now, PasswordChangedAt: now}, nil
@@ -134,6 +145,9 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 	}
 	if err := deleteUserSessions(ctx, tx, name); err != nil {
 		return fmt.Errorf("set password: %w", err)
+	}
+	if err := s.appendAudit(ctx, tx, "user.password_set", "", map[string]any{"name": name}); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("set password: %w", err)
@@ -169,6 +183,9 @@ func (s *Store) DisableUser(ctx context.Context, name string) error {
 	if err := deleteUserSessions(ctx, tx, name); err != nil {
 		return fmt.Errorf("disable user: %w", err)
 	}
+	if err := s.appendAudit(ctx, tx, "user.disabled", "", map[string]any{"name": u.Name}); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("disable user: %w", err)
 	}
@@ -177,10 +194,21 @@ func (s *Store) DisableUser(ctx context.Context, name string) error {
 
 // EnableUser lets a disabled user sign in again.
 func (s *Store) EnableUser(ctx context.Context, name string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("enable user: %w", err)
+	}
+	defer tx.Rollback()
 	now := formatTime(s.now())
-	res, err := s.db.ExecContext(ctx, `
+	res, err := tx.ExecContext(ctx, `
 		UPDATE users SET disabled_at = NULL, updated_at = ? WHERE name = ?`, now, name)
 	if err := mustAffect(res, err, name); err != nil {
+		return fmt.Errorf("enable user: %w", err)
+	}
+	if err := s.appendAudit(ctx, tx, "user.enabled", "", map[string]any{"name": name}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("enable user: %w", err)
 	}
 	return nil
@@ -210,6 +238,9 @@ func (s *Store) SetRole(ctx context.Context, name, role string) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE users SET role = ?, updated_at = ? WHERE id = ?`,
 		role, formatTime(s.now()), u.ID); err != nil {
 		return fmt.Errorf("set role: %w", interpretError(err))
+	}
+	if err := s.appendAudit(ctx, tx, "user.role_changed", "", map[string]any{"name": u.Name, "from": u.Role, "role": role}); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("set role: %w", err)

@@ -40,14 +40,11 @@ func (h *Handler) handleTokenCreate(c echo.Context) error {
 	if err != nil {
 		return h.renderTokens(c, http.StatusUnprocessableEntity, agent, chosen, l.ErrScopes)
 	}
-	secret, tok, err := h.d.Store.CreateToken(c.Request().Context(), agent, scopes)
+	secret, tok, err := h.d.Store.CreateToken(actorCtx(c), agent, scopes)
 	if errors.Is(err, store.ErrInvalid) {
 		return h.renderTokens(c, http.StatusUnprocessableEntity, agent, chosen, l.ErrAgentName)
 	}
 	if err != nil {
-		return fmt.Errorf("create token: %w", err)
-	}
-	if err := h.d.Store.Audit(actorCtx(c), "token.created", "", map[string]any{"token_id": tok.ID, "agent": tok.Agent, "scopes": tok.Scopes}); err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
 	v := views.TokenCreatedView{
@@ -67,12 +64,9 @@ func (h *Handler) handleTokenRevoke(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound, "bad token id")
 	}
 	ref := strconv.FormatInt(id, 10)
-	if _, err := h.d.Store.RevokeToken(c.Request().Context(), ref); errors.Is(err, store.ErrNotFound) {
+	if _, err := h.d.Store.RevokeToken(actorCtx(c), ref); errors.Is(err, store.ErrNotFound) {
 		return h.renderTokens(c, http.StatusUnprocessableEntity, "", nil, labels(c).ErrTokenGone)
 	} else if err != nil {
-		return fmt.Errorf("revoke token: %w", err)
-	}
-	if err := h.d.Store.Audit(actorCtx(c), "token.revoked", "", map[string]any{"token_id": id}); err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
 	return h.redirectWith(c, "/admin/tokens", "token_revoked", ref)

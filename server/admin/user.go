@@ -33,16 +33,13 @@ func (h *Handler) handleUserCreate(c echo.Context) error {
 	case store.ValidatePassword(password) != nil:
 		return fail(l.ErrPasswordRules)
 	}
-	_, err := h.d.Store.CreateUser(c.Request().Context(), name, role, password)
+	_, err := h.d.Store.CreateUser(actorCtx(c), name, role, password)
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return fail(l.ErrUserTaken)
 	case errors.Is(err, store.ErrInvalid):
 		return fail(l.ErrUserName)
 	case err != nil:
-		return fmt.Errorf("add user: %w", err)
-	}
-	if err := h.d.Store.Audit(actorCtx(c), "user.created", "", map[string]any{"name": name, "role": role}); err != nil {
 		return fmt.Errorf("add user: %w", err)
 	}
 	return h.redirectWith(c, "/admin/users", "user_created", name)
@@ -56,20 +53,20 @@ func (h *Handler) handleUserRole(c echo.Context) error {
 		name, _ := url.PathUnescape(c.Param("name"))
 		return h.renderUsers(c, http.StatusUnprocessableEntity, "", "", name, labels(c).ErrRole)
 	}
-	return h.changeUser(c, "user.role_changed", "role_changed", map[string]any{"role": role},
+	return h.changeUser(c, "user.role_changed", "role_changed",
 		func(name string) error { return h.d.Store.SetRole(actorCtx(c), name, role) })
 }
 
 // handleUserDisable serves POST /admin/users/{name}/disable: the user can
 // no longer sign in and their sessions end. The last enabled admin stays.
 func (h *Handler) handleUserDisable(c echo.Context) error {
-	return h.changeUser(c, "user.disabled", "user_disabled", nil,
+	return h.changeUser(c, "user.disabled", "user_disabled",
 		func(name string) error { return h.d.Store.DisableUser(actorCtx(c), name) })
 }
 
 // handleUserEnable serves POST /admin/users/{name}/enable.
 func (h *Handler) handleUserEnable(c echo.Context) error {
-	return h.changeUser(c, "user.enabled", "user_enabled", nil,
+	return h.changeUser(c, "user.enabled", "user_enabled",
 		func(name string) error { return h.d.Store.EnableUser(actorCtx(c), name) })
 }
 
@@ -81,14 +78,14 @@ func (h *Handler) handleUserPassword(c echo.Context) error {
 		name, _ := url.PathUnescape(c.Param("name"))
 		return h.renderUsers(c, http.StatusUnprocessableEntity, "", "", name, labels(c).ErrPasswordRules)
 	}
-	return h.changeUser(c, "user.password_set", "password_set", nil,
+	return h.changeUser(c, "user.password_set", "password_set",
 		func(name string) error { return h.d.Store.SetPassword(actorCtx(c), name, password) })
 }
 
-// changeUser runs change on the user named in the path, audits event with
-// detail (plus the name) and redirects with the flash code; refusals
-// re-render the list with the reason on the user's row.
-func (h *Handler) changeUser(c echo.Context, event, flash string, detail map[string]any, change func(name string) error) error {
+// changeUser runs change on the user named in the path (the store audits
+// it as event, in the same transaction) and redirects with the flash
+// code; refusals re-render the list with the reason on the user's row.
+func (h *Handler) changeUser(c echo.Context, event, flash string, change func(name string) error) error {
 	name, err := url.PathUnescape(c.Param("name"))
 	if err != nil || name == "" {
 		return echo.NewHTTPError(http.StatusNotFound, "bad user name")
@@ -100,13 +97,6 @@ func (h *Handler) changeUser(c echo.Context, event, flash string, detail map[str
 	case errors.Is(err, store.ErrInvalid):
 		return h.renderUsers(c, http.StatusUnprocessableEntity, "", "", name, labels(c).ErrLastAdmin)
 	case err != nil:
-		return fmt.Errorf("%s: %w", event, err)
-	}
-	d := map[string]any{"name": name}
-	for k, v := range detail {
-		d[k] = v
-	}
-	if err := h.d.Store.Audit(actorCtx(c), event, "", d); err != nil {
 		return fmt.Errorf("%s: %w", event, err)
 	}
 	return h.redirectWith(c, "/admin/users", flash, name)
