@@ -223,7 +223,11 @@ func cmdServe(args []string, stdout, stderr io.Writer, env func(string) string) 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	log.Info("oncegate is serving", "addr", "http://"+ln.Addr().String(), "contour", cfg.Contour,
+	scheme := "http://"
+	if cfg.TLS.Enabled() {
+		scheme = "https://"
+	}
+	log.Info("oncegate is serving", "api", scheme+ln.Addr().String()+"/v1", "admin", scheme+ln.Addr().String()+"/admin/", "contour", cfg.Contour,
 		"journal", journalPath(cfg), "run", srv.Owner())
 	err = srv.Serve(ctx, ln)
 	log.Info("oncegate stopped")
