@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -110,28 +112,31 @@ func cmdUser(args []string, stdin io.Reader, stdout io.Writer, env func(string) 
 }
 
 // readUserPassword takes the password from ONCEGATE_PASSWORD, else from
-// the first line of stdin. On a terminal it prompts on stderr, twice, and
-// the two must match. The typing is echoed: turning echo off needs
-// golang.org/x/term (not a dependency) or per-OS ioctls; pipe the
-// password in or set ONCEGATE_PASSWORD where the screen may be seen.
+// the first line of stdin. At a terminal it prompts on stderr, twice,
+// reads without echo, and the two must match.
 func readUserPassword(stdin io.Reader, env func(string) string) (string, error) {
 	if pw := env("ONCEGATE_PASSWORD"); pw != "" {
 		return pw, checkUserPassword(pw)
 	}
+	f, tty := stdin.(*os.File)
+	tty = tty && term.IsTerminal(int(f.Fd()))
 	r := bufio.NewReader(stdin)
-	tty := isTerminal(stdin)
 	line := func(prompt string) (string, error) {
 		if tty {
+			// At a terminal: prompt, and read without echo.
 			fmt.Fprint(os.Stderr, prompt)
+			b, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(os.Stderr)
+			if err != nil {
+				return "", fmt.Errorf("read password: %w", err)
+			}
+			return string(b), nil
 		}
 		s, err := r.ReadString('\n')
 		if err != nil && !errors.Is(err, io.EOF) {
 			return "", fmt.Errorf("read password: %w", err)
 		}
 		return strings.TrimRight(s, "\r\n"), nil
-	}
-	if tty {
-		fmt.Fprintln(os.Stderr, "(the password shows as you type it)")
 	}
 	pw, err := line("Password: ")
 	if err != nil {
@@ -162,16 +167,6 @@ func checkUserPassword(pw string) error {
 		return fmt.Errorf("password refused: %w", err)
 	}
 	return nil
-}
-
-// isTerminal reports whether r is a character device such as a terminal.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // firstAdmin makes, on a journal with no users, the user "admin" with the
