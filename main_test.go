@@ -403,7 +403,11 @@ func TestAuditVerify(t *testing.T) {
 	t.Parallel()
 	sqlite3, err := exec.LookPath("sqlite3")
 	if err != nil {
-		t.Fatal("the sqlite3 client is needed (apt-get install sqlite3)")
+		// CI installs it (.ci/run); a developer's machine may not have it.
+		if os.Getenv("CI") != "" {
+			t.Fatal("the sqlite3 client is needed (apt-get install sqlite3)")
+		}
+		t.Skip("the sqlite3 client is not installed (apt-get install sqlite3)")
 	}
 	r := newRig(t)
 	for i := range 3 {
