@@ -212,3 +212,41 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatalf("row after shutdown: %s", got)
 	}
 }
+
+// An approved charge whose response is lost is found by the reconciler by
+// its key at YooKassa; one whose provider is down ends failed_retryable
+// and the agent's retry pays once.
+func TestApprovedChargeUnderFaults(t *testing.T) {
+	t.Parallel()
+	g := setupWith(t, fastConfig())
+	payer := g.MustToken("agent-pay", "pay")
+	approve := func(key string) {
+		t.Helper()
+		if err := g.store.DecideApproval(context.Background(), g.approval(key).ID, true, "anna", ""); err != nil {
+			t.Fatal(err)
+		}
+		g.srv.Wake()
+	}
+
+	const lost = "test:payment.charge:order-7101:v1"
+	expect(t, g.charge(payer, lost, "order-7101", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+	g.inject(sim.Fault{Target: sim.YooKassa, Fault: sim.FaultDropResponse, Times: 1})
+	approve(lost)
+	eventually(t, "the reconciler to find the payment", func() bool { return g.row(lost).Status == store.StatusSucceeded })
+	r := g.charge(payer, lost, "order-7101", 5000)
+	expect(t, r, http.StatusOK, "succeeded", "")
+	if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(lost)); got != 1 {
+		t.Fatalf("payments = %d, want 1", got)
+	}
+
+	const down = "test:payment.charge:order-7102:v1"
+	expect(t, g.charge(payer, down, "order-7102", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+	g.inject(sim.Fault{Target: sim.YooKassa, Fault: sim.FaultStatus, Status: 503, Times: 4})
+	approve(down)
+	eventually(t, "the executor to give up for now", func() bool { return g.row(down).Status == store.StatusFailedRetryable })
+	r = g.charge(payer, down, "order-7102", 5000)
+	expect(t, r, http.StatusOK, "succeeded", "")
+	if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(down)); got != 1 {
+		t.Fatalf("payments = %d, want 1", got)
+	}
+}
