@@ -91,23 +91,15 @@ func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation
 	defer cancel()
 
 	target := s.targets[op.TargetSystem]
-	aop := adapters.Op{
-		Key:         op.Key,
-		Intent:      op.Intent,
-		Fingerprint: op.Fingerprint,
-		Payload:     op.Payload,
-		Attempt:     max(op.AttemptCount, 1),
-		ObjectID:    op.TargetObjectID,
-		CreatedAt:   op.CreatedAt,
-	}
+	aop := targetOp(op)
 
 	found := false
 	err := func() error {
-		// Reconcile before anything is sent again.
+		// Look the key up before anything is sent again.
 		if d == store.DecisionResume {
-			done, err := s.reconcile(ctx, jctx, target, aop, op)
-			if done || err != nil {
-				found = done && err == nil
+			clear, ok, err := s.lookUp(ctx, jctx, op)
+			if !clear || err != nil {
+				found = ok
 				return err
 			}
 			aop.Attempt = op.AttemptCount + 1
@@ -130,38 +122,63 @@ func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation
 	return after, found && after.Status == store.StatusSucceeded, err
 }
 
-// reconcile looks a resumed operation up at its target. It reports done
-// when the row reached a resting state (found, or still unclear); false
-// with no error means the target has nothing and it is safe to execute.
-func (s *Server) reconcile(ctx, jctx context.Context, target adapters.Target, aop adapters.Op, op store.Operation) (bool, error) {
+// targetOp is a journal row as its target sees it.
+func targetOp(op store.Operation) adapters.Op {
+	return adapters.Op{
+		Key:         op.Key,
+		Intent:      op.Intent,
+		Fingerprint: op.Fingerprint,
+		Payload:     op.Payload,
+		Attempt:     max(op.AttemptCount, 1),
+		ObjectID:    op.TargetObjectID,
+		CreatedAt:   op.CreatedAt,
+	}
+}
+
+// lookUp asks the target, by key, for the effect of an operation whose
+// lease the caller took back (an agent's retry or the reconciler), and
+// journals what the answer settles, with jctx:
+//
+//   - found → succeeded (found reports it); found and failed → failed_final;
+//   - certainly nothing there, but the last unclear attempt may still land
+//     (settle_ms) → still unknown, checked again once it could have;
+//   - the target could not tell → back to failed_retryable after an
+//     attempt that had no effect, else still unknown with the failed
+//     look-up counted (backoff, then a person's review).
+//
+// clear reports the one case left to the caller, the row still held:
+// nothing at the target, and nothing on its way. The agent's retry then
+// sends the operation again; the reconciler marks it safe to retry.
+func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation) (clear, found bool, err error) {
 	lctx, cancel := context.WithTimeout(ctx, s.timeout(op.TargetSystem))
-	res, err := target.Lookup(lctx, aop)
+	res, err := s.targets[op.TargetSystem].Lookup(lctx, targetOp(op))
 	cancel()
 	ctx = jctx // from here on, only journal writes
 	switch {
 	case err == nil:
-		s.log.Info("reconciled: the target has the effect", "key", op.Key, "object", res.ObjectID)
-		return true, s.complete(ctx, op, res)
-	case errors.Is(err, adapters.ErrNotFound):
-		// After an unclear attempt (not after one classified Retry, which
-		// had no effect or one the target dedupes), that attempt may still
-		// be on its way to a commit: not yet safe to send another.
-		if op.ResumedFrom != store.StatusFailedRetryable && s.store.Now().Sub(op.LastAttemptAt) < s.settle(op.TargetSystem) {
-			return true, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.nextCheck(op.TargetSystem))
-		}
-		s.log.Info("reconciled: the target has no effect; executing", "key", op.Key)
-		return false, nil
+		s.log.Info("look-up: the target has the effect", "key", op.Key, "object", res.ObjectID)
+		return false, true, s.complete(ctx, op, res)
 	case finalAtTarget(err):
 		var ae *adapters.Error
 		errors.As(err, &ae)
-		s.log.Info("reconciled: the target has the effect, failed", "key", op.Key, "object", ae.ObjectID, "code", ae.Code)
-		return true, s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
-	default:
-		s.log.Warn("lookup failed", "key", op.Key, "err", maskSecrets(errText(err)))
-		if op.ResumedFrom == store.StatusFailedRetryable {
-			return true, s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+		s.log.Info("look-up: the target has the effect, failed", "key", op.Key, "object", ae.ObjectID, "code", ae.Code)
+		return false, false, s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
+	case errors.Is(err, adapters.ErrNotFound):
+		// After an attempt classified Retry there is nothing on its way
+		// (it had no effect, or the target dedupes the key).
+		if wait := op.LastAttemptAt.Add(s.settle(op.TargetSystem)).Sub(s.store.Now()); wait > 0 && op.ResumedFrom != store.StatusFailedRetryable {
+			return false, false, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.store.Now().Add(wait))
 		}
-		return true, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the lookup at the target failed"}, s.nextCheck(op.TargetSystem))
+		s.log.Info("look-up: the target has no effect", "key", op.Key)
+		return true, false, nil
+	case op.ResumedFrom == store.StatusFailedRetryable:
+		s.log.Warn("look-up failed", "key", op.Key, "err", maskSecrets(errText(err)))
+		return false, false, s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+	default:
+		next := s.store.Now().Add(max(s.lookupBackoff(op.LookupFailures+1), s.settle(op.TargetSystem)))
+		flagged, ferr := s.store.LookupFailed(ctx, op.Key, s.owner, s.cfg.Reconciler.ReviewAfter, next)
+		s.log.Warn("look-up failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", maskSecrets(errText(err)))
+		return false, false, ferr
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -85,37 +84,11 @@ func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 		s.log.Error("reconciler: take operation", "key", op.Key, "err", err)
 		return
 	}
-	target := s.targets[op.TargetSystem]
 	jctx, jcancel := journalCtx(ctx)
 	defer jcancel()
-	lctx, cancel := context.WithTimeout(ctx, s.timeout(op.TargetSystem))
-	res, err := target.Lookup(lctx, adapters.Op{
-		Key: op.Key, Intent: op.Intent, Fingerprint: op.Fingerprint, Payload: op.Payload,
-		Attempt: op.AttemptCount, ObjectID: op.TargetObjectID, CreatedAt: op.CreatedAt,
-	})
-	cancel()
-	ctx = jctx // from here on, only journal writes
-	switch {
-	case err == nil:
-		s.log.Info("reconciler: the target has the effect", "key", op.Key, "object", res.ObjectID)
-		err = s.complete(ctx, op, res)
-	case finalAtTarget(err):
-		var ae *adapters.Error
-		errors.As(err, &ae)
-		err = s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
-	case errors.Is(err, adapters.ErrNotFound):
-		if wait := op.LastAttemptAt.Add(s.settle(op.TargetSystem)).Sub(s.store.Now()); wait > 0 {
-			// The last attempt may still be on its way to a commit.
-			err = s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.store.Now().Add(wait))
-			break
-		}
-		s.log.Info("reconciler: the target has no effect; safe to execute again", "key", op.Key)
-		err = s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
-	default:
-		next := s.store.Now().Add(max(s.lookupBackoff(op.LookupFailures+1), s.settle(op.TargetSystem)))
-		var flagged bool
-		flagged, err = s.store.LookupFailed(ctx, op.Key, s.owner, s.cfg.Reconciler.ReviewAfter, next)
-		s.log.Warn("reconciler: lookup failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", maskSecrets(errText(err)))
+	clear, _, err := s.lookUp(ctx, jctx, op)
+	if err == nil && clear {
+		err = s.store.Fail(jctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
 	}
 	if err != nil {
 		s.log.Error("reconciler: settle operation", "key", op.Key, "err", err)

@@ -62,16 +62,25 @@ func (s *Store) ListOperations(ctx context.Context, f OperationFilter) ([]Operat
 	}
 	q += ` ORDER BY created_at DESC, operation_key DESC LIMIT ?`
 	args = append(args, min(f.Limit, 500))
-	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	ops, err := s.queryOperations(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list operations: %w", err)
+	}
+	return ops, nil
+}
+
+// queryOperations runs a query selecting operationColumns on a reader.
+func (s *Store) queryOperations(ctx context.Context, q string, args ...any) ([]Operation, error) {
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []Operation
 	for rows.Next() {
 		op, err := scanOperation(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list operations: %w", err)
+			return nil, err
 		}
 		out = append(out, op)
 	}

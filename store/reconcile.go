@@ -11,7 +11,7 @@ import (
 // started rows whose lease has expired (their holder is gone).
 func (s *Store) DueForReconcile(ctx context.Context, limit int) ([]Operation, error) {
 	now := formatTime(s.now())
-	rows, err := s.rdb.QueryContext(ctx, `
+	ops, err := s.queryOperations(ctx, `
 		SELECT `+operationColumns+` FROM operations
 		WHERE (status = 'unknown' AND (next_check_at IS NULL OR next_check_at <= ?))
 		   OR (status = 'started' AND lease_until <= ?)
@@ -19,16 +19,7 @@ func (s *Store) DueForReconcile(ctx context.Context, limit int) ([]Operation, er
 	if err != nil {
 		return nil, fmt.Errorf("due for reconcile: %w", err)
 	}
-	defer rows.Close()
-	var out []Operation
-	for rows.Next() {
-		op, err := scanOperation(rows)
-		if err != nil {
-			return nil, fmt.Errorf("due for reconcile: %w", err)
-		}
-		out = append(out, op)
-	}
-	return out, rows.Err()
+	return ops, nil
 }
 
 // TakeForReconcile takes the lease of an operation that DueForReconcile
