@@ -88,10 +88,29 @@ func start(t testing.TB, env []string, args ...string) *proc {
 		p.cmd.Process.Kill()
 		p.cmd.Wait()
 		if t.Failed() {
-			t.Logf("oncegate %v output:\n%s", args, p.output())
+			t.Logf("oncegate %v output%s", args, p.dump(t))
 		}
 	})
 	return p
+}
+
+// dump saves the whole output to a file that outlives the test and
+// returns its path with the last lines, so a failure's own messages are
+// not buried under a busy gateway's log.
+func (p *proc) dump(t testing.TB) string {
+	out := p.output()
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) <= 40 {
+		return ":\n" + out
+	}
+	tail := strings.Join(lines[len(lines)-40:], "\n")
+	f, err := os.CreateTemp("", "oncegate-output-*.log")
+	if err != nil {
+		return " (last 40 lines):\n" + tail
+	}
+	defer f.Close()
+	f.WriteString(out)
+	return fmt.Sprintf(" (whole in %s; last 40 lines):\n%s", f.Name(), tail)
 }
 
 // kill9 kills the process with SIGKILL and waits for it.
