@@ -21,8 +21,6 @@ import (
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/store"
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // chaosOps is how many operations the chaos test drives; CHAOS_OPS
@@ -171,10 +169,9 @@ func TestChaos(t *testing.T) {
 			if err == nil {
 				for _, a := range list {
 					err := st.DecideApproval(actx, a.ID, true, "chaos-accountant", "")
-					var se *sqlite.Error
 					switch {
 					case err == nil, errors.Is(err, store.ErrApprovalDecided):
-					case errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY:
+					case store.IsBusy(err):
 						// A second process writing to the journal can lose
 						// the race for its lock to a gateway that writes
 						// without pause; the approval stays pending and is

@@ -145,3 +145,22 @@ func TestFirstAdmin(t *testing.T) {
 		t.Fatalf("%d users, %v; want 1", n, err)
 	}
 }
+
+// Flags may follow the command's own arguments, as people type them.
+func TestFlagsAfterArguments(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustUserCmd(t, "correct horse battery\n", nil, "add", "bob", "--data", dir, "--role", "auditor")
+	mustUserCmd(t, "correct horse battery\n", nil, "add", "--data", dir, "carol", "--role", "operator")
+	out := mustUserCmd(t, "", nil, "list", "--data", dir)
+	if !regexp.MustCompile(`(?m)^\d+\s+bob\s+auditor\s+active`).MatchString(out) || !regexp.MustCompile(`(?m)^\d+\s+carol\s+operator\s+active`).MatchString(out) {
+		t.Fatalf("list:\n%s", out)
+	}
+	if _, err := userCmd(t, "correct horse battery\n", nil, "add", "dave", "--data", dir, "--role", "auditor", "extra"); err == nil {
+		t.Fatal("a stray argument after the flags was accepted")
+	}
+	var stdout bytes.Buffer
+	if err := run([]string{"migrate", "version", "--data", dir}, &stdout, &stdout, func(string) string { return "" }); err != nil || !strings.Contains(stdout.String(), "schema version") {
+		t.Fatalf("migrate version --data: %v %s", err, stdout.String())
+	}
+}

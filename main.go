@@ -52,6 +52,9 @@ With no config file, serve runs on the embedded defaults against built-in simula
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "oncegate:", err)
+		if store.IsBusy(err) {
+			fmt.Fprintln(os.Stderr, "oncegate: the journal was busy (another oncegate process held it); nothing was changed, try again")
+		}
 		os.Exit(1)
 	}
 }
@@ -102,11 +105,22 @@ func newFlags(name string, c *common) *flag.FlagSet {
 	return fs
 }
 
+// parse parses flags wherever they stand, before or after the command's
+// own arguments (`migrate up --data d` as well as `migrate --data d up`);
+// fs.Args() is then the arguments in their order.
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%s: %w", fs.Name(), err)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return fmt.Errorf("%s: %w", fs.Name(), err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	return nil
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 // load reads the configuration and applies --data.

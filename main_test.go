@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -472,5 +474,40 @@ func TestBackup(t *testing.T) {
 	cmd.Env = append(os.Environ(), r.env...)
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "already exists") {
 		t.Fatalf("backup over an existing file: %v %s", err, out)
+	}
+}
+
+// A command that cannot get the journal's write lock in time says so in
+// words, changes nothing, and succeeds once the lock is free.
+func TestCommandOnBusyJournal(t *testing.T) {
+	t.Parallel()
+	data := t.TempDir()
+	cli(t, nil, "migrate", "up", "--data", data)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "token", "create", "--data", data, "--name", "busy-agent", "--scopes", "read")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the journal was busy") || strings.Contains(string(out), "og_") {
+		t.Fatalf("token create on a locked journal: %v\n%s", err, out)
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if list := cli(t, nil, "token", "list", "--data", data); strings.Contains(list, "busy-agent") {
+		t.Fatalf("a refused command left a token behind:\n%s", list)
+	}
+	if tok := lastLine(cli(t, nil, "token", "create", "--data", data, "--name", "busy-agent", "--scopes", "read")); !strings.HasPrefix(tok, "og_") {
+		t.Fatalf("token create after the lock was freed: %q", tok)
 	}
 }

@@ -22,6 +22,15 @@ var (
 	ErrLeaseLost = errors.New("lease lost")
 )
 
+// IsBusy reports whether err is SQLite's "database is locked": another
+// process held the journal's write lock for longer than the busy timeout
+// (a command run beside a gateway that writes without pause, say). Nothing
+// was written; the same call can simply be tried again.
+func IsBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
 // interpretError maps driver errors onto the sentinels.
 func interpretError(err error) error {
 	if err == nil {
