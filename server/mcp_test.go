@@ -256,3 +256,31 @@ func TestMCPNeedsToken(t *testing.T) {
 	r := g.do("POST", "/mcp", "", map[string]string{"Accept": "application/json, text/event-stream"}, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	expect(t, r, http.StatusUnauthorized, "rejected", "UNAUTHENTICATED")
 }
+
+// BenchmarkOperationReplayMCP: BenchmarkOperationReplay through an MCP
+// tool call — the JSON-RPC envelope and the in-process API request on top.
+func BenchmarkOperationReplayMCP(b *testing.B) {
+	g := setupWith(b, benchConfig())
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench-agent", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: g.url + "/mcp", HTTPClient: &http.Client{Transport: bearer{g.token}}, MaxRetries: -1,
+	}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	args := map[string]any{"operation_key": "test:invoice.create:bench-mcp:v1", "payload": invoicePayload("order-bench", 2)}
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "invoice.create", Arguments: args}); err != nil || res.IsError {
+		b.Fatalf("%v %+v", err, res)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "invoice.create", Arguments: args})
+			if err != nil || res.IsError || res.Meta["replayed"] != true {
+				b.Fatalf("%v %+v", err, res)
+			}
+		}
+	})
+}
