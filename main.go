@@ -241,7 +241,7 @@ func cmdServe(args []string, stdout, stderr io.Writer, env func(string) string) 
 	if cfg.TLS.Enabled() {
 		scheme = "https://"
 	}
-	log.Info("oncegate is serving", "api", scheme+ln.Addr().String()+"/v1", "admin", scheme+ln.Addr().String()+"/admin/", "contour", cfg.Contour,
+	log.Info("oncegate is serving", "api", scheme+ln.Addr().String()+"/v1", "mcp", scheme+ln.Addr().String()+"/mcp", "admin", scheme+ln.Addr().String()+"/admin/", "contour", cfg.Contour,
 		"journal", journalPath(cfg), "run", srv.Owner())
 	err = srv.Serve(ctx, ln)
 	log.Info("oncegate stopped")

@@ -392,6 +392,28 @@ func TestServeDefaults(t *testing.T) {
 	if err != nil || code != 200 {
 		t.Fatalf("operation on defaults: %d %v %v", code, body, err)
 	}
+	// The same operation read back over MCP, as plain JSON-RPC.
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_operation","arguments":{"operation_key":"test:invoice.create:order-default:v1"}}}`
+	req, _ := http.NewRequest("POST", "http://"+addr+"/mcp", strings.NewReader(call))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rpc struct {
+		ID     int `json:"id"`
+		Result struct {
+			IsError    bool           `json:"isError"`
+			Structured map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&rpc)
+	resp.Body.Close()
+	if err != nil || rpc.ID != 7 || rpc.Result.IsError || rpc.Result.Structured["status"] != "succeeded" || rpc.Result.Structured["target_object_id"] != body["target_object_id"] {
+		t.Fatalf("get_operation over MCP: %v %+v", err, rpc)
+	}
 	// The token is printed once: a restart prints none.
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.cmd.Wait()
