@@ -63,6 +63,12 @@ func (s *Server) mcpHandler() echo.HandlerFunc {
 		JSONResponse:        true,
 		Logger:              s.log,
 		MaxRequestBodyBytes: mcpMaxBody,
+		// The SDK refuses a non-loopback Host arriving on loopback, against
+		// DNS rebinding of unauthenticated local servers. Every request
+		// here carries an agent token, checked before the SDK sees it, and
+		// a gateway on loopback behind the firm's reverse proxy is the
+		// usual deployment, whose Host is the public name.
+		DisableLocalhostProtection: true,
 	})
 	return func(c echo.Context) error {
 		r := c.Request()

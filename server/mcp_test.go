@@ -284,3 +284,36 @@ func BenchmarkOperationReplayMCP(b *testing.B) {
 		}
 	})
 }
+
+// Behind a reverse proxy on the same host, requests arrive on loopback
+// with the public Host: the token decides, not the Host.
+func TestMCPBehindProxy(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{g.token, http.StatusOK}, {"", http.StatusUnauthorized}} {
+		req, _ := http.NewRequest("POST", g.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Host = "oncegate.example.com"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rpc struct {
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+		}
+		json.NewDecoder(resp.Body).Decode(&rpc)
+		resp.Body.Close()
+		if resp.StatusCode != tc.want || (tc.want == http.StatusOK && len(rpc.Result.Tools) == 0) {
+			t.Fatalf("token %t via a proxy's Host: HTTP %d, %d tools", tc.token != "", resp.StatusCode, len(rpc.Result.Tools))
+		}
+	}
+}
