@@ -224,9 +224,6 @@ func (s *Server) callAPI(ctx context.Context, req *mcp.CallToolRequest, method, 
 	if len(body) > 0 {
 		r.ContentLength = int64(len(body))
 	}
-	if r.RemoteAddr == "" {
-		r.RemoteAddr = "127.0.0.1:0"
-	}
 	w := &recorder{header: http.Header{}, status: http.StatusOK}
 	s.echo.ServeHTTP(w, r)
 	res := &mcp.CallToolResult{
