@@ -116,9 +116,15 @@ type ApprovalConfig struct {
 	TTL Duration `yaml:"ttl"`
 }
 
-// RetentionConfig says how long terminal operations are kept.
+// RetentionConfig says how long terminal operations are kept: per
+// target, or Default where a target's is unset. A retry that comes after
+// its key was purged is a new operation, so a target's retention should
+// outlast both its own key window and the agents' retries.
 type RetentionConfig struct {
-	Default Duration `yaml:"default"`
+	Default  Duration `yaml:"default"`
+	OneC     Duration `yaml:"onec"`
+	Bitrix24 Duration `yaml:"bitrix24"`
+	YooKassa Duration `yaml:"yookassa"`
 }
 
 // Duration is a time.Duration written as "24h", "90s" in YAML.
@@ -320,6 +326,11 @@ func (c Config) validate() error {
 	}
 	if c.Retention.Default < Duration(24*time.Hour) {
 		bad("retention.default", "must be at least 24h: a retry that comes after its key was purged runs again, and payment providers keep keys for 24h")
+	}
+	for name, d := range map[string]Duration{"onec": c.Retention.OneC, "bitrix24": c.Retention.Bitrix24, "yookassa": c.Retention.YooKassa} {
+		if d != 0 && d < Duration(24*time.Hour) {
+			bad("retention."+name, "must be at least 24h (or unset for retention.default): a retry that comes after its key was purged runs again")
+		}
 	}
 	if c.Reconciler.IntervalMS < 10 || c.Reconciler.IntervalMS > 600000 {
 		bad("reconciler.interval_ms", "%d must be between 10 and 600000", c.Reconciler.IntervalMS)

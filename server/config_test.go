@@ -37,13 +37,16 @@ func TestLoadConfig(t *testing.T) {
 	})
 	t.Run("FileThenEnv", func(t *testing.T) {
 		p := writeConfig(t, "contour: prod\nretry: { max_attempts: 2 }\ntargets:\n  onec: { base_url: \"https://1c.example/acc\", password_env: ONEC_PW }\n")
-		env := map[string]string{"ONCEGATE_RETRY_MAX_ATTEMPTS": "3", "ONCEGATE_TARGETS_ONEC_TIMEOUT_MS": "1500", "ONCEGATE_RETRY_JITTER": "false"}
+		env := map[string]string{"ONCEGATE_RETRY_MAX_ATTEMPTS": "3", "ONCEGATE_TARGETS_ONEC_TIMEOUT_MS": "1500", "ONCEGATE_RETRY_JITTER": "false", "ONCEGATE_RETENTION_BITRIX24": "8760h"}
 		cfg, err := server.LoadConfig(p, func(k string) string { return env[k] })
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Contour != "prod" || cfg.Retry.MaxAttempts != 3 || cfg.Targets.OneC.TimeoutMS != 1500 || cfg.RetryPolicy().Jitter {
 			t.Fatalf("config %+v", cfg)
+		}
+		if cfg.Retention.Bitrix24 != server.Duration(8760*time.Hour) || cfg.Retention.OneC != 0 {
+			t.Fatalf("retention %+v", cfg.Retention)
 		}
 		if got := cfg.Simulated(noEnv); strings.Join(got, ",") != "bitrix24,yookassa" {
 			t.Fatalf("simulated %v", got)
@@ -61,7 +64,7 @@ contour: "has space"
 targets:
   onec: { base_url: "https://user:pw@1c.example", timeout_ms: 0 }
   yookassa: { base_url: "https://api.yookassa.ru/v3", shop_id: "1" }
-retention: { default: 1h }
+retention: { default: 1h, yookassa: 2h }
 limits:
   invoice.delete: { max_items: 1 }
 `)
@@ -69,7 +72,7 @@ limits:
 		if err == nil {
 			t.Fatal("bad config accepted")
 		}
-		for _, want := range []string{"listen:", "contour:", "targets.onec.base_url: must not hold credentials", "targets.onec.timeout_ms", "targets.yookassa: base_url needs shop_id and secret_key_env", "retention.default", "limits.invoice.delete: no such intent"} {
+		for _, want := range []string{"listen:", "contour:", "targets.onec.base_url: must not hold credentials", "targets.onec.timeout_ms", "targets.yookassa: base_url needs shop_id and secret_key_env", "retention.default", "retention.yookassa: must be at least 24h", "limits.invoice.delete: no such intent"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error lacks %q:\n%v", want, err)
 			}

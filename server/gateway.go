@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,6 +60,21 @@ func (s *Server) settle(system string) time.Duration {
 		ms = s.cfg.Targets.YooKassa.SettleMS
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// retention is how long system's terminal operations are kept.
+func (s *Server) retention(system string) time.Duration {
+	r := s.cfg.Retention
+	d := r.Default
+	switch system {
+	case "onec":
+		d = cmp.Or(r.OneC, d)
+	case "crm":
+		d = cmp.Or(r.Bitrix24, d)
+	case "payments":
+		d = cmp.Or(r.YooKassa, d)
+	}
+	return time.Duration(d)
 }
 
 // nextCheck is when the reconciler should look an unknown operation up:

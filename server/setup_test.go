@@ -48,13 +48,24 @@ func setup(tb testing.TB) *gateway { return setupWith(tb, testConfig()) }
 
 func setupWith(tb testing.TB, cfg server.Config) *gateway {
 	tb.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(tb.TempDir(), "journal.db"))
+	return serveOver(tb, cfg, openJournal(tb))
+}
+
+// openJournal opens a new journal file, closed at cleanup.
+func openJournal(tb testing.TB) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "journal.db"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
+	return st
+}
 
+// serveOver runs the gateway with cfg over the journal st.
+func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
+	tb.Helper()
+	ctx := context.Background()
 	simulators := sim.New()
 	simHTTP := httptest.NewServer(simulators)
 	tb.Cleanup(simHTTP.Close)

@@ -131,25 +131,28 @@ func (s *Server) executeApproved(ctx context.Context) {
 	}
 }
 
-// purge deletes terminal operations older than the retention, in small
-// batches that never hold the journal's writer for long.
+// purge deletes each target's terminal operations older than its
+// retention, in small batches that never hold the journal's writer for
+// long.
 func (s *Server) purge(ctx context.Context) {
-	cutoff := s.store.Now().Add(-time.Duration(s.cfg.Retention.Default))
-	total := 0
-	for ctx.Err() == nil {
-		n, err := s.store.PurgeTerminal(store.WithActor(ctx, retentionCtx), cutoff, 500)
-		if err != nil {
-			s.log.Error("retention: purge", "err", err)
-			return
+	for _, system := range []string{"onec", "crm", "payments"} {
+		cutoff := s.store.Now().Add(-s.retention(system))
+		total := 0
+		for ctx.Err() == nil {
+			n, err := s.store.PurgeTerminal(store.WithActor(ctx, retentionCtx), system, cutoff, 500)
+			if err != nil {
+				s.log.Error("retention: purge", "target", system, "err", err)
+				return
+			}
+			total += n
+			if n < 500 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		total += n
-		if n < 500 {
-			break
+		if total > 0 {
+			s.log.Info("retention: purged terminal operations", "target", system, "count", total, "completed_before", cutoff)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if total > 0 {
-		s.log.Info("retention: purged terminal operations", "count", total, "completed_before", cutoff)
 	}
 }
 

@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -248,5 +250,55 @@ func TestApprovedChargeUnderFaults(t *testing.T) {
 	expect(t, r, http.StatusOK, "succeeded", "")
 	if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(down)); got != 1 {
 		t.Fatalf("payments = %d, want 1", got)
+	}
+}
+
+// Retention purges each target's final operations by that target's own
+// retention, and never a row that is not final.
+func TestRetentionPerTarget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openJournal(t)
+	claim := func(key, intent, system string, at time.Time, final bool) {
+		st.Now = func() time.Time { return at }
+		req := store.ClaimRequest{Key: key, Intent: intent, Fingerprint: fmt.Sprintf("%x", sha256.Sum256([]byte(key))), TargetSystem: system,
+			Agent: "agent-a", Payload: json.RawMessage(`{}`), Owner: "run-old", Lease: time.Minute}
+		if _, _, err := st.Claim(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if final {
+			err := st.Complete(ctx, key, "run-old", "OBJ-"+key, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	old, recent := time.Now().Add(-100*time.Hour), time.Now().Add(-10*time.Hour)
+	claim("test:invoice.create:ret-old:v1", "invoice.create", "onec", old, true)
+	claim("test:invoice.create:ret-recent:v1", "invoice.create", "onec", recent, true)
+	claim("test:invoice.create:ret-open:v1", "invoice.create", "onec", old, false)
+	claim("test:crm.callback:create:ret-old:v1", "crm.callback.create", "crm", old, true)
+	st.Now = time.Now
+
+	cfg := testConfig()
+	cfg.Retention.OneC = server.Duration(48 * time.Hour) // the default stays 720h
+	serveOver(t, cfg, st)
+
+	// Retention runs as the gateway starts.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := st.Get(ctx, "test:invoice.create:ret-old:v1")
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the old 1C operation was not purged: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, key := range []string{"test:invoice.create:ret-recent:v1", "test:invoice.create:ret-open:v1", "test:crm.callback:create:ret-old:v1"} {
+		if _, err := st.Get(ctx, key); err != nil {
+			t.Errorf("%s was purged: %v", key, err)
+		}
 	}
 }

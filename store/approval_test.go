@@ -121,18 +121,30 @@ func TestPurgeTerminal(t *testing.T) {
 		}
 		_ = i
 	}
+	// Another target's terminal row, kept by its own retention.
+	const crmKey = "test:crm.callback:create:p-crm:v1"
+	crm := claimReq(crmKey, fp1, "run-1")
+	crm.Intent, crm.TargetSystem = "crm.callback.create", "crm"
+	MustClaim(t, s, crm, store.DecisionExecute)
+	s.Complete(ctx, crmKey, "run-1", "42", nil)
 	// Nothing is old enough yet.
-	if n, err := s.PurgeTerminal(ctx, c.t.Add(-time.Hour), 10); err != nil || n != 0 {
+	if n, err := s.PurgeTerminal(ctx, "onec", c.t.Add(-time.Hour), 10); err != nil || n != 0 {
 		t.Fatalf("purged %d, %v", n, err)
 	}
 	c.Advance(48 * time.Hour)
-	n, err := s.PurgeTerminal(ctx, c.t.Add(-24*time.Hour), 1)
+	n, err := s.PurgeTerminal(ctx, "onec", c.t.Add(-24*time.Hour), 1)
 	if err != nil || n != 1 {
 		t.Fatalf("first batch purged %d, %v", n, err)
 	}
-	n, err = s.PurgeTerminal(ctx, c.t.Add(-24*time.Hour), 10)
+	n, err = s.PurgeTerminal(ctx, "onec", c.t.Add(-24*time.Hour), 10)
 	if err != nil || n != 1 {
 		t.Fatalf("second batch purged %d, %v", n, err)
+	}
+	if _, err := s.Get(ctx, crmKey); err != nil {
+		t.Fatalf("1C's purge took the CRM's row: %v", err)
+	}
+	if n, err := s.PurgeTerminal(ctx, "crm", c.t.Add(-24*time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("CRM purge: %d, %v", n, err)
 	}
 	for _, key := range []string{"test:invoice.create:p-unknown:v1", "test:invoice.create:p-started:v1", "test:payment.charge:p-awaiting:v1"} {
 		if _, err := s.Get(ctx, key); err != nil {

@@ -68,15 +68,16 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner string, reviewAfter
 }
 
 // PurgeTerminal deletes up to batch succeeded or failed_final operations
-// completed before cutoff and returns how many it deleted. Non-terminal
-// rows are never deleted. Each call is one short transaction, so a purge
-// in a loop of calls never holds the writer for long.
-func (s *Store) PurgeTerminal(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+// of the target system completed before cutoff and returns how many it
+// deleted. Non-terminal rows are never deleted. Each call is one short
+// transaction, so a purge in a loop of calls never holds the writer for
+// long.
+func (s *Store) PurgeTerminal(ctx context.Context, system string, cutoff time.Time, batch int) (int, error) {
 	res, err := s.db.ExecContext(ctx, `
 		DELETE FROM operations WHERE operation_key IN (
 			SELECT operation_key FROM operations
-			WHERE status IN ('succeeded', 'failed_final') AND completed_at < ?
-			LIMIT ?)`, formatTime(cutoff), batch)
+			WHERE status IN ('succeeded', 'failed_final') AND completed_at < ? AND target_system = ?
+			LIMIT ?)`, formatTime(cutoff), system, batch)
 	if err != nil {
 		return 0, fmt.Errorf("purge operations: %w", err)
 	}
