@@ -1,0 +1,188 @@
+package server
+
+// The paths, responses and headers of the OpenAPI document (openapi.go).
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+func stringsAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// codesOf lists, in errorCodes order, the gateway codes answered with HTTP
+// status.
+func codesOf(status int) string {
+	var out []string
+	for _, d := range errorCodes {
+		if statusOf(d.name) == status {
+			out = append(out, d.name)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// header names a response header component.
+func header(name string) map[string]any {
+	return map[string]any{"$ref": "#/components/headers/" + name}
+}
+
+// answerResponse is a 2xx response with an Answer.
+func answerResponse(desc string, headers map[string]any) map[string]any {
+	r := map[string]any{
+		"description": desc,
+		"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": refAnswer}}},
+	}
+	if len(headers) > 0 {
+		r["headers"] = headers
+	}
+	return r
+}
+
+// problemResponse is an error response with a Problem.
+func problemResponse(desc string, headers map[string]any) map[string]any {
+	r := answerResponse(desc, headers)
+	r["content"] = map[string]any{"application/problem+json": map[string]any{"schema": map[string]any{"$ref": refProblem}}}
+	return r
+}
+
+// jsonResponse is a 2xx response with a schema of its own.
+func jsonResponse(desc string, schema map[string]any) map[string]any {
+	return map[string]any{
+		"description": desc,
+		"content":     map[string]any{"application/json": map[string]any{"schema": schema}},
+	}
+}
+
+// openAPIPaths are the endpoints of API.md section 2.
+func openAPIPaths() map[string]any {
+	replayed := map[string]any{"Idempotent-Replayed": header("IdempotentReplayed")}
+	retry := map[string]any{"Retry-After": header("RetryAfter")}
+	unauthenticated := problemResponse("No, unknown or revoked bearer token ("+CodeUnauthenticated+").", nil)
+	internal := problemResponse("Internal error ("+CodeInternal+"); no internal detail is given. The same request may be sent again with the same key.", nil)
+	public := []any{}
+
+	create := map[string]any{
+		"operationId": "createOperation",
+		"tags":        []any{"operations"},
+		"summary":     "Submit an intent",
+		"description": "Runs (mode execute, the default) or checks (mode validate) one intent of the whitelist. The request is checked against the contract — envelope, intent, scope, key, payload — before anything is journaled, so a refusal binds nothing.\n\nThe payload schemas describe the payload after the gateway's normalization: surrounding whitespace is trimmed, currency codes are upper-cased (rub is accepted as RUB), and optional members that are null or empty are dropped before validation. A request valid against these schemas is valid on the wire.",
+		"parameters": []any{map[string]any{
+			"name":        "Idempotency-Key",
+			"in":          "header",
+			"required":    false,
+			"description": keyRulesDescription,
+			"schema": map[string]any{
+				"type":      "string",
+				"maxLength": contract.MaxKeyLen + 2,
+				"pattern":   headerKeyPattern(),
+			},
+			"example": "prod:invoice.create:order-48291:v1",
+		}},
+		"requestBody": map[string]any{
+			"required": true,
+			"content": map[string]any{"application/json": map[string]any{
+				"schema": schemaRef("OperationRequest"),
+				"examples": map[string]any{"invoice.create": map[string]any{
+					"summary": "Create an invoice (API.md section 3)",
+					"value": map[string]any{
+						"schema_version": "1.0", "intent": "invoice.create",
+						"request_id": "prod:invoice.create:order-48291:v1", "actor_id": "user-42", "mode": "execute",
+						"payload": map[string]any{
+							"order_id": "order-48291", "organization_id": "org-main", "customer_id": "customer-1042", "currency": "RUB",
+							"items": []any{map[string]any{"product_id": "product-778", "quantity": 2, "unit": "pcs", "price_minor": 62500}},
+						},
+					},
+				}},
+			}},
+		},
+		"responses": map[string]any{
+			"200": answerResponse("status succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; status valid in validate mode; the result of a read-only intent.", replayed),
+			"202": answerResponse("status awaiting_approval ("+CodeApprovalRequired+": a money intent waits for a person) or unknown ("+CodeOutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
+			"400": problemResponse("status rejected, nothing bound: "+codesOf(http.StatusBadRequest)+".", nil),
+			"401": unauthenticated,
+			"403": problemResponse("status rejected: the token lacks the intent's scope ("+CodePermissionDenied+").", nil),
+			"409": problemResponse("The key is used by another agent identity ("+CodeKeyForeign+", rejected); another attempt holds a live lease ("+CodeKeyInUse+", status started, with Retry-After); or the plan changed since validate ("+CodePlanChanged+", rejected, nothing ran).", retry),
+			"413": problemResponse("status rejected: the body is larger than 64 KiB ("+CodePayloadTooLarge+").", nil),
+			"415": problemResponse("status rejected: the body is not application/json ("+CodeUnsupportedMedia+").", nil),
+			"422": problemResponse("The same key with a different request ("+CodeKeyMismatch+", rejected); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. "+onec.CodeRefNotFound+" or "+yookassa.CodeInsufficientFunds+"); approval denied or expired ("+CodeApprovalDenied+" / "+CodeApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
+			"429": problemResponse("status rejected: rate limited ("+CodeRateLimited+"); nothing bound. Send again after Retry-After.", retry),
+			"500": internal,
+			"503": problemResponse("status failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+CodeTargetUnavailable+"). Send the same request again after Retry-After.", retry),
+		},
+	}
+
+	get := map[string]any{
+		"operationId": "getOperation",
+		"tags":        []any{"operations"},
+		"summary":     "Current state of an operation",
+		"description": "The same Answer as POST's, with HTTP 200 whatever the operation's status; keys are per agent identity.",
+		"parameters": []any{map[string]any{
+			"name":        "key",
+			"in":          "path",
+			"required":    true,
+			"description": "The operation key (percent-encoding allowed).",
+			"schema":      map[string]any{"type": "string", "minLength": contract.MinKeyLen, "maxLength": contract.MaxKeyLen, "pattern": keyPattern("")},
+			"example":     "prod:invoice.create:order-48291:v1",
+		}},
+		"responses": map[string]any{
+			"200": answerResponse("The operation's current state. Retry-After is set while it is not settled (started, awaiting_approval, unknown, failed_retryable).", retry),
+			"401": unauthenticated,
+			"404": problemResponse("No operation with this key for this agent ("+CodeOperationNotFound+").", nil),
+			"500": internal,
+		},
+	}
+
+	return map[string]any{
+		"/v1/operations":       map[string]any{"post": create},
+		"/v1/operations/{key}": map[string]any{"get": get},
+		"/v1/intents": map[string]any{"get": map[string]any{
+			"operationId": "listIntents",
+			"tags":        []any{"intents"},
+			"summary":     "The whitelist of intents",
+			"description": "Each intent's name, target, scope, money flag, whether it needs a key, and the JSON Schema of its payload.",
+			"responses": map[string]any{
+				"200": jsonResponse("The whitelist.", schemaRef("IntentList")),
+				"401": unauthenticated,
+				"500": internal,
+			},
+		}},
+		"/v1/openapi.json": map[string]any{"get": map[string]any{
+			"operationId": "getOpenAPI",
+			"tags":        []any{"meta"},
+			"summary":     "This document",
+			"security":    public,
+			"responses": map[string]any{
+				"200": jsonResponse("The OpenAPI 3.1 document of the agent API.", map[string]any{"type": "object"}),
+			},
+		}},
+		"/healthz": map[string]any{"get": map[string]any{
+			"operationId": "getHealth",
+			"tags":        []any{"meta"},
+			"summary":     "Liveness",
+			"security":    public,
+			"responses": map[string]any{
+				"200": jsonResponse("The process is alive: {\"status\": \"ok\"}.", schemaRef("Health")),
+			},
+		}},
+		"/readyz": map[string]any{"get": map[string]any{
+			"operationId": "getReadiness",
+			"tags":        []any{"meta"},
+			"summary":     "Readiness",
+			"security":    public,
+			"responses": map[string]any{
+				"200": jsonResponse("The journal is writable and migrated: {\"status\": \"ready\"}.", schemaRef("Health")),
+				"503": jsonResponse("Not ready: {\"status\": \"not ready\", \"reason\": …}.", schemaRef("Health")),
+			},
+		}},
+	}
+}
