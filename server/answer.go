@@ -20,11 +20,11 @@ type answer struct {
 	RequestID      string          `json:"request_id"`
 	Operation      string          `json:"operation"`
 	Status         string          `json:"status"`
-	TargetSystem   string          `json:"target_system,omitempty"`
+	TargetSystem   nullable        `json:"target_system"`
 	TargetObjectID *string         `json:"target_object_id"`
 	Result         json.RawMessage `json:"result"`
 	Errors         []ErrorItem     `json:"errors"`
-	Fingerprint    string          `json:"fingerprint,omitempty"`
+	Fingerprint    nullable        `json:"fingerprint"`
 	AttemptCount   int             `json:"attempt_count"`
 	Replayed       bool            `json:"replayed"`
 	// NeedsReview: the outcome could not be established by key and a
@@ -34,6 +34,18 @@ type answer struct {
 	// Validate mode only.
 	Plan     json.RawMessage `json:"plan,omitempty"`
 	PlanHash string          `json:"plan_hash,omitempty"`
+}
+
+// nullable is a string field every answer carries, null when not known
+// (a request refused before its intent or payload was read).
+type nullable string
+
+// MarshalJSON writes "" as null.
+func (n nullable) MarshalJSON() ([]byte, error) {
+	if n == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(n))
 }
 
 // Retry-After hints, in seconds, by the state an answer reports.
@@ -51,9 +63,9 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 		RequestID:    requestID,
 		Operation:    op.Intent,
 		Status:       string(op.Status),
-		TargetSystem: op.TargetSystem,
+		TargetSystem: nullable(op.TargetSystem),
 		Result:       op.Result,
-		Fingerprint:  op.Fingerprint,
+		Fingerprint:  nullable(op.Fingerprint),
 		AttemptCount: op.AttemptCount,
 		NeedsReview:  op.NeedsReview,
 	}

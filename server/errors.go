@@ -153,10 +153,13 @@ func (s *Server) handleError(err error, c echo.Context) {
 		a.OperationKey, a.RequestID = key, key
 	}
 	if fp, ok := c.Get(ctxFingerprint).(string); ok {
-		a.Fingerprint = fp
+		a.Fingerprint = nullable(fp)
 	}
-	if in, ok := c.Get(ctxIntent).(string); ok {
-		a.Operation = in
+	if name, ok := c.Get(ctxIntent).(string); ok {
+		a.Operation = name
+		if in, ok := contract.Lookup(name); ok {
+			a.TargetSystem = nullable(in.Target)
+		}
 	}
 	if ae.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", itoa(ae.RetryAfter))

@@ -225,9 +225,20 @@ func (g *gateway) inject(f sim.Fault) {
 	}
 }
 
+// answerFields are the fields of API.md section 5 that every answer to a
+// POST or GET of an operation carries, whatever its outcome.
+var answerFields = []string{"operation_key", "request_id", "operation", "status", "target_system", "target_object_id", "result", "errors", "fingerprint", "attempt_count", "replayed"}
+
+// expect asserts an answer's HTTP status, status and first error code,
+// and that it carries every field of the answer.
 func expect(tb testing.TB, r reply, code int, status, errCode string) {
 	tb.Helper()
 	if r.Code != code || r.str("status") != status || r.errCode() != errCode {
 		tb.Fatalf("got HTTP %d status %q code %q, want %d %q %q; body %s", r.Code, r.str("status"), r.errCode(), code, status, errCode, r.Raw)
+	}
+	for _, f := range answerFields {
+		if _, ok := r.Body[f]; !ok {
+			tb.Fatalf("the answer lacks %q: %s", f, r.Raw)
+		}
 	}
 }

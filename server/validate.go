@@ -85,8 +85,8 @@ func (s *Server) validate(c echo.Context, in *contract.Intent, norm contract.Nor
 		}
 		s.plans.put(cacheKey, cachedPlan{plan: plan, hash: hash, expires: time.Now().Add(planCacheTTL)})
 	}
-	a := answer{OperationKey: key, RequestID: requestID, Operation: in.Name, TargetSystem: in.Target,
-		Fingerprint: norm.Fingerprint, Result: json.RawMessage("null"), Status: "valid", Plan: plan, PlanHash: hash}
+	a := answer{OperationKey: key, RequestID: requestID, Operation: in.Name, TargetSystem: nullable(in.Target),
+		Fingerprint: nullable(norm.Fingerprint), Result: json.RawMessage("null"), Status: "valid", Plan: plan, PlanHash: hash}
 	if a.RequestID == "" {
 		a.RequestID = key
 	}
@@ -136,7 +136,7 @@ func (s *Server) read(c echo.Context, in *contract.Intent, norm contract.Normali
 		return s.refusalByTarget(in, norm, "", err)
 	}
 	id := res.ObjectID
-	a := answer{Operation: in.Name, TargetSystem: in.Target, Status: "succeeded", TargetObjectID: &id}
+	a := answer{Operation: in.Name, TargetSystem: nullable(in.Target), Fingerprint: nullable(norm.Fingerprint), Status: "succeeded", TargetObjectID: &id}
 	if a.Result, err = json.Marshal(res.Data); err != nil {
 		return err
 	}
@@ -148,8 +148,8 @@ func (s *Server) read(c echo.Context, in *contract.Intent, norm contract.Normali
 // with the target's code and the adapter's safe message; anything else is
 // 503 TARGET_UNAVAILABLE. The target's own text goes to the log only.
 func (s *Server) refusalByTarget(in *contract.Intent, norm contract.Normalized, key string, err error) error {
-	a := answer{OperationKey: key, RequestID: key, Operation: in.Name, TargetSystem: in.Target,
-		Fingerprint: norm.Fingerprint, Result: json.RawMessage("null"), Status: "rejected"}
+	a := answer{OperationKey: key, RequestID: key, Operation: in.Name, TargetSystem: nullable(in.Target),
+		Fingerprint: nullable(norm.Fingerprint), Result: json.RawMessage("null"), Status: "rejected"}
 	var ae *adapters.Error
 	if errors.As(err, &ae) && ae.Class == adapters.Final {
 		s.log.Info("target refused a check", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", maskSecrets(errText(ae.Err)))
