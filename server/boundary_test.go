@@ -304,6 +304,22 @@ func TestSalesOrderLifecycle(t *testing.T) {
 	missing, _ := json.Marshal(map[string]any{"schema_version": "1.0", "intent": "sales_order.get_status", "payload": map[string]any{"order_id": "SO-999999"}})
 	r = g.do("POST", "/v1/operations", poster, nil, missing)
 	expect(t, r, http.StatusUnprocessableEntity, "rejected", "REFERENCE_NOT_FOUND")
+
+	// A read validates like any intent: the order must exist.
+	validate := func(order string) reply {
+		b, _ := json.Marshal(map[string]any{"schema_version": "1.0", "intent": "sales_order.get_status", "mode": "validate", "payload": map[string]any{"order_id": order}})
+		return g.do("POST", "/v1/operations", poster, nil, b)
+	}
+	r = validate(order)
+	expect(t, r, http.StatusOK, "valid", "")
+	if r.str("plan_hash") == "" || r.Body["plan"] == nil {
+		t.Fatalf("validate of a read has no plan: %s", r.Raw)
+	}
+	r = validate("SO-999999")
+	expect(t, r, http.StatusUnprocessableEntity, "rejected", "REFERENCE_NOT_FOUND")
+	if r.errField() != "order_id" {
+		t.Fatalf("field %q", r.errField())
+	}
 }
 
 // Business limits come from the configuration, each violation a stable

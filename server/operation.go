@@ -21,11 +21,10 @@ const maxBody = 64 << 10
 
 // request is an operation request that passed the contract.
 type request struct {
-	env    contract.Envelope
-	in     *contract.Intent
-	key    string // "" only for read-only intents and validate without a key
-	norm   contract.Normalized
-	target adapters.Target
+	env  contract.Envelope
+	in   *contract.Intent
+	key  string // "" only for read-only intents and validate without a key
+	norm contract.Normalized
 }
 
 // parseRequest checks a request against the contract — media type, size,
@@ -70,7 +69,7 @@ func (s *Server) parseRequest(c echo.Context) (request, error) {
 		return request{}, err
 	}
 	c.Set(ctxFingerprint, r.norm.Fingerprint)
-	if r.target, ok = s.targets[in.Target]; !ok {
+	if _, ok := s.targets[in.Target]; !ok {
 		return request{}, fmt.Errorf("no target configured for system %q", in.Target)
 	}
 	return r, nil
@@ -94,7 +93,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		}
 		return s.validate(c, in, norm, key, env.RequestID)
 	case !in.Journaled:
-		return s.read(c, in, norm, r.target)
+		return s.read(c, in, norm)
 	}
 
 	var refused *adapters.Error

@@ -47,7 +47,15 @@ func (e *answerError) Error() string {
 // change in the data the target sees changes it.
 func (s *Server) plan(ctx context.Context, in *contract.Intent, norm contract.Normalized, key string) (json.RawMessage, string, error) {
 	data := map[string]any{}
-	if v, ok := s.targets[in.Target].(Validator); ok {
+	if !in.Journaled {
+		// A read has no check of its own at the target: reading is the
+		// check, and it changes nothing.
+		res, err := s.readOrder(ctx, in, norm)
+		if err != nil {
+			return nil, "", err
+		}
+		data = map[string]any{"object_id": res.ObjectID}
+	} else if v, ok := s.targets[in.Target].(Validator); ok {
 		ctx, cancel := context.WithTimeout(ctx, s.timeout(in.Target))
 		defer cancel()
 		p, err := v.Validate(ctx, adapters.Op{Key: key, Intent: in.Name, Fingerprint: norm.Fingerprint, Payload: norm.Payload})
@@ -115,24 +123,9 @@ func (s *Server) precheck(ctx context.Context, in *contract.Intent, norm contrac
 
 // read answers a read-only intent (sales_order.get_status): no key, not
 // journaled.
-func (s *Server) read(c echo.Context, in *contract.Intent, norm contract.Normalized, target adapters.Target) error {
-	r, ok := target.(OrderReader)
-	if !ok {
-		return errors.New("target cannot read orders")
-	}
-	var p struct {
-		OrderID string `json:"order_id"`
-	}
-	if err := json.Unmarshal(norm.Payload, &p); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(c.Request().Context(), s.timeout(in.Target))
-	defer cancel()
-	res, err := r.OrderStatus(ctx, p.OrderID)
+func (s *Server) read(c echo.Context, in *contract.Intent, norm contract.Normalized) error {
+	res, err := s.readOrder(c.Request().Context(), in, norm)
 	if err != nil {
-		if errors.Is(err, adapters.ErrNotFound) {
-			err = &adapters.Error{Class: adapters.Final, Code: "REFERENCE_NOT_FOUND", Field: "order_id", Message: "no sales order with this id"}
-		}
 		return s.refusalByTarget(in, norm, "", err)
 	}
 	id := res.ObjectID
@@ -166,4 +159,26 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// readOrder reads the sales order a read-only intent names; an order the
+// target does not know is REFERENCE_NOT_FOUND on order_id.
+func (s *Server) readOrder(ctx context.Context, in *contract.Intent, norm contract.Normalized) (adapters.Result, error) {
+	r, ok := s.targets[in.Target].(OrderReader)
+	if !ok {
+		return adapters.Result{}, errors.New("target cannot read orders")
+	}
+	var p struct {
+		OrderID string `json:"order_id"`
+	}
+	if err := json.Unmarshal(norm.Payload, &p); err != nil {
+		return adapters.Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout(in.Target))
+	defer cancel()
+	res, err := r.OrderStatus(ctx, p.OrderID)
+	if errors.Is(err, adapters.ErrNotFound) {
+		err = &adapters.Error{Class: adapters.Final, Code: "REFERENCE_NOT_FOUND", Field: "order_id", Message: "no sales order with this id"}
+	}
+	return res, err
 }
