@@ -1,7 +1,9 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -467,6 +469,21 @@ func TestMoneyAwaitsApproval(t *testing.T) {
 	r = g.do("POST", "/v1/operations", g.token, map[string]string{"Idempotency-Key": "test:payment.charge:order-2:v1"}, body)
 	expect(t, r, http.StatusForbidden, "rejected", "PERMISSION_DENIED")
 	_ = fmt.Sprint()
+
+	// A charge that cannot be made never reaches an accountant: the saved
+	// payment method is checked first.
+	for account, code := range map[string]string{"merchant-account-99": "REFERENCE_NOT_FOUND", "merchant-account-blocked-1": "REFERENCE_INACTIVE"} {
+		key := "test:payment.charge:order-" + account + ":v1"
+		bad := []byte(`{"schema_version":"1.0","intent":"payment.charge","payload":{"account_id":"` + account + `","order_id":"order-9","amount_minor":100,"currency":"RUB"}}`)
+		r := g.do("POST", "/v1/operations", payer, map[string]string{"Idempotency-Key": key}, bad)
+		expect(t, r, http.StatusUnprocessableEntity, "failed_final", code)
+		if r.errField() != "account_id" {
+			t.Fatalf("%s: field %q", account, r.errField())
+		}
+		if _, err := g.store.ApprovalByKey(context.Background(), key); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("%s: an approval was asked for: %v", account, err)
+		}
+	}
 }
 
 // GET /metrics reports decisions, target calls and the journal's state.

@@ -72,7 +72,7 @@ var (
 	Products      = map[string]RefState{"product-778": Active, "product-779": Active, "product-deleted-1": Deleted}
 	Warehouses    = map[string]RefState{"warehouse-01": Active}
 	Units         = map[string]RefState{"pcs": Active, "kg": Active}
-	Accounts      = map[string]RefState{"merchant-account-17": Active}
+	Accounts      = map[string]RefState{"merchant-account-17": Active, "merchant-account-blocked-1": Blocked}
 )
 
 // RefState is the state of a seeded reference.

@@ -14,7 +14,8 @@ package sim
 //     (or on the other endpoint) answers 400 invalid_request "Idempotence key
 //     duplicated". Only requests that made an object bind their key.
 //   - Payments charge a saved payment method (payment_method_id must be an
-//     active seeded account, sim.Accounts). capture:true succeeds at once,
+//     active seeded account, sim.Accounts); GET /payment_methods/{id} shows
+//     a seeded account as a saved card, active or inactive. capture:true succeeds at once,
 //     capture:false waits for capture; an amount of at least
 //     YooKassaInsufficientFundsMinor minor units is canceled by the payment
 //     network with reason insufficient_funds. Redirect confirmations are not
@@ -91,6 +92,7 @@ func registerYooKassa(s *Server) {
 	s.Handle("POST "+ykRoot+"/refunds", y.handleCreateRefund)
 	s.Handle("GET "+ykRoot+"/refunds", y.handleListRefunds)
 	s.Handle("GET "+ykRoot+"/refunds/{id}", y.handleGetRefund)
+	s.Handle("GET "+ykRoot+"/payment_methods/{id}", y.handleGetPaymentMethod)
 }
 
 // ykSim is the simulated shop.
@@ -579,6 +581,27 @@ func (y *ykSim) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 			return nil, ykFail(http.StatusNotFound, "not_found", "payment_id", "Payment not found")
 		}
 		return y.paymentView(p), nil
+	})
+}
+
+// handleGetPaymentMethod serves GET /yookassa/v3/payment_methods/{id}: a
+// seeded account is a saved bank card, active or (blocked, deleted)
+// inactive.
+func (y *ykSim) handleGetPaymentMethod(w http.ResponseWriter, r *http.Request) {
+	y.read(w, r, func() (any, *ykFailure) {
+		id := r.PathValue("id")
+		state, ok := Accounts[id]
+		if !ok {
+			return nil, ykFail(http.StatusNotFound, "not_found", "payment_method_id", "Payment method not found")
+		}
+		status := "active"
+		if state != Active {
+			status = "inactive"
+		}
+		return map[string]any{
+			"type": "bank_card", "id": id, "saved": true, "status": status, "title": "Bank card *4477",
+			"card": map[string]any{"first6": "555555", "last4": "4477", "expiry_year": "2030", "expiry_month": "07", "card_type": "MasterCard"},
+		}, nil
 	})
 }
 

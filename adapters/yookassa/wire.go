@@ -180,6 +180,28 @@ func (c *Client) getPayment(ctx context.Context, id string) (payment, error) {
 	return p, nil
 }
 
+// paymentMethod is a saved payment method (GET /v3/payment_methods/{id}).
+type paymentMethod struct {
+	ID     string `json:"id"`
+	Type   string `json:"type"`
+	Saved  bool   `json:"saved"`
+	Status string `json:"status"` // pending, active, inactive
+}
+
+func (c *Client) getPaymentMethod(ctx context.Context, id string) (paymentMethod, error) {
+	var m paymentMethod
+	if !validProviderID(id) {
+		return m, adapters.ErrNotFound
+	}
+	if err := c.getJSON(ctx, "/payment_methods/"+url.PathEscape(id), nil, &m); err != nil {
+		return m, err
+	}
+	if m.ID == "" {
+		return m, unreadable(nil)
+	}
+	return m, nil
+}
+
 func (c *Client) getRefund(ctx context.Context, id string) (refund, error) {
 	var r refund
 	if !validProviderID(id) {

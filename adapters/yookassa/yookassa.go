@@ -36,6 +36,7 @@ const (
 const (
 	CodeValidation        = "VALIDATION_ERROR"
 	CodeReferenceNotFound = "REFERENCE_NOT_FOUND"
+	CodeReferenceInactive = "REFERENCE_INACTIVE"
 	CodePermissionDenied  = "TARGET_PERMISSION_DENIED"
 	CodeInsufficientFunds = "INSUFFICIENT_FUNDS"
 	CodePaymentDeclined   = "PAYMENT_DECLINED"
@@ -234,10 +235,11 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 }
 
 // Validate checks op without writing anything: the payload against the
-// provider's limits, and for a refund the payment itself (it exists, has
-// succeeded, is in the same currency and still has enough left to refund).
-// A charge's saved payment method is checked by YooKassa only when the
-// payment is made.
+// provider's limits; for a charge the saved payment method (account_id:
+// it exists, is saved and active), so that a person is never asked to
+// approve a charge that cannot be made; for a refund the payment itself
+// (it exists, has succeeded, is in the same currency and still has enough
+// left to refund).
 func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error) {
 	switch op.Intent {
 	case IntentCharge:
@@ -248,6 +250,15 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		req, err := buildCharge(op.Key, p)
 		if err != nil {
 			return adapters.Plan{}, err
+		}
+		pm, err := c.getPaymentMethod(ctx, p.AccountID)
+		switch {
+		case errors.Is(err, adapters.ErrNotFound):
+			return adapters.Plan{}, final(CodeReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider", nil)
+		case err != nil:
+			return adapters.Plan{}, readFailure(err)
+		case !pm.Saved || pm.Status != "active":
+			return adapters.Plan{}, final(CodeReferenceInactive, "account_id", "the saved payment method (account) is not active at the payment provider", nil)
 		}
 		return adapters.Plan{Data: map[string]any{
 			"account_id":   p.AccountID,

@@ -581,6 +581,35 @@ func TestValidate(t *testing.T) {
 		wantError(t, err, adapters.Final, "VALIDATION_ERROR", "amount_minor")
 	})
 
+	// The saved payment method is checked before anyone approves a charge.
+	t.Run("ErrChargeAccount", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		for account, code := range map[string]string{
+			"merchant-account-99":        "REFERENCE_NOT_FOUND",
+			"merchant-account-blocked-1": "REFERENCE_INACTIVE",
+			"not/a path":                 "REFERENCE_NOT_FOUND",
+		} {
+			op := chargeOp(t, "test:payment.charge:order-43:v1", 100)
+			op.Payload = payload(t, map[string]any{"account_id": account, "order_id": "order-43", "amount_minor": 100, "currency": "RUB"})
+			_, err := f.client.Validate(context.Background(), op)
+			wantError(t, err, adapters.Final, code, "account_id")
+		}
+	})
+
+	t.Run("ErrChargeProviderDown", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t)
+		if err := f.sim.Inject(sim.Fault{Target: sim.YooKassa, Fault: sim.FaultStatus, Status: 503, Times: 1, On: sim.OnLookup}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.client.Validate(context.Background(), chargeOp(t, "test:payment.charge:order-44:v1", 100))
+		var ae *adapters.Error
+		if !errors.As(err, &ae) || ae.Class == adapters.Final {
+			t.Fatalf("a provider outage during the check is %v, want a non-final error", err)
+		}
+	})
+
 	t.Run("ErrRefundUnknownPayment", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
