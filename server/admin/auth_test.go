@@ -263,6 +263,44 @@ func TestLoginThrottle(t *testing.T) {
 	}
 }
 
+// A name that is no user's is never written to the audit trail: it may be
+// a password typed into the name field. A user's own name still is.
+func TestLoginFailedAuditsOnlyUserNames(t *testing.T) {
+	t.Parallel()
+	a := newOwnApp(t, nil)
+	if _, err := a.st.CreateUser(context.Background(), "audit-anna", store.RoleAccountant, password); err != nil {
+		t.Fatal(err)
+	}
+	c := a.client()
+	signIn := func(name, pw string) {
+		t.Helper()
+		form := c.get("/admin/login").expect(t, http.StatusOK)
+		c.do("POST", "/admin/login", url.Values{"name": {name}, "password": {pw}, "csrf": {loginToken(t, form)}}).
+			expect(t, http.StatusUnprocessableEntity)
+	}
+
+	t.Run("NoSuchUser", func(t *testing.T) {
+		const typed = "Tr0ub4dor.3-horse" // shaped like a user name
+		signIn(typed, "anything-at-all")
+		fails := a.events(store.AuditFilter{Event: "user.login_failed"})
+		if len(fails) != 1 || fails[0].Actor != (store.Actor{Kind: store.ActorUser, Name: "?"}) {
+			t.Fatalf("failed sign-in audited as %+v, want one event by user ?", fails)
+		}
+		for _, e := range a.events(store.AuditFilter{Limit: 1000}) {
+			if strings.Contains(e.Actor.Name, typed) || strings.Contains(string(e.Detail), typed) {
+				t.Fatalf("the typed name is in the audit trail: %+v", e)
+			}
+		}
+	})
+	t.Run("User", func(t *testing.T) {
+		signIn("Audit-Anna", "wrong-password-1")
+		fails := a.events(store.AuditFilter{Event: "user.login_failed", Actor: "audit-anna"})
+		if len(fails) != 1 {
+			t.Fatalf("%d failed sign-ins of audit-anna audited, want 1", len(fails))
+		}
+	})
+}
+
 // loginToken is the sign-in form's token.
 func loginToken(tb testing.TB, p page) string {
 	tb.Helper()

@@ -1,12 +1,13 @@
 package admin
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -14,10 +15,8 @@ import (
 	"github.com/oncegate/oncegate/views"
 )
 
-// userNameShape is what a user name can look like; anything else typed
-// into the name field is not repeated in the audit trail (it may be a
-// password typed into the wrong field).
-var userNameShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
+// unknownName stands for a typed name that is no user's in audit events.
+const unknownName = "?"
 
 // handleLoginForm serves GET /admin/login: the sign-in form, with a fresh
 // form token in a cookie and the form (double submit), so a sign-in cannot
@@ -62,9 +61,9 @@ func (h *Handler) handleLogin(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("sign in: %w", err)
 	}
-	who := "?"
-	if userNameShape.MatchString(name) {
-		who = name
+	who, err := h.knownName(ctx, name)
+	if err != nil {
+		return fmt.Errorf("sign in: %w", err)
 	}
 	failCtx := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: who})
 	if wait > 0 {
@@ -101,6 +100,24 @@ func (h *Handler) handleLogin(c echo.Context) error {
 	h.setCookie(c, SessionCookie, id, int(SessionTTL.Seconds()))
 	h.clearCookie(c, loginCookie)
 	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// knownName is the stored name of the user called name (names compare
+// without letter case), or unknownName when there is no such user. A
+// failed sign-in is audited under it: text typed into the name field may
+// be a password typed into the wrong field, and the audit trail is kept
+// for good and exported, so only a real user's name is ever recorded.
+func (h *Handler) knownName(ctx context.Context, name string) (string, error) {
+	users, err := h.d.Store.Users(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, u := range users {
+		if strings.EqualFold(u.Name, name) {
+			return u.Name, nil
+		}
+	}
+	return unknownName, nil
 }
 
 // handleLogout serves POST /admin/logout: ends the session (its id stops

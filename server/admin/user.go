@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -13,6 +14,10 @@ import (
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
+
+// userNameShape is what a user name can look like (the store's rule),
+// checked here so the form answers with its own message.
+var userNameShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 // handleUserList serves GET /admin/users: the people who can sign in.
 func (h *Handler) handleUserList(c echo.Context) error {
