@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 )
 
 // errAuditBroken is returned when the audit chain does not verify.
@@ -22,15 +21,11 @@ func cmdAudit(args []string, stdout io.Writer, env func(string) string) error {
 	if err := parse(fs, args[1:]); err != nil {
 		return err
 	}
-	cfg, err := c.load(env)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(journalPath(cfg)); err != nil {
-		return fmt.Errorf("audit verify: no journal at %s", journalPath(cfg))
+	if fs.NArg() != 0 {
+		return fmt.Errorf("audit verify takes no arguments: %w", errUsage)
 	}
 	ctx := context.Background()
-	st, err := openStore(ctx, cfg)
+	st, err := c.open(ctx, env, false)
 	if err != nil {
 		return err
 	}
@@ -59,7 +54,7 @@ func cmdBackup(args []string, stdout io.Writer, env func(string) string) error {
 		return fmt.Errorf("backup: name the file to write: %w", errUsage)
 	}
 	ctx := context.Background()
-	st, err := c.open(ctx, env)
+	st, err := c.open(ctx, env, false)
 	if err != nil {
 		return err
 	}

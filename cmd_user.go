@@ -64,7 +64,7 @@ func cmdUser(args []string, stdin io.Reader, stdout io.Writer, env func(string) 
 	}
 
 	ctx := cliContext()
-	st, err := c.open(ctx, env)
+	st, err := c.open(ctx, env, sub == "add")
 	if err != nil {
 		return err
 	}

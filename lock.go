@@ -8,9 +8,13 @@ import (
 	"syscall"
 )
 
+// errServing: a serve holds the data directory.
+var errServing = errors.New("another oncegate serve is already running on this data directory")
+
 // lockDataDir takes an exclusive lock on the data directory for the life
-// of serve, so a second serve on it refuses to start. Short commands
-// (token, migrate) do not take it and work beside a running serve.
+// of serve, so a second serve on it refuses to start; migrate up and down
+// take it too. The other short commands (token, user, backup) do not, and
+// work beside a running serve.
 func lockDataDir(dir string) (func(), error) {
 	path := filepath.Join(dir, "serve.lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
@@ -20,7 +24,7 @@ func lockDataDir(dir string) (func(), error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another oncegate serve is already running on data directory %s", dir)
+			return nil, fmt.Errorf("%w (%s)", errServing, dir)
 		}
 		return nil, fmt.Errorf("lock data directory: %w", err)
 	}

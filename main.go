@@ -147,12 +147,28 @@ func cliContext() context.Context {
 
 // open loads the configuration and opens its journal, for the short
 // commands that work on the journal beside (or without) a running serve.
-func (c common) open(ctx context.Context, env func(string) string) (*store.Store, error) {
+// Only a command that creates something (create says so) may start a new
+// journal; the others refuse a data directory without one, so a mistyped
+// --data is not answered from an empty journal.
+func (c common) open(ctx context.Context, env func(string) string, create bool) (*store.Store, error) {
 	cfg, err := c.load(env)
 	if err != nil {
 		return nil, err
 	}
+	if !create {
+		if err := journalExists(cfg); err != nil {
+			return nil, err
+		}
+	}
 	return openStore(ctx, cfg)
+}
+
+// journalExists refuses a data directory that holds no journal.
+func journalExists(cfg server.Config) error {
+	if _, err := os.Stat(journalPath(cfg)); err != nil {
+		return fmt.Errorf("no journal at %s: check --data (serve or migrate up makes a new one)", journalPath(cfg))
+	}
+	return nil
 }
 
 // openStore opens the journal in the configured data directory.
@@ -277,8 +293,25 @@ func cmdMigrate(args []string, stdout io.Writer, env func(string) string) error 
 	if err != nil {
 		return err
 	}
+	switch fs.Arg(0) {
+	case "version", "down":
+		if err := journalExists(cfg); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
+	}
+	if fs.Arg(0) != "version" {
+		// The schema must not change under a running gateway.
+		unlock, err := lockDataDir(cfg.DataDir)
+		if errors.Is(err, errServing) {
+			return fmt.Errorf("migrate %s: oncegate serve is running on %s; stop it first", fs.Arg(0), cfg.DataDir)
+		}
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
 	v, err := store.Migrate(context.Background(), journalPath(cfg), fs.Arg(0))
 	if err != nil {
@@ -301,7 +334,7 @@ func cmdToken(args []string, stdout io.Writer, env func(string) string) error {
 		return err
 	}
 	ctx := cliContext()
-	st, err := c.open(ctx, env)
+	st, err := c.open(ctx, env, sub == "create")
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oncegate/oncegate/store"
 )
 
 // End-to-end tests: the real binary, started and killed as a user would.
@@ -531,5 +533,26 @@ func TestCommandOnBusyJournal(t *testing.T) {
 	}
 	if tok := lastLine(cli(t, nil, "token", "create", "--data", data, "--name", "busy-agent", "--scopes", "read")); !strings.HasPrefix(tok, "og_") {
 		t.Fatalf("token create after the lock was freed: %q", tok)
+	}
+}
+
+// The schema never changes under a running gateway: migrate up and down
+// refuse while serve holds the data directory, and change nothing.
+func TestMigrateRefusedWhileServing(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	for _, dir := range []string{"down", "up"} {
+		cmd := exec.Command(binary, "migrate", dir, "--config", r.config, "--data", r.dataDir)
+		cmd.Env = append(os.Environ(), r.env...)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "serve is running") {
+			t.Fatalf("migrate %s beside serve: %v\n%s", dir, err, out)
+		}
+	}
+	if out := cli(t, r.env, "migrate", "version", "--config", r.config, "--data", r.dataDir); !strings.Contains(out, fmt.Sprintf("version %d ", store.LatestVersion())) {
+		t.Fatalf("the schema moved: %s", out)
+	}
+	if code, body, err := r.post("test:invoice.create:order-mig:v1", fmt.Sprintf(e2eInvoice, "order-mig", 1)); err != nil || code != 200 {
+		t.Fatalf("the gateway after a refused migrate: %d %v %v", code, body, err)
 	}
 }

@@ -9,8 +9,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -136,6 +138,10 @@ func Migrate(ctx context.Context, path, direction string) (uint, error) {
 		err = m.Up()
 	case "down":
 		err = m.Steps(-1)
+		if errors.Is(err, fs.ErrNotExist) {
+			// golang-migrate's answer for "no migration below this one".
+			return 0, errors.New("migrate journal down: the journal has no schema to undo (version 0)")
+		}
 	case "version":
 	default:
 		return 0, fmt.Errorf("migrate: unknown direction %q (want up, down or version)", direction)
@@ -206,7 +212,14 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("backup: %s already exists", path)
 	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("backup: directory %s does not exist", filepath.Dir(path))
+	}
 	if _, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	// The copy holds password and token hashes: for its owner only.
+	if err := os.Chmod(path, 0o600); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	return nil

@@ -33,7 +33,9 @@ type Token struct {
 // Has reports whether the token carries scope.
 func (t Token) Has(scope string) bool { return slices.Contains(t.Scopes, scope) }
 
-var agentName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+// agentName starts with a letter, so a name can never be read as a token
+// id (`oncegate token revoke 12`).
+var agentName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,63}$`)
 
 // ParseScopes checks a comma-separated scope list and returns it sorted
 // in the canonical order of Scopes, without duplicates.
@@ -68,7 +70,7 @@ func HashToken(secret string) string {
 // secret, which is shown once and never stored.
 func (s *Store) CreateToken(ctx context.Context, agent string, scopes []string) (string, Token, error) {
 	if !agentName.MatchString(agent) {
-		return "", Token{}, fmt.Errorf("create token: %w: agent name must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", ErrInvalid)
+		return "", Token{}, fmt.Errorf("create token: %w: agent name must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter", ErrInvalid)
 	}
 	scopes, err := ParseScopes(strings.Join(scopes, ","))
 	if err != nil {

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCmd runs a command line in process and returns its output and error.
+func runCmd(args ...string) (string, error) {
+	var out bytes.Buffer
+	err := run(args, &out, &out, func(string) string { return "" })
+	return out.String(), err
+}
+
+// Commands that only read refuse a data directory without a journal, so
+// a mistyped --data is never answered from a new, empty journal.
+func TestCommandsNeedAJournal(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, args := range [][]string{
+		{"migrate", "version", "--data", missing},
+		{"migrate", "down", "--data", missing},
+		{"token", "list", "--data", missing},
+		{"token", "revoke", "--data", missing, "agent-a"},
+		{"user", "list", "--data", missing},
+		{"audit", "verify", "--data", missing},
+		{"backup", "--data", missing, filepath.Join(t.TempDir(), "copy.db")},
+	} {
+		if _, err := runCmd(args...); err == nil || !strings.Contains(err.Error(), "no journal at") {
+			t.Errorf("%v: %v, want a refusal naming the missing journal", args, err)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("a refused command created the data directory")
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := runCmd("migrate", "up", "--data", dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("DownPastZero", func(t *testing.T) {
+		d := t.TempDir()
+		runCmd("migrate", "up", "--data", d)
+		var err error
+		for range 20 {
+			if _, err = runCmd("migrate", "down", "--data", d); err != nil {
+				break
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), "no schema to undo") {
+			t.Fatalf("down past version 0: %v", err)
+		}
+	})
+	t.Run("DigitAgentName", func(t *testing.T) {
+		if _, err := runCmd("token", "create", "--data", dir, "--name", "17", "--scopes", "read"); err == nil || !strings.Contains(err.Error(), "starting with a letter") {
+			t.Fatalf("an agent named by digits, which revoke would read as a token id: %v", err)
+		}
+	})
+	t.Run("AuditVerifyArgs", func(t *testing.T) {
+		if _, err := runCmd("audit", "verify", "--data", dir, "extra"); err == nil || !strings.Contains(err.Error(), "takes no arguments") {
+			t.Fatalf("audit verify extra: %v", err)
+		}
+	})
+	t.Run("Backup", func(t *testing.T) {
+		to := filepath.Join(t.TempDir(), "nowhere", "copy.db")
+		if _, err := runCmd("backup", "--data", dir, to); err == nil || !strings.Contains(err.Error(), "does not exist") {
+			t.Fatalf("backup into a missing directory: %v", err)
+		}
+		to = filepath.Join(t.TempDir(), "copy.db")
+		if _, err := runCmd("backup", "--data", dir, to); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(to)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("the copy holds password and token hashes; mode %v, %v", fi.Mode().Perm(), err)
+		}
+	})
+}
