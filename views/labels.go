@@ -1,5 +1,7 @@
 package views
 
+import "fmt"
+
 // Labels are the interface texts of the admin UI in one language. Texts
 // with verbs are fmt formats.
 type Labels struct {
@@ -31,6 +33,7 @@ type Labels struct {
 	Waiting, Approve, Deny, LeftFmt, Expired                  string
 	ApprovalSection, ApprovalStatus, Expires, DecidedBy       string
 	DecidedAt                                                 string
+	ApprovedSucceeded, ApprovedRunFmt                         string
 	ErrApprovalExpired, ErrApprovalDecided, ErrNoSuchApproval string
 
 	// Review.
@@ -100,6 +103,19 @@ func (l *Labels) EventLabel(e string) string { return orRaw(l.Events, e) }
 
 // ApprovalLabel is the name of an approval state for people.
 func (l *Labels) ApprovalLabel(s string) string { return orRaw(l.Approval, s) }
+
+// ApprovalStateLabel is an approval's state for people, told by what
+// became of its operation: an approval the executor took says whether the
+// operation then succeeded, not just that it ran.
+func (l *Labels) ApprovalStateLabel(approval, opStatus string) string {
+	if approval != "consumed" {
+		return l.ApprovalLabel(approval)
+	}
+	if opStatus == "succeeded" {
+		return l.ApprovedSucceeded
+	}
+	return fmt.Sprintf(l.ApprovedRunFmt, l.StatusLabel(opStatus))
+}
 
 func orRaw(m map[string]string, k string) string {
 	if v, ok := m[k]; ok {

@@ -34,7 +34,8 @@ var english = Labels{
 	RequestedBy: "Requested by", Waiting: "Waiting", Approve: "Approve", Deny: "Deny",
 	LeftFmt: "%s left", Expired: "expired",
 	ApprovalSection: "Approval", ApprovalStatus: "State", Expires: "Expires", DecidedBy: "Decided by",
-	DecidedAt:          "Decided at",
+	DecidedAt:         "Decided at",
+	ApprovedSucceeded: "approved and executed", ApprovedRunFmt: "approved; execution: %s",
 	ErrApprovalExpired: "The approval expired: no decision was recorded and the operation will not run.",
 	ErrApprovalDecided: "This operation was already decided: the second decision was not recorded.",
 	ErrNoSuchApproval:  "No such approval.",
@@ -138,6 +139,6 @@ var english = Labels{
 	},
 	Approval: map[string]string{
 		"pending": "pending", "approved": "approved", "denied": "denied",
-		"expired": "expired", "consumed": "approved and run",
+		"expired": "expired", "consumed": "approved, handed to the executor",
 	},
 }

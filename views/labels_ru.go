@@ -34,7 +34,8 @@ var russian = Labels{
 	RequestedBy: "Запросил", Waiting: "Ждёт", Approve: "Одобрить", Deny: "Отклонить",
 	LeftFmt: "осталось %s", Expired: "срок истёк",
 	ApprovalSection: "Согласование", ApprovalStatus: "Состояние", Expires: "Действует до", DecidedBy: "Решил",
-	DecidedAt:          "Когда",
+	DecidedAt:         "Когда",
+	ApprovedSucceeded: "одобрено, исполнено", ApprovedRunFmt: "одобрено; исполнение: %s",
 	ErrApprovalExpired: "Срок согласования истёк — решение не принято, операция не будет выполнена.",
 	ErrApprovalDecided: "По этой операции уже принято решение — повторное не принято.",
 	ErrNoSuchApproval:  "Такого согласования нет.",
@@ -138,6 +139,6 @@ var russian = Labels{
 	},
 	Approval: map[string]string{
 		"pending": "ждёт решения", "approved": "одобрено", "denied": "отклонено",
-		"expired": "срок истёк", "consumed": "одобрено и исполнено",
+		"expired": "срок истёк", "consumed": "одобрено, передано на исполнение",
 	},
 }

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncegate/oncegate/store"
 )
@@ -64,6 +65,64 @@ func TestPayloadShowsAsText(t *testing.T) {
 	}
 	// Unknown keys are a 404 page.
 	acc.get("/admin/operations/"+keyPath("test:invoice.create:nope:v1")).expect(t, http.StatusNotFound)
+}
+
+// An approval the executor took says what became of the payment: a
+// failed charge is not shown as done.
+func TestApprovalStateFollowsOutcome(t *testing.T) {
+	t.Parallel()
+	a := newOwnApp(t, nil) // the executor's queue is the whole journal's
+	ctx := context.Background()
+	u, err := a.st.CreateUser(ctx, "state-auditor", store.RoleAuditor, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.users[store.RoleAuditor] = u
+	c := a.signIn(store.RoleAuditor)
+
+	for _, tc := range []struct {
+		name   string
+		end    func(key string) error // what the executor did; nil: still running
+		ru, en string
+	}{
+		{"Succeeded", func(key string) error { return a.st.Complete(ctx, key, "test-run", "pay-1", nil) },
+			"одобрено, исполнено", "approved and executed"},
+		{"TargetUnavailable", func(key string) error {
+			return a.st.Fail(ctx, key, "test-run", false, store.Failure{Code: "TARGET_UNAVAILABLE", Message: "the target is unavailable"})
+		}, "одобрено; исполнение: сбой, можно повторить", "approved; execution: failed, retryable"},
+		{"Declined", func(key string) error {
+			return a.st.Fail(ctx, key, "test-run", true, store.Failure{Code: "PAYMENT_DECLINED", Message: "the payment was declined"})
+		}, "одобрено; исполнение: отказ", "approved; execution: failed"},
+		{"Running", nil, "одобрено; исполнение: выполняется", "approved; execution: running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "test:payment.charge:state-" + strings.ToLower(tc.name) + "-000001:v1"
+			ap := a.charge(key, 5000, "")
+			if err := a.st.DecideApproval(ctx, ap.ID, true, "test-accountant", ""); err != nil {
+				t.Fatal(err)
+			}
+			op, err := a.st.TakeApproved(ctx, "test-run", time.Minute)
+			if err != nil || op.Key != key {
+				t.Fatalf("took %q, %v; want %q", op.Key, err, key)
+			}
+			if tc.end != nil {
+				if err := tc.end(key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := "/admin/operations/" + keyPath(key)
+			p := c.get(path).expect(t, http.StatusOK)
+			if got := p.text("approval-status"); got != tc.ru {
+				t.Errorf("approval state %q, want %q", got, tc.ru)
+			}
+			c.cookies["lang"] = "en"
+			defer delete(c.cookies, "lang")
+			p = c.get(path).expect(t, http.StatusOK)
+			if got := p.text("approval-status"); got != tc.en {
+				t.Errorf("approval state %q, want %q", got, tc.en)
+			}
+		})
+	}
 }
 
 // The operations browser walks its pages by keyset: every operation once.
