@@ -419,3 +419,24 @@ func (g *gateway) validateCalls() int {
 	}
 	return 0
 }
+
+// What the published schema accepts, the target accepts: a text at the
+// schema's length limit goes through, and the limit is the target's own.
+func TestSchemaMatchesTargetLimits(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	env := draft()
+	env["payload"].(map[string]any)["comment"] = strings.Repeat("я", 1024)
+	r := g.post("test:sales_order.create_draft:long-comment:v1", env)
+	expect(t, r, http.StatusOK, "succeeded", "")
+
+	payer := g.MustToken("agent-pay", "pay")
+	refund, _ := json.Marshal(map[string]any{"schema_version": "1.0", "intent": "payment.refund", "payload": map[string]any{
+		"payment_id": "2f3b588d-000f-5000-8000-1d6e87c7fbde", "amount_minor": 100, "currency": "RUB", "reason": strings.Repeat("r", 251),
+	}})
+	r = g.do("POST", "/v1/operations", payer, map[string]string{"Idempotency-Key": "test:payment.refund:long-reason:v1"}, refund)
+	expect(t, r, http.StatusBadRequest, "rejected", "VALIDATION_ERROR")
+	if r.errField() != "reason" {
+		t.Fatalf("field %q", r.errField())
+	}
+}

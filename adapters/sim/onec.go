@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // The 1C simulator plays the firm's 1C configuration with the oncegate HTTP
@@ -434,8 +435,8 @@ func (o *onec) check(cmd *onecCommand) ([]onecError, map[string]any) {
 				lines = append(lines, map[string]any{"line": i + 1, "product_id": it.ProductID, "quantity": it.Quantity, "unit": it.Unit})
 			}
 		}
-		if len(p.Comment) > 1024 {
-			c.add(onecValidation, "comment", "longer than 1024 bytes")
+		if utf8.RuneCountInString(p.Comment) > 1024 { // СтрДлина counts characters
+			c.add(onecValidation, "comment", "longer than 1024 characters")
 		}
 		return c.errs, map[string]any{"document": "sales_order", "organization_id": p.OrganizationID,
 			"customer_id": p.CustomerID, "warehouse_id": p.WarehouseID, "currency": p.Currency,
