@@ -220,7 +220,7 @@ func TestSchemas_Bounds(t *testing.T) {
 		{"crm.callback.create", []string{"comment"}, "maxLength", 500.0},
 		{"sales_order.create_draft", []string{"comment"}, "maxLength", 1024.0},
 		{"payment.charge", []string{"description"}, "maxLength", 128.0},
-		{"payment.refund", []string{"reason"}, "maxLength", 1024.0},
+		{"payment.refund", []string{"reason"}, "maxLength", 250.0},
 		{"payment.charge", []string{"amount_minor"}, "minimum", 1.0},
 		{"payment.charge", []string{"amount_minor"}, "maximum", 1e15},
 		{"payment.refund", []string{"amount_minor"}, "minimum", 1.0},
