@@ -64,9 +64,15 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 				`{"schema_version":"1.0","intent":"invoice.create","payload":{…}}`, jsonType(v))
 	}
 
-	if sv, ok := obj["schema_version"].(string); ok && sv != SchemaVersion {
+	// "1.0" is the only version; anything else, a missing one or one that
+	// is not a string included, is unsupported (API.md section 3).
+	if sv, present := obj["schema_version"]; present && sv != SchemaVersion {
+		if str, ok := sv.(string); ok {
+			return Envelope{}, badRequest(CodeUnsupportedSchema, "schema_version",
+				"schema_version %s is not supported; this gateway speaks %q only", quoteShort(str), SchemaVersion)
+		}
 		return Envelope{}, badRequest(CodeUnsupportedSchema, "schema_version",
-			"schema_version %s is not supported; this gateway speaks %q only", quoteShort(sv), SchemaVersion)
+			"schema_version must be the string %q (got %s)", SchemaVersion, jsonType(sv))
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if !slices.Contains(envelopeFields, k) {
@@ -74,11 +80,11 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 		}
 	}
 
-	var env Envelope
-	if _, ok := obj["schema_version"]; !ok {
-		return Envelope{}, badRequest(CodeValidation, "schema_version",
+	if _, present := obj["schema_version"]; !present {
+		return Envelope{}, badRequest(CodeUnsupportedSchema, "schema_version",
 			"schema_version is missing; send \"schema_version\": %q", SchemaVersion)
 	}
+	var env Envelope
 	steps := []struct {
 		name     string
 		dst      *string
