@@ -20,6 +20,7 @@ type Labels struct {
 	AttemptsLabel, AttemptsShort, LastAttempt, LookupFailures, NextCheck   string
 	NextCheckTitle                                                         string
 	Flagged, History, Status, OperationKey, ErrorCode, ErrorMessage, Lease string
+	ErrorField                                                             string
 	Yes, No, None                                                          string
 
 	// Dashboard.
@@ -79,6 +80,7 @@ type Labels struct {
 	ScopeFor map[string]string // what each agent token scope allows
 	Flashes  map[string]string // messages after a redirect, by code; %s is its argument
 	Approval map[string]string // approval states
+	Errors   map[string]string // operations' error codes (API.md section 5, the adapters')
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.
@@ -103,6 +105,20 @@ func (l *Labels) EventLabel(e string) string { return orRaw(l.Events, e) }
 
 // ApprovalLabel is the name of an approval state for people.
 func (l *Labels) ApprovalLabel(s string) string { return orRaw(l.Approval, s) }
+
+// ErrorText is an operation's error for people: the text of its stable
+// code in this language, or, for a code without one, the message
+// journaled with it (the API's English), or the code itself. Pages show
+// the code beside it: operators search by it.
+func (l *Labels) ErrorText(code, message string) string {
+	if v, ok := l.Errors[code]; ok {
+		return v
+	}
+	if message != "" {
+		return message
+	}
+	return code
+}
 
 // ApprovalStateLabel is an approval's state for people, told by what
 // became of its operation: an approval the executor took says whether the

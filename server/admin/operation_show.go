@@ -64,10 +64,15 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 		{Label: l.Completed, Value: formatSeconds(op.CompletedAt, h.d.Location, lg)},
 		{Label: l.AttemptsLabel, Value: strconv.Itoa(op.AttemptCount) + "; " + l.LastAttempt + ": " + formatSeconds(op.LastAttemptAt, h.d.Location, lg)},
 	}
+	// The journal keeps the API's English message; people read the
+	// code's text in their language, and the code to search by.
 	if op.ErrorCode != "" {
 		v.Summary = append(v.Summary,
 			views.Field{Label: l.ErrorCode, Value: op.ErrorCode, Mono: true, TestID: "error-code"},
-			views.Field{Label: l.ErrorMessage, Value: op.ErrorMessage})
+			views.Field{Label: l.ErrorMessage, Value: l.ErrorText(op.ErrorCode, op.ErrorMessage), TestID: "error-message"})
+		if op.ErrorField != "" {
+			v.Summary = append(v.Summary, views.Field{Label: l.ErrorField, Value: op.ErrorField, Mono: true, TestID: "error-field"})
+		}
 	}
 	if amt := p.amount(lg); amt != "" {
 		v.Request = append(v.Request, views.Field{Label: l.Amount, Value: amt, TestID: "amount"})

@@ -125,6 +125,73 @@ func TestApprovalStateFollowsOutcome(t *testing.T) {
 	}
 }
 
+// Errors show in the page's language by their stable code, the code
+// beside them; a code without a text shows the journaled message.
+func TestErrorsInPageLanguage(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	ctx := context.Background()
+	const sent = "the request was sent but its outcome is not known"
+	unknownKey := a.uniq("test:invoice.create:err-unknown:v1")
+	a.claim(unknownKey, "invoice.create", "onec", false, map[string]any{"order_id": "o-1"})
+	if err := a.st.MarkUnknown(ctx, unknownKey, "test-run", "", store.Failure{Code: "OUTCOME_UNKNOWN", Message: sent}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	fail := func(name, code, msg string) string {
+		key := a.uniq("test:invoice.create:" + name + ":v1")
+		a.claim(key, "invoice.create", "onec", false, map[string]any{"order_id": "o-1"})
+		if err := a.st.Fail(ctx, key, "test-run", false, store.Failure{Code: code, Field: "order_id", Message: msg}); err != nil {
+			t.Fatal(err)
+		}
+		return key
+	}
+	downKey := fail("err-down", "TARGET_UNAVAILABLE", "the target is unavailable")
+	oddKey := fail("err-odd", "SOMETHING_NEW", "something new happened")
+	c := a.signIn(store.RoleOperator)
+
+	for _, tc := range []struct{ key, code, ru, en string }{
+		{unknownKey, "OUTCOME_UNKNOWN", "запрос отправлен в систему, но исход неизвестен", "the request was sent to the target, but its outcome is not known"},
+		{downKey, "TARGET_UNAVAILABLE", "система недоступна", "the target is unavailable"},
+		{oddKey, "SOMETHING_NEW", "something new happened", "something new happened"},
+	} {
+		p := c.get("/admin/operations/"+keyPath(tc.key)).expect(t, http.StatusOK)
+		if got := p.text("error-code"); got != tc.code {
+			t.Errorf("%s: code %q, want %q", tc.key, got, tc.code)
+		}
+		if got := p.text("error-message"); got != tc.ru {
+			t.Errorf("%s: message %q, want %q", tc.key, got, tc.ru)
+		}
+		c.cookies["lang"] = "en"
+		p = c.get("/admin/operations/"+keyPath(tc.key)).expect(t, http.StatusOK)
+		delete(c.cookies, "lang")
+		if got := p.text("error-message"); got != tc.en {
+			t.Errorf("%s: English message %q, want %q", tc.key, got, tc.en)
+		}
+	}
+	p := c.get("/admin/operations/"+keyPath(downKey)).expect(t, http.StatusOK)
+	if got := p.text("error-field"); got != "order_id" {
+		t.Errorf("error field %q, want order_id", got)
+	}
+
+	// The review card of the unknown operation.
+	p = c.get("/admin/review").expect(t, http.StatusOK)
+	i := strings.Index(p.Body, `data-testid="review-row" data-key="`+unknownKey+`"`)
+	if i < 0 {
+		t.Fatal("the unknown operation is not on the review page")
+	}
+	card := page{Body: p.Body[i:]}
+	card.Body = card.Body[:strings.Index(card.Body, "</article>")]
+	if got, want := card.text("review-reason"), "запрос отправлен в систему, но исход неизвестен"; got != want {
+		t.Errorf("review reason %q, want %q", got, want)
+	}
+	if got := card.text("review-reason-code"); got != "OUTCOME_UNKNOWN" {
+		t.Errorf("review reason code %q", got)
+	}
+	if facts := card.Body[:strings.Index(card.Body, "<details")]; strings.Contains(facts, sent) {
+		t.Errorf("the review card shows the API's English message:\n%s", facts)
+	}
+}
+
 // The operations browser walks its pages by keyset: every operation once.
 func TestOperationsPaginate(t *testing.T) {
 	t.Parallel()

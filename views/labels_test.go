@@ -1,0 +1,45 @@
+package views
+
+import (
+	"maps"
+	"slices"
+	"testing"
+)
+
+// Both languages name the same statuses, events, error codes, ….
+func TestLabelTablesMatch(t *testing.T) {
+	ru, en := LabelsFor("ru"), LabelsFor("en")
+	for _, tc := range []struct {
+		name   string
+		ru, en map[string]string
+	}{
+		{"Statuses", ru.Statuses, en.Statuses},
+		{"Roles", ru.Roles, en.Roles},
+		{"Intents", ru.Intents, en.Intents},
+		{"Events", ru.Events, en.Events},
+		{"ScopeFor", ru.ScopeFor, en.ScopeFor},
+		{"Flashes", ru.Flashes, en.Flashes},
+		{"Approval", ru.Approval, en.Approval},
+		{"Errors", ru.Errors, en.Errors},
+	} {
+		r, e := slices.Sorted(maps.Keys(tc.ru)), slices.Sorted(maps.Keys(tc.en))
+		if !slices.Equal(r, e) {
+			t.Errorf("%s: Russian has %v, English %v", tc.name, r, e)
+		}
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	ru := LabelsFor("ru")
+	for _, tc := range []struct{ code, message, want string }{
+		{"TARGET_UNAVAILABLE", "the target is unavailable", "система недоступна"},
+		{"APPROVAL_DENIED", "a person denied this operation", "операцию отклонил человек"},
+		{"SOMETHING_NEW", "something new happened", "something new happened"},
+		{"SOMETHING_NEW", "", "SOMETHING_NEW"},
+		{"", "", ""},
+	} {
+		if got := ru.ErrorText(tc.code, tc.message); got != tc.want {
+			t.Errorf("ErrorText(%q, %q) = %q, want %q", tc.code, tc.message, got, tc.want)
+		}
+	}
+}
