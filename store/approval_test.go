@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -192,5 +193,17 @@ func TestReconcileQueue(t *testing.T) {
 	op, _ = s.Get(ctx, key)
 	if op.Status != store.StatusUnknown || op.LookupFailures != 2 || !op.NeedsReview {
 		t.Fatalf("row %+v", op)
+	}
+	// The failure that asked a person to look is its own audit event.
+	events, err := s.AuditEvents(ctx, store.AuditFilter{OperationKey: key, Event: "operation."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range events {
+		names = append(names, e.Event)
+	}
+	if len(names) < 3 || names[0] != "operation.flagged_for_review" || names[2] != "operation.lookup_failed" || slices.Contains(names[1:], "operation.flagged_for_review") {
+		t.Fatalf("events, newest first: %v", names)
 	}
 }

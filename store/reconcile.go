@@ -50,7 +50,18 @@ func (s *Store) TakeForReconcile(ctx context.Context, op Operation, owner string
 // row is now flagged.
 func (s *Store) LookupFailed(ctx context.Context, key, owner string, reviewAfter int, next time.Time) (bool, error) {
 	now := formatTime(s.now())
-	err := s.transition(ctx, "operation.lookup_failed", key, owner, map[string]any{"next_check_at": formatTime(next)}, `
+	// The row is leased by owner, so it cannot change between this read
+	// and the update: the failure that flags it is audited as such.
+	before, err := getOperation(ctx, s.db, key)
+	if err != nil {
+		return false, fmt.Errorf("lookup failed: %w", err)
+	}
+	event := "operation.lookup_failed"
+	if !before.NeedsReview && before.LookupFailures+1 >= reviewAfter {
+		event = "operation.flagged_for_review"
+	}
+	detail := map[string]any{"next_check_at": formatTime(next), "lookup_failures": before.LookupFailures + 1}
+	err = s.transition(ctx, event, key, owner, detail, `
 		UPDATE operations
 		SET status = 'unknown', lookup_failures = lookup_failures + 1,
 			needs_review = CASE WHEN lookup_failures + 1 >= ? THEN 1 ELSE needs_review END,
