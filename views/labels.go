@@ -48,6 +48,7 @@ type Labels struct {
 	OperationsTitle, OperationsEmpty, Summary, RequestSummary string
 	Transitions, InAudit, NoAttempts, Reconciliation, Amount  string
 	NeedsReview, ErrBadDate, ErrBadLimit                      string
+	ErrBadStatus, ErrBadIntent, ErrBadTarget                  string
 
 	// Audit.
 	AuditTitle, AuditLead, AuditEmpty, ExportCSV, VerifyChain string
@@ -76,6 +77,7 @@ type Labels struct {
 	Statuses map[string]string // operation statuses
 	Roles    map[string]string
 	Intents  map[string]string
+	Targets  map[string]string // target systems by the gateway's names
 	Events   map[string]string // audit event names
 	ScopeFor map[string]string // what each agent token scope allows
 	Flashes  map[string]string // messages after a redirect, by code; %s is its argument
@@ -99,6 +101,9 @@ func (l *Labels) RoleLabel(r string) string { return orRaw(l.Roles, r) }
 
 // IntentLabel is the name of an intent for people.
 func (l *Labels) IntentLabel(i string) string { return orRaw(l.Intents, i) }
+
+// TargetLabel is the name of a target system for people.
+func (l *Labels) TargetLabel(t string) string { return orRaw(l.Targets, t) }
 
 // EventLabel is the name of an audit event for people.
 func (l *Labels) EventLabel(e string) string { return orRaw(l.Events, e) }

@@ -58,6 +58,9 @@ var english = Labels{
 	Summary: "Summary", RequestSummary: "Request", Transitions: "State transitions", InAudit: "in the audit trail",
 	NoAttempts: "No attempts yet.", Reconciliation: "Reconciliation", Amount: "Amount", NeedsReview: "Needs a person",
 	ErrBadDate: "Dates are YYYY-MM-DD.", ErrBadLimit: "Page size is a number from 1 to 200.",
+	ErrBadStatus: "No such status: choose one from the list.",
+	ErrBadIntent: "No such intent: choose one from the list.",
+	ErrBadTarget: "No such target: choose one from the list — 1C (onec), Bitrix24 (crm), YooKassa (payments).",
 
 	AuditTitle: "Audit trail",
 	AuditLead:  "Who did what, when. Events are chained by hashes: changing or deleting any of them shows in a check.",
@@ -108,6 +111,7 @@ var english = Labels{
 		"sales_order.create_draft": "Draft sales order", "sales_order.post": "Post sales order",
 		"crm.callback.create": "Customer callback",
 	},
+	Targets: map[string]string{"onec": "1C", "crm": "Bitrix24", "payments": "YooKassa"},
 	Events: map[string]string{
 		"operation.awaiting_approval": "awaiting approval", "operation.started": "started",
 		"operation.attempt": "attempt", "operation.succeeded": "succeeded", "operation.unknown": "outcome unknown",

@@ -58,6 +58,9 @@ var russian = Labels{
 	Summary: "Сводка", RequestSummary: "Запрос", Transitions: "Переходы состояний", InAudit: "в журнале аудита",
 	NoAttempts: "Попыток ещё не было.", Reconciliation: "Сверка", Amount: "Сумма", NeedsReview: "Нужен человек",
 	ErrBadDate: "Дата — в виде ГГГГ-ММ-ДД.", ErrBadLimit: "Размер страницы — число от 1 до 200.",
+	ErrBadStatus: "Такого статуса нет — выберите статус из списка.",
+	ErrBadIntent: "Такого намерения нет — выберите намерение из списка.",
+	ErrBadTarget: "Такой системы нет — выберите из списка: 1С (onec), Битрикс24 (crm), ЮKassa (payments).",
 
 	AuditTitle: "Журнал аудита",
 	AuditLead:  "Кто, что и когда сделал. Записи связаны цепочкой хешей: изменение или удаление любой записи обнаруживается проверкой.",
@@ -108,6 +111,7 @@ var russian = Labels{
 		"sales_order.create_draft": "Черновик заказа", "sales_order.post": "Проведение заказа",
 		"crm.callback.create": "Звонок клиенту",
 	},
+	Targets: map[string]string{"onec": "1С", "crm": "Битрикс24", "payments": "ЮKassa"},
 	Events: map[string]string{
 		"operation.awaiting_approval": "ждёт согласования", "operation.started": "начата",
 		"operation.attempt": "попытка", "operation.succeeded": "выполнена", "operation.unknown": "исход неизвестен",

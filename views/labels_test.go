@@ -16,6 +16,7 @@ func TestLabelTablesMatch(t *testing.T) {
 		{"Statuses", ru.Statuses, en.Statuses},
 		{"Roles", ru.Roles, en.Roles},
 		{"Intents", ru.Intents, en.Intents},
+		{"Targets", ru.Targets, en.Targets},
 		{"Events", ru.Events, en.Events},
 		{"ScopeFor", ru.ScopeFor, en.ScopeFor},
 		{"Flashes", ru.Flashes, en.Flashes},

@@ -10,31 +10,81 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
 
+// targetOrder lists the target systems as the filter offers them.
+var targetOrder = []string{contract.TargetOneC, contract.TargetCRM, contract.TargetPayments}
+
+// targetNames maps what people call a target system — the gateway's own
+// name or the product's (1C typed with a Latin or a Cyrillic C) — to the
+// gateway's name.
+var targetNames = map[string]string{
+	contract.TargetOneC: contract.TargetOneC, "1c": contract.TargetOneC, "1с": contract.TargetOneC,
+	contract.TargetCRM: contract.TargetCRM, "bitrix24": contract.TargetCRM,
+	contract.TargetPayments: contract.TargetPayments, "yookassa": contract.TargetPayments,
+}
+
+// journaledIntents are the intents that can be in the journal, in the
+// whitelist's order (a read-only intent never is).
+var journaledIntents = func() []string {
+	var out []string
+	for _, in := range contract.All() {
+		if in.Journaled {
+			out = append(out, in.Name)
+		}
+	}
+	return out
+}()
+
 // handleOperationList serves GET /admin/operations: the journal, newest
 // first, filtered by status, intent, target, agent, key prefix and dates,
-// a page at a time by keyset (?before_at=…&before_key=…).
+// a page at a time by keyset (?before_at=…&before_key=…). Status, intent
+// and target are chosen from lists; a value not on its list is refused
+// with a message, like a bad date, rather than ignored.
 func (h *Handler) handleOperationList(c echo.Context) error {
 	l, lg := labels(c), lang(c)
 	q := c.QueryParams()
 	form := views.OperationFilterForm{
-		Status: q.Get("status"), Intent: strings.TrimSpace(q.Get("intent")), Target: strings.TrimSpace(q.Get("target")),
+		Status: strings.TrimSpace(q.Get("status")), Intent: strings.TrimSpace(q.Get("intent")), Target: strings.TrimSpace(q.Get("target")),
 		Agent: strings.TrimSpace(q.Get("agent")), KeyPrefix: strings.TrimSpace(q.Get("key")),
 		From: q.Get("from"), To: q.Get("to"), Limit: q.Get("limit"),
 	}
-	v := views.OperationListView{Page: h.page(c, "operations", l.OperationsTitle), Filter: form}
-	for _, st := range statusOrder {
-		v.Statuses = append(v.Statuses, views.Option{Value: string(st), Label: l.StatusLabel(string(st)), Selected: string(st) == form.Status})
+	// A product's name for a target stands for the gateway's.
+	badTarget := false
+	if form.Target != "" {
+		t, ok := targetNames[strings.ToLower(form.Target)]
+		form.Target, badTarget = t, !ok
 	}
-
+	v := views.OperationListView{Page: h.page(c, "operations", l.OperationsTitle), Filter: form}
 	f := store.OperationFilter{Intent: form.Intent, Target: form.Target, Agent: form.Agent, KeyPrefix: form.KeyPrefix}
 	for _, st := range statusOrder {
+		v.Statuses = append(v.Statuses, views.Option{Value: string(st), Label: l.StatusLabel(string(st)), Selected: string(st) == form.Status})
 		if string(st) == form.Status {
 			f.Status = st
 		}
+	}
+	knownIntent := false
+	for _, in := range journaledIntents {
+		v.Intents = append(v.Intents, views.Option{Value: in, Label: in + " — " + l.IntentLabel(in), Selected: in == form.Intent})
+		knownIntent = knownIntent || in == form.Intent
+	}
+	for _, t := range targetOrder {
+		v.Targets = append(v.Targets, views.Option{Value: t, Label: l.TargetLabel(t) + " (" + t + ")", Selected: t == form.Target})
+	}
+
+	switch {
+	case form.Status != "" && f.Status == "":
+		v.Error = l.ErrBadStatus
+	case form.Intent != "" && !knownIntent:
+		v.Error = l.ErrBadIntent
+	case badTarget:
+		v.Error = l.ErrBadTarget
+	}
+	if v.Error != "" {
+		return render(c, http.StatusUnprocessableEntity, views.OperationList(v))
 	}
 	var err error
 	if f.From, f.To, err = h.dateRange(form.From, form.To); err != nil {

@@ -245,6 +245,64 @@ func TestOperationsPaginate(t *testing.T) {
 	c.get("/admin/operations?from=02.12.2026").expect(t, http.StatusUnprocessableEntity)
 }
 
+// Status, intent and target are chosen from lists; a value not on them is
+// refused like a bad date; a target may go by its product's name.
+func TestOperationFilterLists(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	crmKey := a.uniq("test:crm.callback.create:create:filter-1:v1")
+	payKey := a.uniq("test:payment.charge:filter-000002:v1")
+	a.claim(crmKey, "crm.callback.create", "crm", false, map[string]any{"customer_id": "customer-1042"})
+	a.charge(payKey, 5000, "")
+	c := a.signIn(store.RoleAuditor)
+
+	p := c.get("/admin/operations").expect(t, http.StatusOK)
+	for _, name := range []string{"status", "intent", "target"} {
+		if !strings.Contains(p.Body, `<select name="`+name+`"`) || strings.Contains(p.Body, `<input type="text" name="`+name+`"`) {
+			t.Errorf("the %s filter is not a list", name)
+		}
+	}
+	for _, want := range []string{`<option value="crm">Битрикс24 (crm)</option>`, `<option value="payment.charge">payment.charge — Списание</option>`} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("no %s", want)
+		}
+	}
+
+	t.Run("ErrUnknown", func(t *testing.T) {
+		for _, q := range []string{"status=bogus", "intent=sql.exec", "target=sap", "status=succeeded&target=crm&intent=nope"} {
+			p := c.get("/admin/operations?"+q).expect(t, http.StatusUnprocessableEntity)
+			if !p.has("form-error") || p.has("operation-row") {
+				t.Errorf("%s: no message, or rows shown anyway", q)
+			}
+		}
+		if got := c.get("/admin/operations?target=sap").text("form-error"); !strings.Contains(got, "Битрикс24 (crm)") {
+			t.Errorf("target message %q", got)
+		}
+	})
+	t.Run("ProductNames", func(t *testing.T) {
+		for _, tc := range []struct {
+			target, key string
+			rows        int
+		}{
+			{"bitrix24", crmKey, 1}, {"crm", crmKey, 1}, {"yookassa", crmKey, 0},
+			{"yookassa", payKey, 1}, {"YooKassa", payKey, 1}, {"payments", payKey, 1}, {"onec", payKey, 0},
+		} {
+			p := c.get("/admin/operations?target="+tc.target+"&key="+url.QueryEscape(tc.key)).expect(t, http.StatusOK)
+			if got := len(p.attrs("operation-row", "data-key")); got != tc.rows {
+				t.Errorf("target=%s key=%s: %d rows, want %d", tc.target, tc.key, got, tc.rows)
+			}
+		}
+		p := c.get("/admin/operations?target=bitrix24").expect(t, http.StatusOK)
+		if !strings.Contains(p.Body, `<option value="crm" selected>`) {
+			t.Error("bitrix24 does not select crm in the list")
+		}
+		p = c.get("/admin/operations?intent=payment.charge&key="+url.QueryEscape(payKey)).expect(t, http.StatusOK)
+		if got := p.attrs("operation-row", "data-key"); len(got) != 1 || got[0] != payKey {
+			t.Errorf("intent filter: rows %v", got)
+		}
+	})
+}
+
 func TestAuditCSV(t *testing.T) {
 	t.Parallel()
 	a := newApp(t, nil)
