@@ -18,6 +18,9 @@ import (
 // csvBatch is how many events the CSV export reads at a time.
 const csvBatch = 1000
 
+// utf8BOM opens the CSV export.
+const utf8BOM = "\ufeff"
+
 // handleAuditList serves GET /admin/audit: the audit trail newest first,
 // filtered by operation key, event (exact, or a prefix ending in "."),
 // actor and dates, a page at a time by keyset (?before=<id>). With
@@ -104,7 +107,11 @@ func (h *Handler) handleAuditList(c echo.Context) error {
 // auditCSV streams every event matching f as CSV, newest first, with a
 // header row. encoding/csv quotes fields holding commas, quotes or line
 // breaks; a field a spreadsheet would take for a formula is prefixed
-// with an apostrophe.
+// with an apostrophe. The file starts with a UTF-8 byte order mark: Excel
+// on Windows reads a CSV without one in the local code page and garbles
+// Cyrillic. Details are JSON with <, > and & as themselves (a CSV is no
+// HTML); the chain hash covers the same JSON either way, as it hashes
+// details in their escaped form.
 func (h *Handler) auditCSV(c echo.Context, f store.AuditFilter) error {
 	ctx := c.Request().Context()
 	name := "oncegate-audit-" + h.now().In(h.d.Location).Format("20060102-150405") + ".csv"
@@ -113,6 +120,9 @@ func (h *Handler) auditCSV(c echo.Context, f store.AuditFilter) error {
 	hd.Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	c.Response().WriteHeader(http.StatusOK)
 
+	if _, err := c.Response().Write([]byte(utf8BOM)); err != nil {
+		return fmt.Errorf("audit csv: %w", err)
+	}
 	w := csv.NewWriter(c.Response())
 	if err := w.Write([]string{"id", "at", "actor_kind", "actor", "event", "operation_key", "detail", "prev_hash", "hash"}); err != nil {
 		return fmt.Errorf("audit csv: %w", err)
@@ -129,7 +139,7 @@ func (h *Handler) auditCSV(c echo.Context, f store.AuditFilter) error {
 		for _, e := range evs {
 			rec := []string{
 				strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.Actor.Kind, e.Actor.Name,
-				e.Event, e.OperationKey, string(e.Detail), e.PrevHash, e.Hash,
+				e.Event, e.OperationKey, plainJSON(e.Detail), e.PrevHash, e.Hash,
 			}
 			for i := range rec {
 				rec[i] = noFormula(rec[i])

@@ -323,7 +323,11 @@ func TestAuditCSV(t *testing.T) {
 	if !strings.Contains(p.Body, `"{""approval_id"":`) || !strings.Contains(p.Body, `\""yes\"", then`) {
 		t.Fatalf("quotes not doubled:\n%s", p.Body)
 	}
-	recs, err := csv.NewReader(strings.NewReader(p.Body)).ReadAll()
+	body, ok := strings.CutPrefix(p.Body, "\ufeff")
+	if !ok {
+		t.Fatalf("the CSV does not start with a UTF-8 byte order mark: %q", p.Body[:min(len(p.Body), 12)])
+	}
+	recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
 	if err != nil {
 		t.Fatalf("not CSV: %v\n%s", err, p.Body)
 	}
@@ -353,6 +357,31 @@ func TestAuditCSV(t *testing.T) {
 	}
 	if got := p.attrs("audit-csv", "href"); len(got) != 1 || !strings.Contains(got[0], "format=csv") || !strings.Contains(got[0], "key=") {
 		t.Fatalf("CSV link %v", got)
+	}
+}
+
+// Excel on Windows reads the CSV as UTF-8 (a byte order mark) and sees
+// details as typed; the HTML page still escapes them.
+func TestAuditCSVForExcel(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	key := a.uniq("test:payment.charge:csv-002:v1")
+	ap := a.charge(key, 5000, "")
+	const comment = `<b>сверено</b> & ok`
+	acc := a.signIn(store.RoleAccountant)
+	acc.post("/admin/approvals/"+itoa(ap.ID)+"/approve", url.Values{"comment": {comment}}).expect(t, http.StatusSeeOther)
+
+	c := a.signIn(store.RoleAuditor)
+	p := c.get("/admin/audit?format=csv&key="+url.QueryEscape(key)).expect(t, http.StatusOK)
+	if !strings.HasPrefix(p.Body, "\xef\xbb\xbf") {
+		t.Fatalf("no UTF-8 byte order mark: %q", p.Body[:min(len(p.Body), 12)])
+	}
+	if !strings.Contains(p.Body, `""comment"":""`+comment+`""`) || strings.Contains(p.Body, `\u003c`) {
+		t.Fatalf("the comment is not in the CSV as typed:\n%s", p.Body)
+	}
+	p = c.get("/admin/audit?key="+url.QueryEscape(key)).expect(t, http.StatusOK)
+	if strings.Contains(p.Body, "<b>сверено") || !strings.Contains(p.Body, "&lt;b&gt;сверено&lt;/b&gt; &amp; ok") {
+		t.Fatalf("the audit page does not escape the comment:\n%s", p.Body)
 	}
 }
 
