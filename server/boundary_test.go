@@ -57,6 +57,16 @@ func TestBoundaryValidateWritesNothing(t *testing.T) {
 	env := draft()
 	env["plan_hash"] = r.str("plan_hash")
 	expect(t, g.post(key, env), http.StatusOK, "succeeded", "")
+
+	// A validate answers what its execute would: the same request under the
+	// used key is still valid; another request under it, or the key in
+	// another agent's hands, is refused as the execute would be.
+	expect(t, g.post(key, withMode(draft(), "validate")), http.StatusOK, "valid", "")
+	changed := withMode(draft(map[string]any{"product_id": "product-779", "quantity": 1, "unit": "pcs"}), "validate")
+	expect(t, g.post(key, changed), http.StatusUnprocessableEntity, "rejected", "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH")
+	other := g.MustToken("agent-b", "draft")
+	body, _ := json.Marshal(withMode(draft(), "validate"))
+	expect(t, g.do("POST", "/v1/operations", other, map[string]string{"Idempotency-Key": key}, body), http.StatusConflict, "rejected", "IDEMPOTENCY_KEY_FOREIGN")
 }
 
 // Execute with a plan hash that no longer matches runs nothing.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -91,6 +92,9 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		if err := s.checkLimits(in, norm); err != nil {
 			return err
 		}
+		if err := s.keyStillFits(c.Request().Context(), key, tok.Agent, norm.Fingerprint); err != nil {
+			return err
+		}
 		return s.validate(c, in, norm, key, env.RequestID)
 	case !in.Journaled:
 		return s.read(c, in, norm)
@@ -145,9 +149,9 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 
 	switch d {
 	case store.DecisionMismatch:
-		return refuse(CodeKeyMismatch, "", "this key was first used with a different request; a changed request needs a new key")
+		return keyMismatch()
 	case store.DecisionForeign:
-		return refuse(CodeKeyForeign, "", "this key was first used by another agent")
+		return keyForeign()
 	case store.DecisionReplay:
 		return s.writeOperation(c, op, env.RequestID, true)
 	case store.DecisionInProgress, store.DecisionAwaitingApproval, store.DecisionRefused:
@@ -208,4 +212,35 @@ func failureOf(ae *adapters.Error) *store.Failure {
 		return nil
 	}
 	return &store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: maskSecrets(errText(ae.Err))}
+}
+
+// keyStillFits refuses a validate whose key an execute would refuse: a
+// key first used by another agent, or with another request. A key never
+// seen, or seen with this very request, fits.
+func (s *Server) keyStillFits(ctx context.Context, key, agent, fingerprint string) error {
+	if key == "" {
+		return nil
+	}
+	op, err := s.store.Get(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case op.Agent != agent:
+		return keyForeign()
+	case op.Fingerprint != fingerprint:
+		return keyMismatch()
+	}
+	return nil
+}
+
+// keyMismatch and keyForeign are the refusals of a key that was first
+// used with another request, or by another agent.
+func keyMismatch() error {
+	return refuse(CodeKeyMismatch, "", "this key was first used with a different request; a changed request needs a new key")
+}
+
+func keyForeign() error {
+	return refuse(CodeKeyForeign, "", "this key was first used by another agent")
 }
