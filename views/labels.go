@@ -11,6 +11,7 @@ type Labels struct {
 	NavTokens, NavUsers                                                    string
 	BackToDashboard                                                        string
 	SignInTitle, SignIn, UserName, Password                                string
+	SignOutTitle, SignOutLead                                              string
 	Any, Apply, Reset, Older, Newest, Total, Actions, You, Comment         string
 	CommentOptional                                                        string
 	ColTime, ColActor, ColEvent, ColOperation, ColDetail, ColStatus        string

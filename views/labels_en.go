@@ -7,6 +7,7 @@ var english = Labels{
 	NavAudit: "Audit trail", NavTokens: "Agent tokens", NavUsers: "Users",
 	BackToDashboard: "← Dashboard",
 	SignInTitle:     "Sign in to oncegate", SignIn: "Sign in", UserName: "User name", Password: "Password",
+	SignOutTitle: "Sign out of oncegate", SignOutLead: "End your session in this browser?",
 	Any: "any", Apply: "Show", Reset: "Reset", Older: "Older →", Newest: "← Newest",
 	Total: "Total", Actions: "Actions", You: "you", Comment: "Comment",
 	CommentOptional: "Comment (optional)",

@@ -7,6 +7,7 @@ var russian = Labels{
 	NavAudit: "Журнал аудита", NavTokens: "Токены агентов", NavUsers: "Пользователи",
 	BackToDashboard: "← На сводку",
 	SignInTitle:     "Вход в oncegate", SignIn: "Войти", UserName: "Имя пользователя", Password: "Пароль",
+	SignOutTitle: "Выход из oncegate", SignOutLead: "Завершить ваш сеанс в этом браузере?",
 	Any: "любой", Apply: "Показать", Reset: "Сбросить", Older: "Более ранние →", Newest: "← К началу",
 	Total: "Всего", Actions: "Действия", You: "это вы", Comment: "Комментарий",
 	CommentOptional: "Комментарий (необязательно)",

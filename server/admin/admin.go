@@ -94,6 +94,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	// Everything else needs a session; state changes also need the
 	// session's form token and a role allowed to make them.
 	s := g.Group("", h.requireSession)
+	s.GET("/logout", h.handleLogoutForm)
 	s.POST("/logout", h.handleLogout, h.checkCSRF)
 	s.GET("/", h.handleDashboard)
 

@@ -107,11 +107,11 @@ func actorCtx(c echo.Context) context.Context {
 }
 
 // safeNext returns next if it is a local admin path other than the
-// sign-in page, else the dashboard: a sign-in must never send the browser
-// to another site.
+// sign-in and sign-out pages, else the dashboard: a sign-in must never
+// send the browser to another site, nor straight to signing out.
 func safeNext(next string) string {
 	p, ok := adminPath(next)
-	if !ok || strings.HasPrefix(p, "/admin/login") {
+	if !ok || strings.HasPrefix(p, "/admin/login") || strings.HasPrefix(p, "/admin/logout") {
 		return "/admin/"
 	}
 	return p

@@ -225,6 +225,43 @@ func TestLoginLogout(t *testing.T) {
 	}
 }
 
+// /admin/logout opened as an address shows the sign-out form; only its
+// POST with the session's token signs out.
+func TestLogoutPage(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	ctx := context.Background()
+	c := a.signIn(store.RoleAuditor)
+	id := c.cookies[admin.SessionCookie]
+
+	p := c.get("/admin/logout").expect(t, http.StatusOK)
+	if !p.has("logout-form") || p.attrs("logout-form", "action")[0] != "/admin/logout" || p.attrs("logout-form", "method")[0] != "post" {
+		t.Fatalf("no sign-out form:\n%s", p.Body)
+	}
+	if got := hiddenCSRF(t, p); got != c.csrf {
+		t.Fatalf("the form's token %q is not the session's", got)
+	}
+	if _, err := a.st.SessionByID(ctx, id, admin.SessionIdle); err != nil {
+		t.Fatalf("the page ended the session: %v", err)
+	}
+	c.do("POST", "/admin/logout", url.Values{}).expect(t, http.StatusForbidden) // no token
+	if _, err := a.st.SessionByID(ctx, id, admin.SessionIdle); err != nil {
+		t.Fatalf("a post without the token ended the session: %v", err)
+	}
+	p = c.post("/admin/logout", nil).expect(t, http.StatusSeeOther)
+	if p.location() != "/admin/login" {
+		t.Fatalf("after sign-out to %q", p.location())
+	}
+	if _, err := a.st.SessionByID(ctx, id, admin.SessionIdle); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("session after sign-out: %v", err)
+	}
+	// Without a session: to the sign-in page, which does not come back here.
+	p = a.client().get("/admin/logout").expect(t, http.StatusSeeOther)
+	if p.location() != "/admin/login" {
+		t.Fatalf("no session: to %q, want /admin/login", p.location())
+	}
+}
+
 // After five wrong passwords for a name, the sixth try is refused even
 // with the right password, without a check.
 func TestLoginThrottle(t *testing.T) {

@@ -120,6 +120,14 @@ func (h *Handler) knownName(ctx context.Context, name string) (string, error) {
 	return unknownName, nil
 }
 
+// handleLogoutForm serves GET /admin/logout (typed or bookmarked): a page
+// with the sign-out form. It changes nothing; signing out is the form's
+// POST with the session's token.
+func (h *Handler) handleLogoutForm(c echo.Context) error {
+	l := labels(c)
+	return render(c, http.StatusOK, views.Logout(views.LogoutView{Page: h.page(c, "", l.SignOutTitle)}))
+}
+
 // handleLogout serves POST /admin/logout: ends the session (its id stops
 // working at once) and audits user.logout.
 func (h *Handler) handleLogout(c echo.Context) error {
