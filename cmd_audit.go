@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // errAuditBroken is returned when the audit chain does not verify.
@@ -18,8 +21,19 @@ func cmdAudit(args []string, stdout io.Writer, env func(string) string) error {
 	}
 	var c common
 	fs := newFlags("audit verify", &c)
+	head := fs.String("head", "", "ID:HASH of a head noted from an earlier verify, which must still be in the trail")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
+	}
+	var headID int64
+	var headHash string
+	if *head != "" {
+		id, hash, ok := strings.Cut(*head, ":")
+		n, err := strconv.ParseInt(id, 10, 64)
+		if !ok || err != nil || n < 1 || len(hash) != 64 {
+			return fmt.Errorf("audit verify: --head takes ID:HASH as an earlier verify printed it: %w", errUsage)
+		}
+		headID, headHash = n, hash
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("audit verify takes no arguments: %w", errUsage)
@@ -38,7 +52,21 @@ func cmdAudit(args []string, stdout io.Writer, env func(string) string) error {
 		fmt.Fprintf(stdout, "audit trail BROKEN at event %d: %s (%d events checked)\n", r.BrokenAt, r.Reason, r.Events)
 		return errAuditBroken
 	}
+	if headID != 0 {
+		holds, err := st.HeadHolds(ctx, headID, headHash)
+		if err != nil {
+			return err
+		}
+		if !holds {
+			fmt.Fprintf(stdout, "audit trail BROKEN: event %d with the noted hash is gone (the trail ends at event %d): events were removed or replaced\n", headID, r.LastID)
+			return errAuditBroken
+		}
+	}
 	fmt.Fprintf(stdout, "audit trail intact: %d events, every link verified\n", r.Events)
+	if r.LastID != 0 {
+		fmt.Fprintf(stdout, "head: %d:%s (%s); note it, and check later with --head %d:%s\n",
+			r.LastID, r.LastHash, r.LastAt.UTC().Format(time.RFC3339), r.LastID, r.LastHash)
+	}
 	return nil
 }
 

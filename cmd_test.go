@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,4 +82,48 @@ func TestCommandErrors(t *testing.T) {
 			t.Fatalf("the copy holds password and token hashes; mode %v, %v", fi.Mode().Perm(), err)
 		}
 	})
+}
+
+// A trail cut short at its end is still a valid chain; the head an
+// earlier verify printed catches the cut.
+func TestAuditVerifyHead(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"agent-a", "agent-b", "agent-c"} {
+		if _, err := runCmd("token", "create", "--data", dir, "--name", name, "--scopes", "read"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := runCmd("audit", "verify", "--data", dir)
+	if err != nil || !strings.Contains(out, "intact") {
+		t.Fatalf("verify: %v\n%s", err, out)
+	}
+	_, rest, ok := strings.Cut(out, "--head ")
+	head := strings.TrimSpace(rest)
+	if !ok || !strings.Contains(head, ":") {
+		t.Fatalf("no head printed:\n%s", out)
+	}
+	if out, err := runCmd("audit", "verify", "--data", dir, "--head", head); err != nil {
+		t.Fatalf("verify with its own head: %v\n%s", err, out)
+	}
+
+	// Someone removes the newest event with an SQL client.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM audit_events WHERE id = (SELECT max(id) FROM audit_events)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if out, err := runCmd("audit", "verify", "--data", dir); err != nil || !strings.Contains(out, "intact") {
+		t.Fatalf("without a head a cut end cannot show: %v\n%s", err, out)
+	}
+	out, err = runCmd("audit", "verify", "--data", dir, "--head", head)
+	if err == nil || !strings.Contains(out, "BROKEN") {
+		t.Fatalf("verify with the noted head after a cut: %v\n%s", err, out)
+	}
+	if _, err := runCmd("audit", "verify", "--data", dir, "--head", "nonsense"); err == nil {
+		t.Fatal("a malformed --head was accepted")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -196,6 +197,12 @@ type AuditReport struct {
 	Events   int   // events checked
 	BrokenAt int64 // id of the first event whose link is broken; 0 when intact
 	Reason   string
+	// The head: the last event checked. A chain cut short at its end is
+	// still a valid chain; only a head noted earlier, compared with
+	// HeadHolds, shows the cut.
+	LastID   int64
+	LastHash string
+	LastAt   time.Time
 }
 
 // VerifyAudit walks the whole chain and reports the first broken link: an
@@ -227,6 +234,22 @@ func (s *Store) VerifyAudit(ctx context.Context) (AuditReport, error) {
 			return r, nil
 		}
 		prev, prevID = e.Hash, e.ID
+		r.LastID, r.LastHash, r.LastAt = e.ID, e.Hash, e.At
 	}
 	return r, rows.Err()
+}
+
+// HeadHolds reports whether the audit trail still holds event id with
+// hash, a head noted from an earlier verify. On an intact chain that
+// means nothing up to that event was changed or removed.
+func (s *Store) HeadHolds(ctx context.Context, id int64, hash string) (bool, error) {
+	var got string
+	err := s.rdb.QueryRowContext(ctx, `SELECT hash FROM audit_events WHERE id = ?`, id).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("audit head: %w", err)
+	}
+	return got == hash, nil
 }
