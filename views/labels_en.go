@@ -117,7 +117,7 @@ var english = Labels{
 		"operation.awaiting_approval": "awaiting approval", "operation.started": "started",
 		"operation.attempt": "attempt", "operation.succeeded": "succeeded", "operation.unknown": "outcome unknown",
 		"operation.failed_retryable": "failed, retryable", "operation.failed_final": "failed",
-		"operation.resumed": "resumed", "operation.lookup_failed": "lookup failed",
+		"operation.resumed": "resumed", "operation.lookup_failed": "lookup failed", "operation.flagged_for_review": "flagged for a person",
 		"operation.refused": "request refused", "operation.resolved_by_hand": "resolved by hand",
 		"operation.reconcile_requested": "lookup requested",
 		"approval.approved":             "approved", "approval.denied": "denied", "approval.expired": "approval expired",

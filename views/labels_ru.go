@@ -117,7 +117,7 @@ var russian = Labels{
 		"operation.awaiting_approval": "ждёт согласования", "operation.started": "начата",
 		"operation.attempt": "попытка", "operation.succeeded": "выполнена", "operation.unknown": "исход неизвестен",
 		"operation.failed_retryable": "сбой, можно повторить", "operation.failed_final": "отказ",
-		"operation.resumed": "возобновлена", "operation.lookup_failed": "сверка не удалась",
+		"operation.resumed": "возобновлена", "operation.lookup_failed": "сверка не удалась", "operation.flagged_for_review": "передана на разбор человеку",
 		"operation.refused": "запрос отклонён", "operation.resolved_by_hand": "решена вручную",
 		"operation.reconcile_requested": "запрошена сверка",
 		"approval.approved":             "одобрена", "approval.denied": "отклонена", "approval.expired": "срок согласования истёк",
