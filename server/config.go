@@ -36,9 +36,34 @@ type Config struct {
 	Reconciler ReconcilerConfig `yaml:"reconciler"`
 	RateLimit  RateLimitConfig  `yaml:"rate_limit"`
 	TLS        TLSConfig        `yaml:"tls"`
+	// TrustedProxies are the addresses or CIDR ranges of the firm's own
+	// reverse proxies: from them, and only from them, X-Forwarded-For
+	// names the client (for sign-in throttling and the audit trail).
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// Limits are business limits per intent; an intent named here has
 	// exactly the limits given (they replace its defaults).
 	Limits map[string]IntentLimits `yaml:"limits"`
+}
+
+// ProxyNets parses TrustedProxies: an address is a range of one.
+func (c Config) ProxyNets() ([]*net.IPNet, error) {
+	var nets []*net.IPNet
+	for _, p := range c.TrustedProxies {
+		if ip := net.ParseIP(p); ip != nil {
+			bits := 8 * len(ip.To16())
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			nets = append(nets, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(p)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR range", p)
+		}
+		nets = append(nets, n)
+	}
+	return nets, nil
 }
 
 // TLSConfig names a certificate and key (PEM files); with both set the
@@ -238,6 +263,17 @@ func setFromString(v reflect.Value, raw string) error {
 			return errors.New("not an integer")
 		}
 		v.SetInt(int64(n))
+	case reflect.Slice:
+		if v.Type().Elem().Kind() != reflect.String {
+			return fmt.Errorf("cannot be set from the environment")
+		}
+		var list []string
+		for _, s := range strings.Split(raw, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				list = append(list, s)
+			}
+		}
+		v.Set(reflect.ValueOf(list))
 	case reflect.Float64:
 		n, err := strconv.ParseFloat(raw, 64)
 		if err != nil {
@@ -337,6 +373,9 @@ func (c Config) validate() error {
 	}
 	if c.Reconciler.ReviewAfter < 1 {
 		bad("reconciler.review_after", "must be at least 1")
+	}
+	if _, err := c.ProxyNets(); err != nil {
+		bad("trusted_proxies", "%v", err)
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		bad("tls", "cert_file and key_file go together")

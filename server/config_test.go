@@ -37,7 +37,7 @@ func TestLoadConfig(t *testing.T) {
 	})
 	t.Run("FileThenEnv", func(t *testing.T) {
 		p := writeConfig(t, "contour: prod\nretry: { max_attempts: 2 }\ntargets:\n  onec: { base_url: \"https://1c.example/acc\", password_env: ONEC_PW }\n")
-		env := map[string]string{"ONCEGATE_RETRY_MAX_ATTEMPTS": "3", "ONCEGATE_TARGETS_ONEC_TIMEOUT_MS": "1500", "ONCEGATE_RETRY_JITTER": "false", "ONCEGATE_RETENTION_BITRIX24": "8760h"}
+		env := map[string]string{"ONCEGATE_RETRY_MAX_ATTEMPTS": "3", "ONCEGATE_TARGETS_ONEC_TIMEOUT_MS": "1500", "ONCEGATE_RETRY_JITTER": "false", "ONCEGATE_RETENTION_BITRIX24": "8760h", "ONCEGATE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}
 		cfg, err := server.LoadConfig(p, func(k string) string { return env[k] })
 		if err != nil {
 			t.Fatal(err)
@@ -47,6 +47,9 @@ func TestLoadConfig(t *testing.T) {
 		}
 		if cfg.Retention.Bitrix24 != server.Duration(8760*time.Hour) || cfg.Retention.OneC != 0 {
 			t.Fatalf("retention %+v", cfg.Retention)
+		}
+		if nets, err := cfg.ProxyNets(); err != nil || len(nets) != 2 || nets[0].String() != "127.0.0.1/32" || nets[1].String() != "10.0.0.0/8" {
+			t.Fatalf("trusted proxies %v: %v %v", cfg.TrustedProxies, nets, err)
 		}
 		if got := cfg.Simulated(noEnv); strings.Join(got, ",") != "bitrix24,yookassa" {
 			t.Fatalf("simulated %v", got)
@@ -65,6 +68,7 @@ targets:
   onec: { base_url: "https://user:pw@1c.example", timeout_ms: 0 }
   yookassa: { base_url: "https://api.yookassa.ru/v3", shop_id: "1" }
 retention: { default: 1h, yookassa: 2h }
+trusted_proxies: [127.0.0.1, "proxy.example"]
 limits:
   invoice.delete: { max_items: 1 }
 `)
@@ -72,7 +76,7 @@ limits:
 		if err == nil {
 			t.Fatal("bad config accepted")
 		}
-		for _, want := range []string{"listen:", "contour:", "targets.onec.base_url: must not hold credentials", "targets.onec.timeout_ms", "targets.yookassa: base_url needs shop_id and secret_key_env", "retention.default", "retention.yookassa: must be at least 24h", "limits.invoice.delete: no such intent"} {
+		for _, want := range []string{"listen:", "contour:", "targets.onec.base_url: must not hold credentials", "targets.onec.timeout_ms", "targets.yookassa: base_url needs shop_id and secret_key_env", "retention.default", "retention.yookassa: must be at least 24h", "trusted_proxies: \"proxy.example\" is neither", "limits.invoice.delete: no such intent"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error lacks %q:\n%v", want, err)
 			}

@@ -63,14 +63,42 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
+	s.echo.IPExtractor = clientIP(cfg)
 	s.metrics = newMetrics(s)
 	for system, t := range targets {
 		s.targets[system] = instrumented{Target: t, m: s.metrics}
 	}
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.Use(s.countRequests, s.recoverPanics)
+	if cfg.TLS.Enabled() {
+		s.echo.Use(strictTransport)
+	}
 	s.routes()
 	return s
+}
+
+// strictTransport tells browsers to come back over HTTPS only (HSTS), for
+// a gateway that serves HTTPS itself.
+func strictTransport(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderStrictTransportSecurity, "max-age=31536000")
+		return next(c)
+	}
+}
+
+// clientIP is how the client's address is read: the connection's peer,
+// or X-Forwarded-For when the peer is one of the configured trusted
+// proxies. A header from anyone else is never believed.
+func clientIP(cfg Config) echo.IPExtractor {
+	nets, _ := cfg.ProxyNets() // checked by Validate
+	if len(nets) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range nets {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // Owner is this run's lease owner id.
@@ -86,7 +114,8 @@ func (s *Server) routes() {
 	s.echo.GET("/metrics", s.handleMetrics)
 	s.echo.GET("/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
-	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.Wake, ReconcileNow: s.ReconcileNow, Contour: s.cfg.Contour, Secure: s.cfg.TLS.Enabled()}).Register(s.echo)
+	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.Wake, ReconcileNow: s.ReconcileNow, Contour: s.cfg.Contour,
+		Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,9 @@ func TestTLS(t *testing.T) {
 	page.Body.Close()
 	if len(page.Cookies()) == 0 {
 		t.Fatal("the sign-in form set no cookie")
+	}
+	if got := page.Header.Get("Strict-Transport-Security"); !strings.HasPrefix(got, "max-age=") {
+		t.Fatalf("no HSTS under TLS: %q", got)
 	}
 	for _, c := range page.Cookies() {
 		if !c.Secure || !c.HttpOnly {

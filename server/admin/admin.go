@@ -45,8 +45,14 @@ type Deps struct {
 	// ReconcileNow looks one operation up at its target at once; the
 	// actor in ctx is audited.
 	ReconcileNow func(ctx context.Context, key string) (store.Operation, error)
-	// Secure marks cookies Secure: set it when served under TLS.
+	// Secure marks cookies Secure: set it when served under TLS. A request
+	// that a proxy says came over HTTPS (X-Forwarded-Proto) gets Secure
+	// cookies too.
 	Secure bool
+	// ClientIP is the address a request came from, for sign-in throttling
+	// and the audit trail: the connection's peer when nil. Set it to trust
+	// X-Forwarded-For from the firm's own reverse proxies only.
+	ClientIP func(*http.Request) string
 	// Contour is the gateway's contour (test, prod), shown in the header.
 	Contour string
 	// Now is the clock; the store's clock when nil.
@@ -69,6 +75,9 @@ func New(d Deps) *Handler {
 	}
 	if d.Wake == nil {
 		d.Wake = func() {}
+	}
+	if d.ClientIP == nil {
+		d.ClientIP = peerIP
 	}
 	if d.Now == nil {
 		d.Now = func() time.Time { return d.Store.Now() }

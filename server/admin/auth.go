@@ -133,23 +133,33 @@ func adminPath(next string) (string, bool) {
 	return u.RequestURI(), true
 }
 
-// clientIP is the address the request came from: the peer of the
-// connection, never a header a client could forge.
-func clientIP(c echo.Context) string {
-	host, _, err := net.SplitHostPort(c.Request().RemoteAddr)
+// clientIP is the address the request came from (Deps.ClientIP).
+func (h *Handler) clientIP(c echo.Context) string { return h.d.ClientIP(c.Request()) }
+
+// peerIP is the peer of the connection, never a header a client could
+// forge.
+func peerIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return c.Request().RemoteAddr
+		return r.RemoteAddr
 	}
 	return host
 }
 
 // setCookie sets an admin cookie: HttpOnly, SameSite=Strict, under
-// /admin, Secure under TLS. maxAge < 0 deletes it.
+// /admin, Secure under HTTPS. maxAge < 0 deletes it.
 func (h *Handler) setCookie(c echo.Context, name, value string, maxAge int) {
 	c.SetCookie(&http.Cookie{
 		Name: name, Value: value, Path: cookiePath, MaxAge: maxAge,
-		HttpOnly: true, Secure: h.d.Secure, SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: h.secure(c), SameSite: http.SameSiteStrictMode,
 	})
+}
+
+// secure reports whether the browser reached us over HTTPS: our own TLS,
+// or a proxy's that says so. A client that claims HTTPS falsely only keeps
+// its own cookies from being sent back.
+func (h *Handler) secure(c echo.Context) bool {
+	return h.d.Secure || c.Request().TLS != nil || strings.EqualFold(c.Request().Header.Get(echo.HeaderXForwardedProto), "https")
 }
 
 func (h *Handler) clearCookie(c echo.Context, name string) { h.setCookie(c, name, "", -1) }

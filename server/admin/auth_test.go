@@ -3,12 +3,15 @@ package admin_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/store"
@@ -357,3 +360,71 @@ func hiddenCSRF(tb testing.TB, p page) string {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Behind the firm's reverse proxy every request comes from the proxy:
+// only a trusted proxy's X-Forwarded-For names the client, so one
+// address's failures do not lock everyone out; from anyone else the header
+// is ignored, so a client cannot dodge its own limit.
+func TestLoginThrottleBehindProxy(t *testing.T) {
+	t.Parallel()
+	fail := func(c *client, i int) page {
+		form := c.get("/admin/login").expect(t, http.StatusOK)
+		return c.do("POST", "/admin/login", url.Values{"name": {"nobody-" + itoa(int64(i))}, "password": {"wrong-password"}, "csrf": {loginToken(t, form)}})
+	}
+	t.Run("TrustedProxy", func(t *testing.T) {
+		t.Parallel()
+		_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+		a := newOwnApp(t, func(d *admin.Deps) {
+			d.ClientIP = echo.ExtractIPFromXFFHeader(echo.TrustLoopback(false), echo.TrustIPRange(loopback))
+		})
+		one, two := a.client(), a.client()
+		one.header["X-Forwarded-For"] = "203.0.113.5"
+		two.header["X-Forwarded-For"] = "203.0.113.6"
+		for i := range store.AddrFailureLimit {
+			if p := fail(one, i); p.Code != http.StatusUnprocessableEntity {
+				t.Fatalf("failure %d: HTTP %d", i+1, p.Code)
+			}
+		}
+		if p := fail(one, 99); p.Code != http.StatusTooManyRequests {
+			t.Fatalf("the failing address after its limit: HTTP %d, want 429", p.Code)
+		}
+		if p := fail(two, 99); p.Code != http.StatusUnprocessableEntity {
+			t.Fatalf("another client behind the same proxy: HTTP %d, want 422 (not throttled)", p.Code)
+		}
+		if ev := a.events(store.AuditFilter{Event: "user.login_failed"}); len(ev) == 0 || !strings.Contains(string(ev[0].Detail), "203.0.113.6") {
+			t.Fatalf("the audit trail does not name the client: %v", ev)
+		}
+	})
+	t.Run("UntrustedHeader", func(t *testing.T) {
+		t.Parallel()
+		a := newOwnApp(t, nil)
+		c := a.client()
+		for i := range store.AddrFailureLimit {
+			c.header["X-Forwarded-For"] = "198.51.100." + itoa(int64(i))
+			fail(c, i)
+		}
+		c.header["X-Forwarded-For"] = "198.51.100.200"
+		if p := fail(c, 99); p.Code != http.StatusTooManyRequests {
+			t.Fatalf("a forged X-Forwarded-For dodged the address limit: HTTP %d", p.Code)
+		}
+	})
+	t.Run("SecureCookieViaProxy", func(t *testing.T) {
+		t.Parallel()
+		a := newOwnApp(t, nil)
+		req, _ := http.NewRequest("GET", a.url+"/admin/login", nil)
+		req.Header.Set("X-Forwarded-Proto", "https")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if len(resp.Cookies()) == 0 {
+			t.Fatal("no cookie")
+		}
+		for _, c := range resp.Cookies() {
+			if !c.Secure {
+				t.Fatalf("cookie %s behind an HTTPS proxy is not Secure", c.Name)
+			}
+		}
+	})
+}

@@ -51,7 +51,7 @@ func (h *Handler) handleLogin(c echo.Context) error {
 	l := labels(c)
 	name, password := c.FormValue("name"), c.FormValue("password")
 	next := safeNext(c.FormValue("next"))
-	ip := clientIP(c)
+	ip := h.clientIP(c)
 
 	ck, err := c.Cookie(loginCookie)
 	if err != nil || !equalToken(ck.Value, c.FormValue("csrf")) {
@@ -137,7 +137,7 @@ func (h *Handler) handleLogout(c echo.Context) error {
 			return fmt.Errorf("sign out: %w", err)
 		}
 	}
-	if err := h.d.Store.Audit(actorCtx(c), "user.logout", "", map[string]any{"addr": clientIP(c)}); err != nil {
+	if err := h.d.Store.Audit(actorCtx(c), "user.logout", "", map[string]any{"addr": h.clientIP(c)}); err != nil {
 		return fmt.Errorf("sign out: %w", err)
 	}
 	h.clearCookie(c, SessionCookie)
@@ -154,7 +154,7 @@ func (h *Handler) handleLang(c echo.Context) error {
 	}
 	c.SetCookie(&http.Cookie{
 		Name: LangCookie, Value: lg, Path: cookiePath, MaxAge: 365 * 24 * 3600,
-		HttpOnly: true, Secure: h.d.Secure, SameSite: http.SameSiteLaxMode,
+		HttpOnly: true, Secure: h.secure(c), SameSite: http.SameSiteLaxMode,
 	})
 	// Back to where the link was, the sign-in page included.
 	next, ok := adminPath(c.QueryParam("next"))
