@@ -108,7 +108,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	s.GET("/", h.handleDashboard)
 
 	s.GET("/approvals", h.handleApprovalList)
-	decide := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAdmin, store.RoleAccountant)}
+	decide := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAccountant)}
 	s.POST("/approvals/:id/approve", h.handleApprovalApprove, decide...)
 	s.POST("/approvals/:id/deny", h.handleApprovalDeny, decide...)
 

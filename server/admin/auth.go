@@ -96,7 +96,7 @@ func can(c echo.Context, roles ...string) bool {
 }
 
 // canDecide, canReview, canManage: who may act where.
-func canDecide(c echo.Context) bool { return can(c, store.RoleAdmin, store.RoleAccountant) }
+func canDecide(c echo.Context) bool { return can(c, store.RoleAccountant) }
 func canReview(c echo.Context) bool { return can(c, store.RoleAdmin, store.RoleOperator) }
 func canManage(c echo.Context) bool { return can(c, store.RoleAdmin) }
 

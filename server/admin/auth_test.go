@@ -64,6 +64,9 @@ func TestWrongRoleIsForbidden(t *testing.T) {
 		{store.RoleOperator, "GET", "/admin/tokens", nil},
 		{store.RoleOperator, "POST", "/admin/approvals/" + itoa(ap.ID) + "/approve", url.Values{}},
 		{store.RoleAuditor, "POST", "/admin/approvals/" + itoa(ap.ID) + "/deny", url.Values{}},
+		// Money is an accountant's: the admin who makes pay tokens cannot
+		// also approve what they request.
+		{store.RoleAdmin, "POST", "/admin/approvals/" + itoa(ap.ID) + "/approve", url.Values{}},
 		{store.RoleAccountant, "POST", "/admin/review/" + keyPath(unknown.Key) + "/resolve", url.Values{"outcome": {"found"}, "object_id": {"X-1"}, "reason": {"seen it"}}},
 		{store.RoleAuditor, "POST", "/admin/review/" + keyPath(unknown.Key) + "/resolve", url.Values{"outcome": {"found"}, "object_id": {"X-1"}, "reason": {"seen it"}}},
 		{store.RoleAuditor, "POST", "/admin/tokens", url.Values{"agent": {"evil"}, "scope": {"pay"}}},
