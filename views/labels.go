@@ -32,6 +32,7 @@ type Labels struct {
 	// Approvals.
 	ApprovalsTitle, ApprovalsLead, ApprovalsEmpty             string
 	Order, Payment, Customer, Account, Note, RequestedBy      string
+	AgentRevoked                                              string
 	Waiting, Approve, Deny, LeftFmt, Expired                  string
 	ApprovalSection, ApprovalStatus, Expires, DecidedBy       string
 	DecidedAt                                                 string

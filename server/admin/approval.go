@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
@@ -74,17 +76,39 @@ func (h *Handler) renderApprovals(c echo.Context, status int, errID int64, msg, 
 	if err != nil {
 		return fmt.Errorf("approvals: %w", err)
 	}
+	payers, err := h.payers(c.Request().Context())
+	if err != nil {
+		return err
+	}
 	l := labels(c)
 	v := views.ApprovalListView{Page: h.page(c, "approvals", l.ApprovalsTitle), CanDecide: canDecide(c), Error: msg}
 	v.Page.Refresh = 30
 	for _, a := range list {
 		row := h.approvalRow(c, a)
+		row.AgentGone = !payers[a.Operation.Agent]
 		if a.ID == errID {
 			v.ErrorID, row.Comment = errID, comment
 		}
 		v.Rows = append(v.Rows, row)
 	}
 	return render(c, status, views.ApprovalList(v))
+}
+
+// payers are the agents that still hold a valid token with the pay scope:
+// a request from any other was made before its access was revoked, which
+// the accountant should know before approving it.
+func (h *Handler) payers(ctx context.Context) (map[string]bool, error) {
+	tokens, err := h.d.Store.ListTokens(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("approvals: %w", err)
+	}
+	out := map[string]bool{}
+	for _, t := range tokens {
+		if t.RevokedAt.IsZero() && t.Has(contract.ScopePay) {
+			out[t.Agent] = true
+		}
+	}
+	return out, nil
 }
 
 // approvalRow is one approval as the queue shows it. Who may decide sees

@@ -570,3 +570,31 @@ func TestDashboardAndLanguage(t *testing.T) {
 		t.Fatalf("CSP %q", csp)
 	}
 }
+
+// A charge whose agent has since lost its pay tokens is flagged in the
+// queue: the accountant should know before approving it.
+func TestApprovalFlagsRevokedAgent(t *testing.T) {
+	t.Parallel()
+	a := newOwnApp(t, nil)
+	ctx := context.Background()
+	u, err := a.st.CreateUser(ctx, "test-accountant", store.RoleAccountant, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.users[store.RoleAccountant] = u
+	if _, _, err := a.st.CreateToken(ctx, "agent-a", []string{"pay"}); err != nil {
+		t.Fatal(err)
+	}
+	a.charge("test:payment.charge:rev-000001:v1", 1000, "")
+	c := a.signIn(store.RoleAccountant)
+	if p := c.get("/admin/approvals").expect(t, http.StatusOK); p.has("approval-agent-revoked") {
+		t.Fatal("an agent with a valid pay token is flagged")
+	}
+	if n, err := a.st.RevokeToken(ctx, "agent-a"); err != nil || n != 1 {
+		t.Fatalf("revoke: %d %v", n, err)
+	}
+	p := c.get("/admin/approvals").expect(t, http.StatusOK)
+	if !p.has("approval-agent-revoked") || !strings.Contains(p.text("approval-agent-revoked"), "отозваны") {
+		t.Fatal("a revoked agent's charge is not flagged")
+	}
+}
