@@ -1,13 +1,26 @@
-// Reloads an admin page that asks for it (body data-refresh, seconds)
-// while nobody is filling in a form on it. Pages work without it.
+// Refreshes an admin page that asks for it (body data-refresh, seconds)
+// while nobody is filling in a form on it. Pages work without it. The
+// refresh says so (X-Oncegate-Live), so it does not count as activity: an
+// unattended browser still signs out after the idle limit, and the next
+// refresh then shows the sign-in page.
 (function () {
   var s = parseInt(document.body.getAttribute("data-refresh"), 10);
-  if (!(s > 0)) return;
+  if (!(s > 0) || !window.fetch || !window.DOMParser) return;
   setInterval(function () {
     if (document.hidden) return;
     var busy = document.activeElement && /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
     var typed = Array.prototype.some.call(document.querySelectorAll("input[type=text],input[type=password],textarea"), function (el) { return el.value !== ""; });
     var open = document.querySelector("details[open]");
-    if (!busy && !typed && !open) location.reload();
+    if (busy || typed || open) return;
+    fetch(location.href, { headers: { "X-Oncegate-Live": "1" }, credentials: "same-origin", redirect: "manual" })
+      .then(function (r) {
+        if (r.status !== 200) { location.reload(); return; }
+        return r.text().then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          document.title = doc.title;
+          document.body.innerHTML = doc.body.innerHTML;
+        });
+      })
+      .catch(function () {});
   }, s * 1000);
 })();

@@ -86,6 +86,17 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Durati
 // A live session's last_seen_at is refreshed at most once per
 // SessionRefresh.
 func (s *Store) SessionByID(ctx context.Context, id string, idle time.Duration) (Session, error) {
+	return s.session(ctx, id, idle, true)
+}
+
+// PeekSession is SessionByID for a request no person made (a page's own
+// periodic refresh): it does not count as activity, so an unattended
+// browser still reaches its idle limit.
+func (s *Store) PeekSession(ctx context.Context, id string, idle time.Duration) (Session, error) {
+	return s.session(ctx, id, idle, false)
+}
+
+func (s *Store) session(ctx context.Context, id string, idle time.Duration, touch bool) (Session, error) {
 	if id == "" || len(id) > 128 {
 		return Session{}, fmt.Errorf("find session: %w", ErrNotFound)
 	}
@@ -116,7 +127,7 @@ func (s *Store) SessionByID(ctx context.Context, id string, idle time.Duration) 
 		}
 		return Session{}, fmt.Errorf("find session: %w (expired)", ErrNotFound)
 	}
-	if now.Sub(seen) >= SessionRefresh {
+	if touch && now.Sub(seen) >= SessionRefresh {
 		if _, err := s.db.ExecContext(ctx, `
 			UPDATE sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at < ?`,
 			formatTime(now), hash, formatTime(now)); err != nil {

@@ -30,7 +30,11 @@ func (h *Handler) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil || ck.Value == "" {
 			return toLogin(c)
 		}
-		sess, err := h.d.Store.SessionByID(c.Request().Context(), ck.Value, SessionIdle)
+		find := h.d.Store.SessionByID
+		if c.Request().Header.Get(LiveHeader) == "1" {
+			find = h.d.Store.PeekSession
+		}
+		sess, err := find(c.Request().Context(), ck.Value, SessionIdle)
 		if errors.Is(err, store.ErrNotFound) {
 			h.clearCookie(c, SessionCookie)
 			return toLogin(c)
@@ -42,6 +46,11 @@ func (h *Handler) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// LiveHeader marks a page's own periodic refresh (static/live.js), which
+// is no sign of a person at the browser and so does not keep the session
+// alive.
+const LiveHeader = "X-Oncegate-Live"
 
 // toLogin redirects to the sign-in page; a GET comes back to where it was.
 func toLogin(c echo.Context) error {

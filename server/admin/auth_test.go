@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -430,4 +431,34 @@ func TestLoginThrottleBehindProxy(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A page's own refresh (live.js) is no sign of a person: an unattended
+// browser still reaches the idle limit, while a person's clicks keep the
+// session alive.
+func TestLiveRefreshIsNotActivity(t *testing.T) {
+	t.Parallel()
+	a := newOwnApp(t, nil)
+	var offset atomic.Int64
+	base := time.Now()
+	a.st.Now = func() time.Time { return base.Add(time.Duration(offset.Load())) }
+	u, err := a.st.CreateUser(context.Background(), "watcher", store.RoleAccountant, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.users[store.RoleAccountant] = u
+	person, screen := a.signIn(store.RoleAccountant), a.signIn(store.RoleAccountant)
+	screen.header[admin.LiveHeader] = "1"
+	for _, minutes := range []int{10, 20, 29, 38, 47} {
+		offset.Store(int64(time.Duration(minutes) * time.Minute))
+		person.get("/admin/approvals").expect(t, http.StatusOK)
+		if minutes < 30 {
+			screen.get("/admin/approvals").expect(t, http.StatusOK)
+		}
+	}
+	// 47 minutes after sign-in, 47 without a person at the screen.
+	if p := screen.get("/admin/approvals"); p.Code != http.StatusSeeOther || !strings.HasPrefix(p.location(), "/admin/login") {
+		t.Fatalf("an unattended, refreshing page after the idle limit: HTTP %d to %q", p.Code, p.location())
+	}
+	person.get("/admin/approvals").expect(t, http.StatusOK)
 }
