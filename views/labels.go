@@ -33,6 +33,7 @@ type Labels struct {
 	ApprovalsTitle, ApprovalsLead, ApprovalsEmpty             string
 	Order, Payment, Customer, Account, Note, RequestedBy      string
 	AgentRevoked                                              string
+	TimesIn                                                   string // "times are shown in"
 	Waiting, Approve, Deny, LeftFmt, Expired                  string
 	ApprovalSection, ApprovalStatus, Expires, DecidedBy       string
 	DecidedAt                                                 string

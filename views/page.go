@@ -19,6 +19,10 @@ type Page struct {
 	Flash     string // a message after a redirect, shown once
 	FlashKind string // "ok" or "error"
 
+	// TimeZone names the zone every time on the page is shown in, e.g.
+	// "MSK, UTC+03:00".
+	TimeZone string
+
 	// Refresh, when positive, lets live.js reload the page every so many
 	// seconds while no form is being filled in.
 	Refresh int

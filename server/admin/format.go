@@ -87,6 +87,18 @@ func formatTime(t time.Time, loc *time.Location, lang string) string {
 	return t.In(loc).Format("02.01.2006" + nbsp + "15:04")
 }
 
+// zoneName names t's zone for people: its abbreviation and its offset
+// from UTC ("MSK, UTC+03:00"), or the offset alone when the abbreviation
+// is only a number.
+func zoneName(t time.Time) string {
+	name, _ := t.Zone()
+	offset := "UTC" + t.Format("-07:00")
+	if name == "" || name == "UTC" || strings.ContainsAny(name, "+-0123456789") {
+		return offset
+	}
+	return name + ", " + offset
+}
+
 // formatSeconds is a moment with seconds, for traces and the audit trail.
 func formatSeconds(t time.Time, loc *time.Location, lang string) string {
 	if t.IsZero() {

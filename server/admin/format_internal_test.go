@@ -130,3 +130,21 @@ func TestMaskedFields(t *testing.T) {
 		t.Fatalf("amount %q, want %q", got, want)
 	}
 }
+
+func TestZoneName(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 2, 11, 5, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		loc  *time.Location
+		want string
+	}{
+		{time.FixedZone("MSK", 3*3600), "MSK, UTC+03:00"},
+		{time.UTC, "UTC+00:00"},
+		{time.FixedZone("+05", 5*3600), "UTC+05:00"},
+		{time.FixedZone("", -3*3600-1800), "UTC-03:30"},
+	} {
+		if got := zoneName(at.In(tc.loc)); got != tc.want {
+			t.Errorf("zoneName in %v = %q, want %q", tc.loc, got, tc.want)
+		}
+	}
+}

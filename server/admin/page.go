@@ -54,7 +54,7 @@ var nav = []navItem{
 func (h *Handler) page(c echo.Context, active, title string) views.Page {
 	lg := lang(c)
 	l := views.LabelsFor(lg)
-	p := views.Page{Title: title, Lang: lg, L: l, Contour: h.d.Contour}
+	p := views.Page{Title: title, Lang: lg, L: l, Contour: h.d.Contour, TimeZone: zoneName(h.now().In(h.d.Location))}
 
 	other := "en"
 	if lg == "en" {

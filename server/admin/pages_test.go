@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -573,6 +574,23 @@ func TestDashboardAndLanguage(t *testing.T) {
 
 // A charge whose agent has since lost its pay tokens is flagged in the
 // queue: the accountant should know before approving it.
+// Every page says which time zone its times are in.
+func TestPagesNameTheTimeZone(t *testing.T) {
+	t.Parallel()
+	a := newOwnApp(t, func(d *admin.Deps) { d.Location = time.FixedZone("MSK", 3*3600) })
+	u, err := a.st.CreateUser(context.Background(), "zone-reader", store.RoleAuditor, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.users[store.RoleAuditor] = u
+	c := a.signIn(store.RoleAuditor)
+	for _, path := range []string{"/admin/", "/admin/operations", "/admin/audit"} {
+		if p := c.get(path).expect(t, http.StatusOK); !strings.Contains(p.text("time-zone"), "MSK, UTC+03:00") {
+			t.Errorf("%s: time zone %q", path, p.text("time-zone"))
+		}
+	}
+}
+
 func TestApprovalFlagsRevokedAgent(t *testing.T) {
 	t.Parallel()
 	a := newOwnApp(t, nil)
