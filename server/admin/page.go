@@ -1,11 +1,13 @@
 package admin
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -54,7 +56,7 @@ var nav = []navItem{
 func (h *Handler) page(c echo.Context, active, title string) views.Page {
 	lg := lang(c)
 	l := views.LabelsFor(lg)
-	p := views.Page{Title: title, Lang: lg, L: l, Contour: h.d.Contour, TimeZone: zoneName(h.now().In(h.d.Location))}
+	p := views.Page{Title: title, Lang: lg, L: l, Contour: h.d.Contour, TimeZone: zoneName(time.Now().In(cmp.Or(h.d.Location, time.Local)))}
 
 	other := "en"
 	if lg == "en" {
