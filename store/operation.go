@@ -251,6 +251,18 @@ type queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// ByObject returns the operation that made objectID at the target system,
+// e.g. the charge a refund names by its payment id.
+func (s *Store) ByObject(ctx context.Context, system, objectID string) (Operation, error) {
+	row := s.rdb.QueryRowContext(ctx, `SELECT `+operationColumns+` FROM operations
+		WHERE target_system = ? AND target_object_id = ? ORDER BY created_at LIMIT 1`, system, objectID)
+	op, err := scanOperation(row)
+	if err != nil {
+		return Operation{}, fmt.Errorf("operation by object: %w", interpretError(err))
+	}
+	return op, nil
+}
+
 func getOperation(ctx context.Context, q queryer, key string) (Operation, error) {
 	row := q.QueryRowContext(ctx, `SELECT `+operationColumns+` FROM operations WHERE operation_key = ?`, key)
 	op, err := scanOperation(row)

@@ -274,3 +274,43 @@ func TestSchemaChecks(t *testing.T) {
 		t.Fatal("duplicate key accepted")
 	}
 }
+
+// An object at a target leads back to the operation that made it, through
+// an index (a refund's approval shows the charge it refunds).
+func TestByObject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := MustOpenStore(t)
+	const key = "test:invoice.create:by-object:v1"
+	MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+	if err := s.Complete(ctx, key, "run-1", "INV-77", nil); err != nil {
+		t.Fatal(err)
+	}
+	op, err := s.ByObject(ctx, "onec", "INV-77")
+	if err != nil || op.Key != key {
+		t.Fatalf("ByObject = %+v, %v", op, err)
+	}
+	if _, err := s.ByObject(ctx, "crm", "INV-77"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("another target's object: %v, want ErrNotFound", err)
+	}
+	db, err := sql.Open("sqlite", s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var plan strings.Builder
+	rows, err := db.Query(`EXPLAIN QUERY PLAN SELECT operation_key FROM operations WHERE target_system = ? AND target_object_id = ? ORDER BY created_at LIMIT 1`, "onec", "INV-77")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		rows.Scan(&id, &parent, &unused, &detail)
+		plan.WriteString(detail + "\n")
+	}
+	rows.Close()
+	if !strings.Contains(plan.String(), "operations_target_object") {
+		t.Fatalf("the look-up does not use its index:\n%s", plan.String())
+	}
+}

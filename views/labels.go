@@ -34,6 +34,7 @@ type Labels struct {
 	Order, Payment, Customer, Account, Note, RequestedBy      string
 	AgentRevoked                                              string
 	TimesIn                                                   string // "times are shown in"
+	ChargeOf                                                  string // "a charge of" (a refund's payment)
 	Waiting, Approve, Deny, LeftFmt, Expired                  string
 	ApprovalSection, ApprovalStatus, Expires, DecidedBy       string
 	DecidedAt                                                 string

@@ -139,6 +139,18 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 		ApproveURL: fmt.Sprintf("/admin/approvals/%d/approve", a.ID),
 		DenyURL:    fmt.Sprintf("/admin/approvals/%d/deny", a.ID),
 	}
+	if pid := p.str("payment_id"); pid != "" {
+		// A refund: the charge it refunds, when it went through here,
+		// tells the accountant whose money goes back and for what.
+		if charge, err := h.d.Store.ByObject(c.Request().Context(), "payments", pid); err == nil && charge.Intent == "payment.charge" {
+			cp := parsePayload(charge.Payload)
+			r.ChargeHref, r.Charged = operationHref(charge.Key), cp.amount(lg)
+			r.OrderID = cp.str("order_id")
+			if r.Customer == "" {
+				r.Customer = show(cp.str("customer_id"))
+			}
+		}
+	}
 	if left := a.ExpiresAt.Sub(now); left > 0 {
 		r.TimeLeft = fmt.Sprintf(l.LeftFmt, formatDuration(left, l))
 		r.Urgent = left < 2*time.Hour

@@ -616,3 +616,47 @@ func TestApprovalFlagsRevokedAgent(t *testing.T) {
 		t.Fatal("a revoked agent's charge is not flagged")
 	}
 }
+
+// A refund waiting for approval shows the charge it refunds: its order,
+// its customer and its amount, with a link to it.
+func TestRefundShowsItsCharge(t *testing.T) {
+	t.Parallel()
+	a := newOwnApp(t, nil)
+	ctx := context.Background()
+	u, err := a.st.CreateUser(ctx, "refund-accountant", store.RoleAccountant, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.users[store.RoleAccountant] = u
+	const chargeKey = "test:payment.charge:rf-000001:v1"
+	a.charge(chargeKey, 125000, "")
+	// The charge was approved and made: it holds the provider's payment id.
+	op, err := a.st.Get(ctx, chargeKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap, _ := a.st.ApprovalByKey(ctx, chargeKey)
+	if err := a.st.DecideApproval(ctx, ap.ID, true, "someone", ""); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := a.st.TakeApproved(ctx, "test-run", time.Minute)
+	if err != nil || taken.Key != op.Key {
+		t.Fatalf("take approved: %+v %v", taken, err)
+	}
+	if err := a.st.Complete(ctx, chargeKey, "test-run", "2f3b588d-000f-5000-8000-1d6e87c7fbde", nil); err != nil {
+		t.Fatal(err)
+	}
+	a.claim("test:payment.refund:rf-000001:v1", "payment.refund", "payments", true, map[string]any{
+		"payment_id": "2f3b588d-000f-5000-8000-1d6e87c7fbde", "amount_minor": 25000, "currency": "RUB",
+	})
+	p := a.signIn(store.RoleAccountant).get("/admin/approvals").expect(t, http.StatusOK)
+	if got := p.text("approval-order"); got != "order-"+chargeKey[len(chargeKey)-6:] {
+		t.Fatalf("the refund's order %q, want the charge's", got)
+	}
+	if got := p.text("approval-charged"); !strings.Contains(got, "1"+"\u00a0"+"250,00") {
+		t.Fatalf("the refunded charge's amount %q", got)
+	}
+	if !strings.Contains(p.Body, `href="/admin/operations/`) || !strings.Contains(p.text("approval-customer"), "customer-1042") {
+		t.Fatalf("no link to the charge, or no customer:\n%s", p.Body)
+	}
+}
