@@ -63,6 +63,9 @@ const (
 )
 
 // schemaRef refers to the component schema name.
+// hex64 is the pattern of a SHA-256 as the gateway writes it.
+const hex64 = "^[0-9a-f]{64}$"
+
 func schemaRef(name string) map[string]any {
 	return map[string]any{"$ref": "#/components/schemas/" + name}
 }
@@ -275,8 +278,7 @@ func envelopeSchema(in *contract.Intent, payload string) map[string]any {
 			"plan_hash": map[string]any{
 				"description": "On execute: the plan_hash a validate answer returned. If the plan no longer hashes the same, the answer is 409 PLAN_CHANGED and nothing runs.",
 				"type":        "string",
-				"minLength":   1,
-				"maxLength":   contract.MaxStringLen,
+				"pattern":     hex64,
 			},
 			"payload": schemaRef(payload),
 		},
@@ -400,7 +402,6 @@ func answerSchemas(intents, targets []string) map[string]any {
 		statuses = append(statuses, d.name)
 		fmt.Fprintf(&sd, "- `%s`: %s\n", d.name, d.meaning)
 	}
-	hex64 := "^[0-9a-f]{64}$"
 	return map[string]any{
 		"Status":    map[string]any{"description": sd.String(), "type": "string", "enum": statuses},
 		"ErrorCode": errorCodeSchema(),

@@ -132,6 +132,10 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 		return Envelope{}, badRequest(CodeValidation, "plan_hash",
 			"plan_hash is empty; send the plan_hash that validate mode returned, or leave it out")
 	}
+	if env.PlanHash != "" && !isHex64(env.PlanHash) {
+		return Envelope{}, badRequest(CodeValidation, "plan_hash",
+			"plan_hash is not a plan hash (64 lowercase hex digits); send the plan_hash that validate mode returned, as it was")
+	}
 
 	// The payload raw, as sent: the body is known to be valid and duplicate-free.
 	var raw map[string]json.RawMessage
@@ -220,4 +224,18 @@ func jsonType(v any) string {
 		return "null"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// isHex64 reports whether s is 64 lowercase hex digits, a SHA-256 as the
+// gateway writes it.
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

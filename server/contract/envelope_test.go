@@ -67,11 +67,11 @@ func TestDecodeEnvelope(t *testing.T) {
 	})
 	t.Run("OKValidateWithPlanHash", func(t *testing.T) {
 		t.Parallel()
-		env, err := contract.DecodeEnvelope([]byte(`{"plan_hash":"abc","mode":"validate","payload":{"a":1},"intent":"x","schema_version":"1.0"}`))
+		env, err := contract.DecodeEnvelope([]byte(`{"plan_hash":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","mode":"validate","payload":{"a":1},"intent":"x","schema_version":"1.0"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if env.Mode != contract.ModeValidate || env.PlanHash != "abc" || string(env.Payload) != `{"a":1}` {
+		if env.Mode != contract.ModeValidate || env.PlanHash != "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" || string(env.Payload) != `{"a":1}` {
 			t.Fatalf("got %+v", env)
 		}
 	})
@@ -125,6 +125,7 @@ func TestDecodeEnvelope(t *testing.T) {
 		{"ErrPayloadString", `{"schema_version":"1.0","intent":"x","payload":"{}"}`, contract.CodeValidation, "payload"},
 		{"ErrPlanHashEmpty", `{"schema_version":"1.0","intent":"x","payload":{},"plan_hash":""}`, contract.CodeValidation, "plan_hash"},
 		{"ErrPlanHashLong", `{"schema_version":"1.0","intent":"x","payload":{},"plan_hash":"` + long + `"}`, contract.CodeValidation, "plan_hash"},
+		{"ErrPlanHashNotHex", `{"schema_version":"1.0","intent":"x","payload":{},"plan_hash":"xyz"}`, contract.CodeValidation, "plan_hash"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
