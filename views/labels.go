@@ -40,6 +40,7 @@ type Labels struct {
 	DecidedAt                                                 string
 	ApprovedSucceeded, ApprovedRunFmt                         string
 	ErrApprovalExpired, ErrApprovalDecided, ErrNoSuchApproval string
+	ErrCommentTooLong                                         string // %d: the limit
 
 	// Review.
 	ReviewTitle, ReviewLead, ReviewEmpty, ReviewAll, ReviewFlagged string

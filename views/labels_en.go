@@ -38,6 +38,7 @@ var english = Labels{
 	ApprovalSection: "Approval", ApprovalStatus: "State", Expires: "Expires", DecidedBy: "Decided by",
 	DecidedAt:         "Decided at",
 	ApprovedSucceeded: "approved and executed", ApprovedRunFmt: "approved; execution: %s",
+	ErrCommentTooLong:  "The comment is longer than %d characters; shorten it. Nothing was decided.",
 	ErrApprovalExpired: "The approval expired: no decision was recorded and the operation will not run.",
 	ErrApprovalDecided: "This operation was already decided: the second decision was not recorded.",
 	ErrNoSuchApproval:  "No such approval.",

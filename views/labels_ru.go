@@ -38,6 +38,7 @@ var russian = Labels{
 	ApprovalSection: "Согласование", ApprovalStatus: "Состояние", Expires: "Действует до", DecidedBy: "Решил",
 	DecidedAt:         "Когда",
 	ApprovedSucceeded: "одобрено, исполнено", ApprovedRunFmt: "одобрено; исполнение: %s",
+	ErrCommentTooLong:  "Комментарий длиннее %d символов — сократите его. Решение не принято.",
 	ErrApprovalExpired: "Срок согласования истёк — решение не принято, операция не будет выполнена.",
 	ErrApprovalDecided: "По этой операции уже принято решение — повторное не принято.",
 	ErrNoSuchApproval:  "Такого согласования нет.",

@@ -42,9 +42,6 @@ func (h *Handler) decide(c echo.Context, approve bool) error {
 		return echo.NewHTTPError(http.StatusNotFound, "bad approval id")
 	}
 	comment := strings.TrimSpace(c.FormValue("comment"))
-	if utf8.RuneCountInString(comment) > maxComment {
-		comment = string([]rune(comment)[:maxComment])
-	}
 	a, err := h.d.Store.ApprovalByID(c.Request().Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return echo.NewHTTPError(http.StatusNotFound, "no such approval")
@@ -53,6 +50,11 @@ func (h *Handler) decide(c echo.Context, approve bool) error {
 		return fmt.Errorf("decide approval: %w", err)
 	}
 	l := labels(c)
+	if utf8.RuneCountInString(comment) > maxComment {
+		// Refused whole, never cut: the person's words are kept for them
+		// to shorten.
+		return h.renderApprovals(c, http.StatusUnprocessableEntity, id, fmt.Sprintf(l.ErrCommentTooLong, maxComment), comment)
+	}
 	err = h.d.Store.DecideApproval(actorCtx(c), id, approve, session(c).User.Name, comment)
 	switch {
 	case errors.Is(err, store.ErrApprovalExpired):

@@ -660,3 +660,19 @@ func TestRefundShowsItsCharge(t *testing.T) {
 		t.Fatalf("no link to the charge, or no customer:\n%s", p.Body)
 	}
 }
+
+// A comment over the limit is refused whole, never cut: nothing is decided
+// and the words come back to be shortened.
+func TestApprovalCommentTooLong(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	ap := a.charge(a.uniq("test:payment.charge:long-comment:v1"), 1000, "")
+	long := strings.Repeat("я", 501)
+	p := a.signIn(store.RoleAccountant).post("/admin/approvals/"+itoa(ap.ID)+"/approve", url.Values{"comment": {long}})
+	if p.Code != http.StatusUnprocessableEntity || !strings.Contains(p.Body, "500") || !strings.Contains(p.Body, long) {
+		t.Fatalf("HTTP %d; the refusal should name the limit and keep the text", p.Code)
+	}
+	if got := a.approval(ap.OperationKey).Status; got != store.ApprovalPending {
+		t.Fatalf("approval = %s, want pending", got)
+	}
+}
