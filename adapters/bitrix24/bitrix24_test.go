@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -484,4 +488,61 @@ func TestNoSecretInErrors(t *testing.T) {
 	mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
 	_, err = dead.Lookup(context.Background(), newOp(t, "customer-1042"))
 	mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+}
+
+// A bare 502 from a proxy in front of the portal may come after the
+// portal committed: Bitrix24 does not dedupe, so the write is reconciled,
+// never simply sent again.
+func TestExecute_ProxyFailureAfterCommit(t *testing.T) {
+	t.Parallel()
+	s := sim.New()
+	portal := httptest.NewServer(s)
+	t.Cleanup(portal.Close)
+	target, _ := url.Parse(portal.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if strings.HasSuffix(resp.Request.URL.Path, "/crm.activity.add.json") {
+			resp.Body.Close()
+			resp.StatusCode, resp.Status = http.StatusBadGateway, "502 Bad Gateway"
+			resp.Body, resp.ContentLength = io.NopCloser(strings.NewReader("<html>bad gateway</html>")), -1
+			resp.Header = http.Header{"Content-Type": {"text/html"}}
+		}
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+	c, err := bitrix24.New(bitrix24.Config{WebhookURL: front.URL + "/bitrix24/rest/1/" + secret + "/", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := newOp(t, "customer-1042")
+	_, err = c.Execute(context.Background(), op)
+	mustError(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+	if n := s.Effects(sim.Bitrix24, op.Key); n != 1 {
+		t.Fatalf("the portal has %d activities for the key, want the 1 made behind the proxy's 502", n)
+	}
+}
+
+// A look-up that cannot read the whole list does not claim "not found".
+func TestLookup_ListLongerThanRead(t *testing.T) {
+	t.Parallel()
+	var served atomic.Int64
+	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := served.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"result":[],"next":%d,"total":100000,"time":{}}`, n*50)
+	}))
+	t.Cleanup(endless.Close)
+	c, err := bitrix24.New(bitrix24.Config{WebhookURL: endless.URL + "/rest/1/" + secret + "/", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Lookup(context.Background(), newOp(t, "customer-1042"))
+	if errors.Is(err, adapters.ErrNotFound) {
+		t.Fatal("a list read only in part answered not found")
+	}
+	var ae *adapters.Error
+	if !errors.As(err, &ae) || ae.Class == adapters.Final {
+		t.Fatalf("err = %v, want a look-up that could not tell", err)
+	}
 }

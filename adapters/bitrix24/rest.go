@@ -111,6 +111,12 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 	cause := fmt.Errorf("%s: HTTP %d: %q: %q", method, resp.StatusCode, code, clip(r.Description, 200))
 	upper := strings.ToUpper(code)
 	switch {
+	case write && code == "" && (resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable):
+		// A bare 502/503 from a proxy in front of the portal can come after
+		// PHP committed the write, and Bitrix24 does not dedupe by key:
+		// look it up before anything is sent again.
+		return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+			Message: "the CRM's gateway failed; the request may have been applied", Err: cause}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway ||
 		resp.StatusCode == http.StatusServiceUnavailable:
 		e := adapters.StatusError(resp)
@@ -159,7 +165,10 @@ func (c *Client) list(ctx context.Context, method string, params map[string]any,
 		}
 		start = *r.Next
 	}
-	return nil
+	// Pages left unread: "not found" would not be known, and for a
+	// look-up that answer must never be guessed.
+	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+		Message: "the CRM's list was longer than the gateway reads", Err: fmt.Errorf("%s: more than %d pages", method, maxPages)}
 }
 
 // text is a scalar the REST API may send as a string, a number, a boolean
