@@ -65,6 +65,15 @@ type Target interface {
 	Lookup(ctx context.Context, op Op) (Result, error)
 }
 
+// Deduper is a target that makes at most one effect per key however often
+// the key is sent (1C's key register, YooKassa's Idempotence-Key): sending
+// the same key again is harmless. A target that is no Deduper (Bitrix24)
+// must be looked up, and found empty once nothing can still land, before
+// anything is sent again.
+type Deduper interface {
+	DedupesByKey() bool
+}
+
 // ErrNotFound is returned by Lookup when the target holds no effect for the key.
 var ErrNotFound = errors.New("no effect at the target for this key")
 

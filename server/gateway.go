@@ -46,9 +46,9 @@ func (s *Server) maxLease() time.Duration {
 	return m
 }
 
-// settle is how long after an unclear attempt was sent a "not found" from
-// a lookup is not yet trusted: the attempt may still be on its way to a
-// commit. Only a target that does not dedupe by key needs it (settle_ms).
+// settle is how long a target may take to commit a request after the
+// gateway stopped waiting for it (settle_ms, never less than the target's
+// timeout): until then a "not found" from a lookup is not yet trusted.
 func (s *Server) settle(system string) time.Duration {
 	ms := 0
 	switch system {
@@ -59,7 +59,7 @@ func (s *Server) settle(system string) time.Duration {
 	case "payments":
 		ms = s.cfg.Targets.YooKassa.SettleMS
 	}
-	return time.Duration(ms) * time.Millisecond
+	return max(time.Duration(ms)*time.Millisecond, s.timeout(system))
 }
 
 // retention is how long system's terminal operations are kept.
@@ -77,6 +77,21 @@ func (s *Server) retention(system string) time.Duration {
 	return time.Duration(d)
 }
 
+// dedupes reports whether system's target makes one effect per key
+// however often the key is sent.
+func (s *Server) dedupes(system string) bool {
+	d, ok := s.targets[system].(adapters.Deduper)
+	return ok && d.DedupesByKey()
+}
+
+// inFlightUntil is until when a send of op's last attempt may still land
+// at its target: every send of a drive happens within the drive's budget
+// of the attempt being recorded, and the target may take settle_ms more to
+// commit what it received.
+func (s *Server) inFlightUntil(op store.Operation) time.Time {
+	return op.LastAttemptAt.Add(s.budget(op.TargetSystem) + s.settle(op.TargetSystem))
+}
+
 // nextCheck is when the reconciler should look an unknown operation up:
 // once an attempt may have landed, and not before its next pass.
 func (s *Server) nextCheck(system string) time.Time {
@@ -84,10 +99,12 @@ func (s *Server) nextCheck(system string) time.Time {
 }
 
 // journalCtx is the context for journal writes that record what a target
-// did: detached from the call budget, which may be spent by then, so the
-// outcome is never lost to a deadline meant for the network.
-func journalCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+// did, in a drive whose target calls may take up to calls: detached from
+// the call budget, which may be spent by then, and lasting the calls and
+// 30 s more, so the outcome is never lost to a deadline meant for the
+// network.
+func journalCtx(ctx context.Context, calls time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), calls+30*time.Second)
 }
 
 // drive takes an operation whose lease the caller holds to its next
@@ -101,7 +118,7 @@ func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation
 	s.inflight.Add(1)
 	defer s.inflight.Done()
 	// Target calls run under the budget; journal writes under their own.
-	jctx, jcancel := journalCtx(ctx)
+	jctx, jcancel := journalCtx(ctx, s.budget(op.TargetSystem))
 	defer jcancel()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.budget(op.TargetSystem))
 	defer cancel()
@@ -113,7 +130,7 @@ func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation
 	err := func() error {
 		// Look the key up before anything is sent again.
 		if d == store.DecisionResume {
-			clear, ok, err := s.lookUp(ctx, jctx, op)
+			clear, ok, err := s.lookUp(ctx, jctx, op, true)
 			if !clear || err != nil {
 				found = ok
 				return err
@@ -152,20 +169,22 @@ func targetOp(op store.Operation) adapters.Op {
 }
 
 // lookUp asks the target, by key, for the effect of an operation whose
-// lease the caller took back (an agent's retry or the reconciler), and
-// journals what the answer settles, with jctx:
+// lease the caller took back (an agent's retry, byAgent, or the
+// reconciler), and journals what the answer settles, with jctx:
 //
 //   - found → succeeded (found reports it); found and failed → failed_final;
+//   - there but not final yet (a pending payment) → still unknown, with
+//     the target's object, checked again soon;
 //   - certainly nothing there, but the last unclear attempt may still land
-//     (settle_ms) → still unknown, checked again once it could have;
-//   - the target could not tell → back to failed_retryable after an
-//     attempt that had no effect, else still unknown with the failed
-//     look-up counted (backoff, then a person's review).
+//     (inFlightUntil) → still unknown, checked again once it could have;
+//   - the target could not tell → back to failed_retryable when it was
+//     unavailable after an attempt that had no effect, else still unknown
+//     with the failed look-up counted (backoff, then a person's review).
 //
 // clear reports the one case left to the caller, the row still held:
 // nothing at the target, and nothing on its way. The agent's retry then
 // sends the operation again; the reconciler marks it safe to retry.
-func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation) (clear, found bool, err error) {
+func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation, byAgent bool) (clear, found bool, err error) {
 	lctx, cancel := context.WithTimeout(ctx, s.timeout(op.TargetSystem))
 	res, err := s.targets[op.TargetSystem].Lookup(lctx, targetOp(op))
 	cancel()
@@ -180,14 +199,27 @@ func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation) (clear, f
 		s.log.Info("look-up: the target has the effect, failed", "key", op.Key, "object", ae.ObjectID, "code", ae.Code)
 		return false, false, s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
 	case errors.Is(err, adapters.ErrNotFound):
-		// After an attempt classified Retry there is nothing on its way
-		// (it had no effect, or the target dedupes the key).
-		if wait := op.LastAttemptAt.Add(s.settle(op.TargetSystem)).Sub(s.store.Now()); wait > 0 && op.ResumedFrom != store.StatusFailedRetryable {
+		// Nothing there now. That is the answer once nothing can still be
+		// on its way: after an attempt classified Retry (it had no effect),
+		// to an agent's retry at a target that dedupes the key (sending it
+		// again is harmless), or else once every send of the last attempt
+		// could have landed. Before that a "not found" is no answer: the
+		// row would say "no effect" of an effect about to appear.
+		safe := op.ResumedFrom == store.StatusFailedRetryable || (byAgent && s.dedupes(op.TargetSystem))
+		if wait := s.inFlightUntil(op).Sub(s.store.Now()); wait > 0 && !safe {
 			return false, false, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.store.Now().Add(wait))
 		}
 		s.log.Info("look-up: the target has no effect", "key", op.Key)
 		return true, false, nil
-	case op.ResumedFrom == store.StatusFailedRetryable:
+	case pendingAtTarget(err):
+		// There, and not final yet: no failure of the look-up. Keep the
+		// object and look again on the next pass.
+		var ae *adapters.Error
+		errors.As(err, &ae)
+		s.log.Info("look-up: the target has the effect, not final yet", "key", op.Key, "object", ae.ObjectID)
+		next := s.store.Now().Add(time.Duration(s.cfg.Reconciler.IntervalMS) * time.Millisecond)
+		return false, false, s.store.MarkUnknown(ctx, op.Key, s.owner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: ae.Message}, next)
+	case op.ResumedFrom == store.StatusFailedRetryable && adapters.ClassOf(err) == adapters.Retry:
 		s.log.Warn("look-up failed", "key", op.Key, "err", maskSecrets(errText(err)))
 		return false, false, s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 	default:
@@ -232,6 +264,13 @@ func (s *Server) complete(ctx context.Context, op store.Operation, res adapters.
 		data = b
 	}
 	return s.store.Complete(ctx, op.Key, s.owner, res.ObjectID, data)
+}
+
+// pendingAtTarget reports whether a lookup found the effect at the target
+// but not final yet: a Reconcile error naming the target's object.
+func pendingAtTarget(err error) bool {
+	var ae *adapters.Error
+	return errors.As(err, &ae) && ae.Class == adapters.Reconcile && ae.ObjectID != ""
 }
 
 // finalAtTarget reports whether a lookup found the effect ended in failure

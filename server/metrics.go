@@ -73,6 +73,12 @@ func (t instrumented) Execute(ctx context.Context, op adapters.Op) (adapters.Res
 	return res, err
 }
 
+// DedupesByKey implements adapters.Deduper for the target inside.
+func (t instrumented) DedupesByKey() bool {
+	d, ok := t.Target.(adapters.Deduper)
+	return ok && d.DedupesByKey()
+}
+
 // Lookup implements adapters.Target.
 func (t instrumented) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	start := time.Now()

@@ -84,9 +84,9 @@ func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 		s.log.Error("reconciler: take operation", "key", op.Key, "err", err)
 		return
 	}
-	jctx, jcancel := journalCtx(ctx)
+	jctx, jcancel := journalCtx(ctx, s.timeout(op.TargetSystem))
 	defer jcancel()
-	clear, _, err := s.lookUp(ctx, jctx, op)
+	clear, _, err := s.lookUp(ctx, jctx, op, false)
 	if err == nil && clear {
 		err = s.store.Fail(jctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
 	}

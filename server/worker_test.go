@@ -302,3 +302,58 @@ func TestRetentionPerTarget(t *testing.T) {
 		}
 	}
 }
+
+// A request 1C is still committing when the reconciler first asks is not
+// "no effect": the row stays unknown until every send could have landed,
+// then finds the document. It never says failed_retryable on the way.
+func TestReconcilerWaitsForSlowCommit(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.Retry.MaxAttempts = 1
+	g := setupWith(t, cfg)
+	const key = "test:invoice.create:slow-commit:v1"
+	// 1C commits 700 ms after the request, well after the 300 ms timeout.
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDelay, DelayMS: 700, Times: 1})
+	expect(t, g.post(key, invoice("slow-commit", 1)), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
+	seen := map[store.Status]bool{}
+	eventually(t, "the slow document found", func() bool {
+		op := g.row(key)
+		seen[op.Status] = true
+		return op.Status == store.StatusSucceeded
+	})
+	if seen[store.StatusFailedRetryable] {
+		t.Fatalf("the row said failed_retryable (no effect) while 1C was committing: %v", seen)
+	}
+	if n := g.sim.Effects(sim.OneC, key); n != 1 {
+		t.Fatalf("effects = %d, want 1", n)
+	}
+}
+
+// Bitrix24 does not dedupe: an agent's retry soon after an add timed out
+// finds nothing yet, and must not send the add again while the first may
+// still land. It waits (202 unknown) and then finds the one activity.
+func TestBitrixRetryWaitsForInFlightAdd(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.Targets.Bitrix24.TimeoutMS = 300
+	cfg.Targets.Bitrix24.SettleMS = 100
+	cfg.Retry.MaxAttempts = 1
+	g := setupWith(t, cfg)
+	const key = "test:crm.callback:create:in-flight:v1"
+	body := map[string]any{"schema_version": "1.0", "intent": "crm.callback.create",
+		"payload": map[string]any{"customer_id": "customer-1042", "due_at": "2026-12-03T10:00:00+03:00"}}
+	// The portal commits the add 600 ms after it arrives; the gateway
+	// stops waiting after 300.
+	g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultDelay, DelayMS: 600, Times: 1})
+	sent := time.Now()
+	expect(t, g.post(key, body), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
+	eventually(t, "the retried callback settles", func() bool {
+		r := g.post(key, body)
+		return r.Code == http.StatusOK
+	})
+	// Count once the delayed add has had its time to land.
+	time.Sleep(time.Until(sent.Add(900 * time.Millisecond)))
+	if n := g.sim.Effects(sim.Bitrix24, key); n != 1 {
+		t.Fatalf("the CRM has %d activities for the key, want 1", n)
+	}
+}

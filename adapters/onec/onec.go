@@ -131,6 +131,10 @@ func New(cfg Config) (*Client, error) {
 // Name implements adapters.Target.
 func (c *Client) Name() string { return "onec" }
 
+// DedupesByKey implements adapters.Deduper: the 1C service's key register
+// answers a key it has seen with the document it made.
+func (c *Client) DedupesByKey() bool { return true }
+
 // String names the client without its URL or credentials.
 func (c *Client) String() string { return "onec client" }
 

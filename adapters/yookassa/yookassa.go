@@ -130,6 +130,10 @@ func New(cfg Config) (*Client, error) {
 // Name implements adapters.Target.
 func (c *Client) Name() string { return "yookassa" }
 
+// DedupesByKey implements adapters.Deduper: YooKassa answers a repeated
+// Idempotence-Key with the payment or refund it made.
+func (c *Client) DedupesByKey() bool { return true }
+
 // IdempotenceKey derives the Idempotence-Key header value from an operation
 // key: the lowercase hex SHA-256 of the key, 64 characters, which is
 // YooKassa's limit ("не больше 64 символов"). It is the same on every attempt

@@ -1,0 +1,149 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/store"
+)
+
+// scripted is a target whose look-ups answer what the test says; it is
+// never asked to execute.
+type scripted struct {
+	mu     sync.Mutex
+	lookup func() (adapters.Result, error)
+}
+
+func (t *scripted) Name() string { return "scripted" }
+
+func (t *scripted) Execute(context.Context, adapters.Op) (adapters.Result, error) {
+	panic("the scripted target was asked to execute")
+}
+
+func (t *scripted) Lookup(context.Context, adapters.Op) (adapters.Result, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lookup()
+}
+
+// scriptedServer is a gateway over a new journal whose payments target
+// is scripted; its workers do not run.
+func scriptedServer(t *testing.T, target *scripted) (*Server, *store.Store) {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := DefaultConfig()
+	cfg.Reconciler.ReviewAfter = 3
+	s := New(cfg, st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return s, st
+}
+
+// claimed journals a charge that was sent and is now held by s.
+func claimed(t *testing.T, s *Server, st *store.Store, key string) store.Operation {
+	t.Helper()
+	_, op, err := st.Claim(context.Background(), store.ClaimRequest{
+		Key: key, Intent: "payment.charge", Fingerprint: strings.Repeat("ab", 32), TargetSystem: "payments",
+		Agent: "agent-a", Payload: []byte(`{}`), Owner: s.owner, Lease: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// A payment the look-up finds but not final yet is no failed look-up: the
+// row keeps the provider's payment id, stays unknown, and is not counted
+// toward a person's review.
+func TestLookUpPendingKeepsObject(t *testing.T) {
+	t.Parallel()
+	target := &scripted{lookup: func() (adapters.Result, error) {
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: "pay-17", Message: "not final yet"}
+	}}
+	s, st := scriptedServer(t, target)
+	const key = "test:payment.charge:pending:v1"
+	op := claimed(t, s, st, key)
+	ctx := context.Background()
+	for range 5 { // more than review_after
+		if _, _, err := s.lookUp(ctx, ctx, op, false); err != nil {
+			t.Fatal(err)
+		}
+		row, _ := st.Get(ctx, key)
+		if row.Status != store.StatusUnknown || row.TargetObjectID != "pay-17" || row.LookupFailures != 0 || row.NeedsReview {
+			t.Fatalf("row after a pending look-up: %+v", row)
+		}
+		var err error
+		if op, err = st.TakeForReconcile(ctx, row, s.owner, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A retried row whose look-up cannot tell, for a reason other than the
+// target being down, goes the way of failed look-ups (unknown, counted,
+// then a person), instead of back to failed_retryable on every retry.
+func TestLookUpThatCannotTellIsCounted(t *testing.T) {
+	t.Parallel()
+	target := &scripted{lookup: func() (adapters.Result, error) {
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "too many payments to scan"}
+	}}
+	s, st := scriptedServer(t, target)
+	ctx := context.Background()
+	const key = "test:payment.charge:cannot-tell:v1"
+	claimed(t, s, st, key)
+	if err := st.Fail(ctx, key, s.owner, false, store.Failure{Code: CodeTargetUnavailable}); err != nil {
+		t.Fatal(err)
+	}
+	row, _ := st.Get(ctx, key)
+	op := claimed(t, s, st, key) // the agent's retry resumes it
+	if op.ResumedFrom != store.StatusFailedRetryable {
+		t.Fatalf("resumed from %s, want failed_retryable (row %+v)", op.ResumedFrom, row)
+	}
+	if _, _, err := s.lookUp(ctx, ctx, op, true); err != nil {
+		t.Fatal(err)
+	}
+	row, _ = st.Get(ctx, key)
+	if row.Status != store.StatusUnknown || row.LookupFailures != 1 {
+		t.Fatalf("row after a look-up that could not tell: %+v", row)
+	}
+
+	// Unavailable is another matter: back to failed_retryable, uncounted.
+	target.mu.Lock()
+	target.lookup = func() (adapters.Result, error) {
+		return adapters.Result{}, &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "down"}
+	}
+	target.mu.Unlock()
+	const down = "test:payment.charge:down:v1"
+	claimed(t, s, st, down)
+	st.Fail(ctx, down, s.owner, false, store.Failure{Code: CodeTargetUnavailable})
+	op = claimed(t, s, st, down)
+	if _, _, err := s.lookUp(ctx, ctx, op, true); err != nil {
+		t.Fatal(err)
+	}
+	if row, _ := st.Get(ctx, down); row.Status != store.StatusFailedRetryable || row.LookupFailures != 0 {
+		t.Fatalf("row after an unavailable look-up: %+v", row)
+	}
+}
+
+// Journal writes of a drive outlast its target calls by 30 s, however long
+// the configured calls may take.
+func TestJournalContextOutlastsCalls(t *testing.T) {
+	t.Parallel()
+	for _, calls := range []time.Duration{time.Second, 95 * time.Second} {
+		ctx, cancel := journalCtx(context.Background(), calls)
+		deadline, ok := ctx.Deadline()
+		cancel()
+		if left := time.Until(deadline); !ok || left < calls+29*time.Second {
+			t.Fatalf("calls of %v: the journal has %v", calls, left)
+		}
+	}
+}
