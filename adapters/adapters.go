@@ -163,3 +163,12 @@ const (
 	CodeTargetUnavailable = "TARGET_UNAVAILABLE"
 	CodeOutcomeUnknown    = "OUTCOME_UNKNOWN"
 )
+
+// Misconfigured is the target refusing the gateway itself (credentials,
+// rights, a wrong URL): no business answer about the operation, and
+// nothing was done. It is Retry, so an operator's fix lets the agent's
+// next try with the same key go through, instead of burning the key as a
+// final refusal.
+func Misconfigured(code, message string, err error) *Error {
+	return &Error{Class: Retry, Code: code, Message: message, Err: err}
+}

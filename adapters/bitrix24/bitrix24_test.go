@@ -226,9 +226,9 @@ func TestExecute(t *testing.T) {
 			}
 			op := newOp(t, "customer-1042")
 			_, err = c.Execute(context.Background(), op)
-			mustError(t, err, adapters.Final, bitrix24.CodePermissionDenied)
+			mustError(t, err, adapters.Retry, bitrix24.CodePermissionDenied)
 			_, err = c.Lookup(context.Background(), op)
-			mustError(t, err, adapters.Final, bitrix24.CodePermissionDenied)
+			mustError(t, err, adapters.Retry, bitrix24.CodePermissionDenied)
 		}
 	})
 }

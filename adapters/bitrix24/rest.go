@@ -43,8 +43,7 @@ func (c *Client) call(ctx context.Context, method string, params any, write bool
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method+".json", bytes.NewReader(body))
 	if err != nil {
 		// The error would quote the URL; keep only that it failed.
-		return nil, &adapters.Error{Class: adapters.Final, Code: CodePermissionDenied,
-			Message: "the CRM webhook URL is not usable", Err: errors.New(method + ": cannot build request")}
+		return nil, adapters.Misconfigured(CodePermissionDenied, "the CRM webhook URL is not usable", errors.New(method+": cannot build request"))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -128,8 +127,7 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 	case deniedCodes[upper] || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden ||
 		resp.StatusCode == http.StatusNotFound || resp.StatusCode/100 == 3 ||
 		strings.HasPrefix(strings.ToLower(r.Description), "access denied"):
-		return &adapters.Error{Class: adapters.Final, Code: CodePermissionDenied,
-			Message: "the CRM webhook is not allowed to do this; check its URL, user and crm scope", Err: cause}
+		return adapters.Misconfigured(CodePermissionDenied, "the CRM webhook is not allowed to do this; check its URL, user and crm scope", cause)
 	case resp.StatusCode >= 500 || resp.StatusCode/100 == 2:
 		// A failure while handling, or a 200 that is not a REST answer:
 		// the request may have been applied.

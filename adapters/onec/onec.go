@@ -347,12 +347,13 @@ func (c *Client) result(resp *http.Response, op adapters.Op) (adapters.Result, e
 // 1C's refusals: Final with 1C's first error (its code and field when they
 // look like a code and a payload path, its text only in Err). A 404 from
 // something other than the service (a wrong publication) has no such body
-// and is Final TARGET_REJECTED: the service never ran. 401/403 are Final
-// permission errors; anything else is adapters.StatusError.
+// and is Final TARGET_REJECTED: the service never ran. 401/403 refuse the
+// gateway's own user (adapters.Misconfigured); anything else is
+// adapters.StatusError.
 func (c *Client) statusError(resp *http.Response) *adapters.Error {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return c.final(CodePermissionDenied, "", errors.New(resp.Status))
+		return adapters.Misconfigured(CodePermissionDenied, messages[CodePermissionDenied], errors.New(resp.Status))
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
 	default:
 		e := adapters.StatusError(resp)

@@ -531,7 +531,7 @@ func TestBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = wrong.Execute(context.Background(), invoiceOp(t, "test:invoice.create:order-2:v1"))
-	classified(t, err, adapters.Final, onec.CodePermissionDenied)
+	classified(t, err, adapters.Retry, onec.CodePermissionDenied)
 }
 
 // TestErrorsHideSecrets collects the errors of every failure path and checks

@@ -161,7 +161,7 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) 
 		e.Err = c.cause(resp, data)
 		return e
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return final(CodePermissionDenied, "", "the payment provider refused the shop credentials or rights", c.cause(resp, data))
+		return adapters.Misconfigured(CodePermissionDenied, "the payment provider refused the shop credentials or rights", c.cause(resp, data))
 	}
 	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider answered a read in an unexpected way", Err: c.cause(resp, data)}
 }
@@ -441,9 +441,9 @@ func (c *Client) executeError(intent string, resp *http.Response, data []byte) e
 	case http.StatusBadRequest:
 		return badRequest(intent, ae.Parameter, cause)
 	case http.StatusUnauthorized:
-		return final(CodePermissionDenied, "", "the payment provider refused the shop credentials", cause)
+		return adapters.Misconfigured(CodePermissionDenied, "the payment provider refused the shop credentials", cause)
 	case http.StatusForbidden:
-		return final(CodePermissionDenied, "", "the shop is not allowed to perform this operation at the payment provider", cause)
+		return adapters.Misconfigured(CodePermissionDenied, "the shop is not allowed to perform this operation at the payment provider", cause)
 	case http.StatusNotFound:
 		if intent == IntentRefund {
 			return final(CodeReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", cause)

@@ -510,7 +510,7 @@ func TestExecuteFaults(t *testing.T) {
 		c := MustNew(t, yookassa.Config{BaseURL: f.url, ShopID: shopID, SecretKey: secret, Timeout: timeout})
 		op := chargeOp(t, "test:payment.charge:order-35:v1", 1000)
 		_, err := c.Execute(context.Background(), op)
-		wantError(t, err, adapters.Final, "TARGET_PERMISSION_DENIED", "")
+		wantError(t, err, adapters.Retry, "TARGET_PERMISSION_DENIED", "")
 		_, lerr := c.Lookup(context.Background(), op)
 		_, verr := c.Validate(context.Background(), refundOp(t, "test:payment.refund:order-35:v1", "2f3b588d-000f-5000-8000-1d6e87c7fbde", 100))
 		basic := base64.StdEncoding.EncodeToString([]byte(shopID + ":" + secret))
