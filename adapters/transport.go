@@ -9,6 +9,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -26,11 +27,12 @@ import (
 // statuses. Error texts are stripped of URLs so that no host name or
 // credential in a URL reaches the error message.
 func Send(client *http.Client, req *http.Request, dedupes bool) (*http.Response, error) {
-	var wrote bool
+	// Set by the transport's writing goroutine, read here after Do.
+	var wrote atomic.Bool
 	trace := &httptrace.ClientTrace{
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			if info.Err == nil {
-				wrote = true
+				wrote.Store(true)
 			}
 		},
 	}
@@ -46,7 +48,7 @@ func Send(client *http.Client, req *http.Request, dedupes bool) (*http.Response,
 	}
 	cause := stripURL(err)
 	switch {
-	case !wrote:
+	case !wrote.Load():
 		return nil, &Error{Class: Retry, Code: CodeTargetUnavailable, Message: "the target could not be reached", Err: cause}
 	case errors.Is(err, syscall.ECONNRESET) && dedupes:
 		return nil, &Error{Class: Retry, Code: CodeTargetUnavailable, Message: "the target reset the connection", Err: cause}
