@@ -141,7 +141,7 @@ func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation
 			if n <= op.AttemptCount {
 				return nil // recorded by the claim
 			}
-			return s.store.RecordAttempt(jctx, op.Key, s.owner, n, s.lease(op.TargetSystem))
+			return s.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, s.lease(op.TargetSystem))
 		})
 		return s.settleOutcome(jctx, op, res, err)
 	}()
@@ -197,7 +197,7 @@ func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		var ae *adapters.Error
 		errors.As(err, &ae)
 		s.log.Info("look-up: the target has the effect, failed", "key", op.Key, "object", ae.ObjectID, "code", ae.Code)
-		return false, false, s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
+		return false, false, s.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
 	case errors.Is(err, adapters.ErrNotFound):
 		// Nothing there now. That is the answer once nothing can still be
 		// on its way: after an attempt classified Retry (it had no effect),
@@ -207,7 +207,7 @@ func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		// row would say "no effect" of an effect about to appear.
 		safe := op.ResumedFrom == store.StatusFailedRetryable || (byAgent && s.dedupes(op.TargetSystem))
 		if wait := s.inFlightUntil(op).Sub(s.store.Now()); wait > 0 && !safe {
-			return false, false, s.store.MarkUnknown(ctx, op.Key, s.owner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.store.Now().Add(wait))
+			return false, false, s.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, s.store.Now().Add(wait))
 		}
 		s.log.Info("look-up: the target has no effect", "key", op.Key)
 		return true, false, nil
@@ -218,13 +218,13 @@ func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		errors.As(err, &ae)
 		s.log.Info("look-up: the target has the effect, not final yet", "key", op.Key, "object", ae.ObjectID)
 		next := s.store.Now().Add(time.Duration(s.cfg.Reconciler.IntervalMS) * time.Millisecond)
-		return false, false, s.store.MarkUnknown(ctx, op.Key, s.owner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: ae.Message}, next)
+		return false, false, s.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: ae.Message}, next)
 	case op.ResumedFrom == store.StatusFailedRetryable && adapters.ClassOf(err) == adapters.Retry:
 		s.log.Warn("look-up failed", "key", op.Key, "err", maskSecrets(errText(err)))
-		return false, false, s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+		return false, false, s.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 	default:
 		next := s.store.Now().Add(max(s.lookupBackoff(op.LookupFailures+1), s.settle(op.TargetSystem)))
-		flagged, ferr := s.store.LookupFailed(ctx, op.Key, s.owner, s.cfg.Reconciler.ReviewAfter, next)
+		flagged, ferr := s.store.LookupFailed(ctx, op.Key, op.LeaseOwner, s.cfg.Reconciler.ReviewAfter, next)
 		s.log.Warn("look-up failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", maskSecrets(errText(err)))
 		return false, false, ferr
 	}
@@ -246,11 +246,11 @@ func (s *Server) settleOutcome(ctx context.Context, op store.Operation, res adap
 	s.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
 	switch ae.Class {
 	case adapters.Final:
-		return s.store.Fail(ctx, op.Key, s.owner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail})
+		return s.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail})
 	case adapters.Retry:
-		return s.store.Fail(ctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+		return s.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 	default:
-		return s.store.MarkUnknown(ctx, op.Key, s.owner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: "the request was sent but its outcome is not known"}, s.nextCheck(op.TargetSystem))
+		return s.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: "the request was sent but its outcome is not known"}, s.nextCheck(op.TargetSystem))
 	}
 }
 
@@ -263,7 +263,7 @@ func (s *Server) complete(ctx context.Context, op store.Operation, res adapters.
 		}
 		data = b
 	}
-	return s.store.Complete(ctx, op.Key, s.owner, res.ObjectID, data)
+	return s.store.Complete(ctx, op.Key, op.LeaseOwner, res.ObjectID, data)
 }
 
 // pendingAtTarget reports whether a lookup found the effect at the target

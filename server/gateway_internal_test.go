@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -53,7 +54,7 @@ func claimed(t *testing.T, s *Server, st *store.Store, key string) store.Operati
 	t.Helper()
 	_, op, err := st.Claim(context.Background(), store.ClaimRequest{
 		Key: key, Intent: "payment.charge", Fingerprint: strings.Repeat("ab", 32), TargetSystem: "payments",
-		Agent: "agent-a", Payload: []byte(`{}`), Owner: s.owner, Lease: time.Minute,
+		Agent: "agent-a", Payload: []byte(`{}`), Owner: s.leaseOwner(), Lease: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +100,8 @@ func TestLookUpThatCannotTellIsCounted(t *testing.T) {
 	s, st := scriptedServer(t, target)
 	ctx := context.Background()
 	const key = "test:payment.charge:cannot-tell:v1"
-	claimed(t, s, st, key)
-	if err := st.Fail(ctx, key, s.owner, false, store.Failure{Code: CodeTargetUnavailable}); err != nil {
+	first := claimed(t, s, st, key)
+	if err := st.Fail(ctx, key, first.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable}); err != nil {
 		t.Fatal(err)
 	}
 	row, _ := st.Get(ctx, key)
@@ -123,8 +124,8 @@ func TestLookUpThatCannotTellIsCounted(t *testing.T) {
 	}
 	target.mu.Unlock()
 	const down = "test:payment.charge:down:v1"
-	claimed(t, s, st, down)
-	st.Fail(ctx, down, s.owner, false, store.Failure{Code: CodeTargetUnavailable})
+	first = claimed(t, s, st, down)
+	st.Fail(ctx, down, first.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable})
 	op = claimed(t, s, st, down)
 	if _, _, err := s.lookUp(ctx, ctx, op, true); err != nil {
 		t.Fatal(err)
@@ -145,5 +146,38 @@ func TestJournalContextOutlastsCalls(t *testing.T) {
 		if left := time.Until(deadline); !ok || left < calls+29*time.Second {
 			t.Fatalf("calls of %v: the journal has %v", calls, left)
 		}
+	}
+}
+
+// Every claim of a lease has its own owner: a driver of this run whose
+// lease expired and was taken again, even by another driver of the same
+// run, can no longer change the row.
+func TestLeasePerClaim(t *testing.T) {
+	t.Parallel()
+	s, st := scriptedServer(t, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
+	ctx := context.Background()
+	const key = "test:payment.charge:fenced:v1"
+	first := claimed(t, s, st, key) // a one-minute lease
+	// The first driver is still out when its lease runs out (a paused VM,
+	// a clock step); the reconciler of the same run takes the row.
+	later := time.Now().Add(2 * time.Minute)
+	st.Now = func() time.Time { return later }
+	row, _ := st.Get(ctx, key)
+	second, err := st.TakeForReconcile(ctx, row, s.leaseOwner(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.LeaseOwner == first.LeaseOwner || !strings.HasPrefix(second.LeaseOwner, s.Owner()+"/") {
+		t.Fatalf("owners %q and %q", first.LeaseOwner, second.LeaseOwner)
+	}
+	// The first driver comes back late with its outcome.
+	if err := s.complete(ctx, first, adapters.Result{ObjectID: "pay-late"}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("a stale driver's completion: %v, want ErrLeaseLost", err)
+	}
+	if err := s.complete(ctx, second, adapters.Result{ObjectID: "pay-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if row, _ := st.Get(ctx, key); row.TargetObjectID != "pay-1" {
+		t.Fatalf("row %+v", row)
 	}
 }

@@ -138,7 +138,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		AwaitApproval: in.Money,
 		ApprovalTTL:   time.Duration(s.cfg.Approval.TTL),
 		Refused:       failureOf(refused),
-		Owner:         s.owner,
+		Owner:         s.leaseOwner(),
 		Lease:         s.lease(in.Target),
 	})
 	if err != nil {

@@ -101,8 +101,18 @@ func clientIP(cfg Config) echo.IPExtractor {
 	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
-// Owner is this run's lease owner id.
+// Owner is this run's id, the prefix of every lease it takes.
 func (s *Server) Owner() string { return s.owner }
+
+// leaseOwner is a fresh owner for one claim of a lease: this run's id and
+// a random suffix. Every transition of the claim names it, so a driver
+// whose lease expired and was taken again, even by another driver of this
+// run, can no longer change the row.
+func (s *Server) leaseOwner() string {
+	buf := make([]byte, 6)
+	rand.Read(buf)
+	return s.owner + "/" + hex.EncodeToString(buf)
+}
 
 // Handler is the HTTP handler of the gateway.
 func (s *Server) Handler() http.Handler { return s.echo }

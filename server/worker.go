@@ -76,7 +76,7 @@ func (s *Server) reconcileDue(ctx context.Context) {
 func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 	s.inflight.Add(1)
 	defer s.inflight.Done()
-	op, err := s.store.TakeForReconcile(ctx, op, s.owner, s.lease(op.TargetSystem))
+	op, err := s.store.TakeForReconcile(ctx, op, s.leaseOwner(), s.lease(op.TargetSystem))
 	if errors.Is(err, store.ErrLeaseLost) {
 		return // an agent's request or another pass took it
 	}
@@ -88,7 +88,7 @@ func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 	defer jcancel()
 	clear, _, err := s.lookUp(ctx, jctx, op, false)
 	if err == nil && clear {
-		err = s.store.Fail(jctx, op.Key, s.owner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
+		err = s.store.Fail(jctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
 	}
 	if err != nil {
 		s.log.Error("reconciler: settle operation", "key", op.Key, "err", err)
@@ -116,7 +116,7 @@ func (s *Server) executeApproved(ctx context.Context) {
 		s.log.Info("executor: approvals expired", "count", len(keys))
 	}
 	for ctx.Err() == nil {
-		op, err := s.store.TakeApproved(wctx, s.owner, s.lease("payments"))
+		op, err := s.store.TakeApproved(wctx, s.leaseOwner(), s.lease("payments"))
 		if errors.Is(err, store.ErrNotFound) {
 			return
 		}

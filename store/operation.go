@@ -401,16 +401,20 @@ func (s *Store) transition(ctx context.Context, event, key, owner string, detail
 }
 
 // OrphanLeases turns every started row whose lease belongs to another run
-// than owner into unknown: that run is dead (serve holds the data
+// than run into unknown: that run is dead (serve holds the data
 // directory's lock), so whatever it sent may or may not have been applied.
-// It returns how many rows it moved.
-func (s *Store) OrphanLeases(ctx context.Context, owner string) (int, error) {
+// A lease of run is owned by run itself or by "run/<claim>". It returns
+// how many rows it moved.
+func (s *Store) OrphanLeases(ctx context.Context, run string) (int, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("orphan leases: %w", err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT operation_key FROM operations WHERE status = 'started' AND lease_owner IS NOT ?`, owner)
+	rows, err := tx.QueryContext(ctx, `
+		SELECT operation_key FROM operations
+		WHERE status = 'started' AND lease_owner IS NOT ? AND substr(coalesce(lease_owner, ''), 1, ?) <> ?`,
+		run, len(run)+1, run+"/")
 	if err != nil {
 		return 0, fmt.Errorf("orphan leases: %w", err)
 	}

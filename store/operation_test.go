@@ -221,17 +221,19 @@ func TestOrphanLeases(t *testing.T) {
 	s := MustOpenStore(t)
 	MustClaim(t, s, claimReq("test:invoice.create:a:v1", fp1, "dead-run"), store.DecisionExecute)
 	MustClaim(t, s, claimReq("test:invoice.create:b:v1", fp1, "live-run"), store.DecisionExecute)
+	MustClaim(t, s, claimReq("test:invoice.create:c:v1", fp1, "live-run/3f2a"), store.DecisionExecute)
+	MustClaim(t, s, claimReq("test:invoice.create:d:v1", fp1, "live-runner/1"), store.DecisionExecute)
 	n, err := s.OrphanLeases(ctx, "live-run")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 {
-		t.Fatalf("orphaned %d rows, want 1", n)
+	if n != 2 {
+		t.Fatalf("orphaned %d rows, want 2", n)
 	}
-	a, _ := s.Get(ctx, "test:invoice.create:a:v1")
-	b, _ := s.Get(ctx, "test:invoice.create:b:v1")
-	if a.Status != store.StatusUnknown || b.Status != store.StatusStarted {
-		t.Fatalf("statuses %s, %s; want unknown, started", a.Status, b.Status)
+	for key, want := range map[string]store.Status{"a": store.StatusUnknown, "b": store.StatusStarted, "c": store.StatusStarted, "d": store.StatusUnknown} {
+		if op, _ := s.Get(ctx, "test:invoice.create:"+key+":v1"); op.Status != want {
+			t.Errorf("%s: %s, want %s", key, op.Status, want)
+		}
 	}
 }
 
