@@ -197,7 +197,7 @@ func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		var ae *adapters.Error
 		errors.As(err, &ae)
 		s.log.Info("look-up: the target has the effect, failed", "key", op.Key, "object", ae.ObjectID, "code", ae.Code)
-		return false, false, s.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message})
+		return false, false, s.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, ObjectID: ae.ObjectID})
 	case errors.Is(err, adapters.ErrNotFound):
 		// Nothing there now. That is the answer once nothing can still be
 		// on its way: after an attempt classified Retry (it had no effect),
@@ -246,7 +246,7 @@ func (s *Server) settleOutcome(ctx context.Context, op store.Operation, res adap
 	s.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
 	switch ae.Class {
 	case adapters.Final:
-		return s.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail})
+		return s.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail, ObjectID: ae.ObjectID})
 	case adapters.Retry:
 		return s.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 	default:

@@ -357,3 +357,23 @@ func TestBitrixRetryWaitsForInFlightAdd(t *testing.T) {
 		t.Fatalf("the CRM has %d activities for the key, want 1", n)
 	}
 }
+
+// A charge the provider declines ends failed_final and keeps the
+// provider's payment id: the accountant can find it at YooKassa.
+func TestDeclinedChargeKeepsPaymentID(t *testing.T) {
+	t.Parallel()
+	g := setupWith(t, fastConfig())
+	payer := g.MustToken("agent-pay", "pay")
+	const key = "test:payment.charge:declined:v1"
+	expect(t, g.charge(payer, key, "declined", sim.YooKassaInsufficientFundsMinor), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+	if err := g.store.DecideApproval(context.Background(), g.approval(key).ID, true, "accountant-1", ""); err != nil {
+		t.Fatal(err)
+	}
+	g.srv.Wake()
+	eventually(t, "the executor to charge", func() bool { return g.row(key).Status == store.StatusFailedFinal })
+	r := g.charge(payer, key, "declined", sim.YooKassaInsufficientFundsMinor)
+	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "INSUFFICIENT_FUNDS")
+	if id := g.row(key).TargetObjectID; id == "" || r.str("target_object_id") != id {
+		t.Fatalf("the declined payment's id: journal %q, answer %q", id, r.str("target_object_id"))
+	}
+}

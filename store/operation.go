@@ -334,10 +334,16 @@ type Failure struct {
 	// Detail is what the target said, secrets already masked: it goes to
 	// the audit trail only, never to the row an agent reads.
 	Detail string
+	// ObjectID is the target's object that ended in failure (a payment
+	// the provider declined), kept for people and look-ups.
+	ObjectID string
 }
 
 func failureDetail(f Failure) map[string]any {
 	d := map[string]any{"code": f.Code, "field": f.Field}
+	if f.ObjectID != "" {
+		d["object_id"] = f.ObjectID
+	}
 	if f.Detail != "" {
 		d["target_detail"] = f.Detail
 	}
@@ -355,10 +361,11 @@ func (s *Store) Fail(ctx context.Context, key, owner string, final bool, f Failu
 	return s.transition(ctx, "operation."+string(status), key, owner, failureDetail(f), `
 		UPDATE operations
 		SET status = ?, error_code = ?, error_field = ?, error_message = ?,
+			target_object_id = coalesce(?, target_object_id),
 			lease_owner = NULL, lease_until = NULL, next_check_at = NULL, needs_review = 0,
 			updated_at = ?, completed_at = ?
 		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
-		status, f.Code, nullString(f.Field), f.Message, formatTime(now), completed, key, owner)
+		status, f.Code, nullString(f.Field), f.Message, nullString(f.ObjectID), formatTime(now), completed, key, owner)
 }
 
 // MarkUnknown moves a started operation held by owner to unknown: the
