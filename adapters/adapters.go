@@ -172,3 +172,17 @@ const (
 func Misconfigured(code, message string, err error) *Error {
 	return &Error{Class: Retry, Code: code, Message: message, Err: err}
 }
+
+// ReadFailure classifies the failure of a request that only reads (a
+// look-up): a refusal stays Final; anything else, an answer that never
+// came included, is Retry: a read changes nothing, so it is simply made
+// again. Errors that are no *Error (ErrNotFound) pass through.
+func ReadFailure(err error) error {
+	var e *Error
+	if !errors.As(err, &e) || e.Class == Final || e.Class == Retry {
+		return err
+	}
+	m := *e
+	m.Class, m.Code = Retry, CodeTargetUnavailable
+	return &m
+}

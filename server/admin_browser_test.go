@@ -204,7 +204,7 @@ func (g *gateway) unknownByHand(tb testing.TB, key, order string) {
 	if _, _, err := g.store.Claim(ctx, req); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := g.store.LookupFailed(ctx, key, "a-dead-run", 1, time.Now().Add(time.Hour)); err != nil {
+	if _, err := g.store.LookupFailed(ctx, key, "a-dead-run", "", 1, time.Now().Add(time.Hour)); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -173,13 +173,12 @@ func targetOp(op store.Operation) adapters.Op {
 // reconciler), and journals what the answer settles, with jctx:
 //
 //   - found → succeeded (found reports it); found and failed → failed_final;
-//   - there but not final yet (a pending payment) → still unknown, with
-//     the target's object, checked again soon;
 //   - certainly nothing there, but the last unclear attempt may still land
 //     (inFlightUntil) → still unknown, checked again once it could have;
 //   - the target could not tell → back to failed_retryable when it was
 //     unavailable after an attempt that had no effect, else still unknown
-//     with the failed look-up counted (backoff, then a person's review).
+//     with the failed look-up counted (backoff, then a person's review),
+//     keeping the object the target named (a payment not final yet).
 //
 // clear reports the one case left to the caller, the row still held:
 // nothing at the target, and nothing on its way. The agent's retry then
@@ -211,20 +210,20 @@ func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		}
 		s.log.Info("look-up: the target has no effect", "key", op.Key)
 		return true, false, nil
-	case pendingAtTarget(err):
-		// There, and not final yet: no failure of the look-up. Keep the
-		// object and look again on the next pass.
-		var ae *adapters.Error
-		errors.As(err, &ae)
-		s.log.Info("look-up: the target has the effect, not final yet", "key", op.Key, "object", ae.ObjectID)
-		next := s.store.Now().Add(time.Duration(s.cfg.Reconciler.IntervalMS) * time.Millisecond)
-		return false, false, s.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: ae.Message}, next)
 	case op.ResumedFrom == store.StatusFailedRetryable && adapters.ClassOf(err) == adapters.Retry:
 		s.log.Warn("look-up failed", "key", op.Key, "err", maskSecrets(errText(err)))
 		return false, false, s.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
 	default:
+		// Not known yet (the target could not be asked, could not tell, or
+		// holds the effect not final yet, such as a pending payment, whose
+		// id is kept): counted, with backoff, and after review_after times a
+		// person is asked to look.
+		var objectID string
+		if ae := (*adapters.Error)(nil); errors.As(err, &ae) {
+			objectID = ae.ObjectID
+		}
 		next := s.store.Now().Add(max(s.lookupBackoff(op.LookupFailures+1), s.settle(op.TargetSystem)))
-		flagged, ferr := s.store.LookupFailed(ctx, op.Key, op.LeaseOwner, s.cfg.Reconciler.ReviewAfter, next)
+		flagged, ferr := s.store.LookupFailed(ctx, op.Key, op.LeaseOwner, objectID, s.cfg.Reconciler.ReviewAfter, next)
 		s.log.Warn("look-up failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", maskSecrets(errText(err)))
 		return false, false, ferr
 	}
@@ -248,7 +247,9 @@ func (s *Server) settleOutcome(ctx context.Context, op store.Operation, res adap
 	case adapters.Final:
 		return s.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail, ObjectID: ae.ObjectID})
 	case adapters.Retry:
-		return s.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+		// The cause (an outage, or the target refusing the gateway's own
+		// credentials) goes to the audit trail for the operator.
+		return s.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable", Detail: ae.Code + ": " + detail})
 	default:
 		return s.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: "the request was sent but its outcome is not known"}, s.nextCheck(op.TargetSystem))
 	}
@@ -264,13 +265,6 @@ func (s *Server) complete(ctx context.Context, op store.Operation, res adapters.
 		data = b
 	}
 	return s.store.Complete(ctx, op.Key, op.LeaseOwner, res.ObjectID, data)
-}
-
-// pendingAtTarget reports whether a lookup found the effect at the target
-// but not final yet: a Reconcile error naming the target's object.
-func pendingAtTarget(err error) bool {
-	var ae *adapters.Error
-	return errors.As(err, &ae) && ae.Class == adapters.Reconcile && ae.ObjectID != ""
 }
 
 // finalAtTarget reports whether a lookup found the effect ended in failure

@@ -46,9 +46,10 @@ func (s *Store) TakeForReconcile(ctx context.Context, op Operation, owner string
 
 // LookupFailed puts an operation whose lookup failed back to unknown,
 // counts the failure, schedules the next check, and flags the row for a
-// person's review once failures reach reviewAfter. It reports whether the
-// row is now flagged.
-func (s *Store) LookupFailed(ctx context.Context, key, owner string, reviewAfter int, next time.Time) (bool, error) {
+// person's review once failures reach reviewAfter. objectID, when the
+// target named one (a payment not final yet), is kept. It reports whether
+// the row is now flagged.
+func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, reviewAfter int, next time.Time) (bool, error) {
 	now := formatTime(s.now())
 	// The row is leased by owner, so it cannot change between this read
 	// and the update: the failure that flags it is audited as such.
@@ -64,10 +65,11 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner string, reviewAfter
 	err = s.transition(ctx, event, key, owner, detail, `
 		UPDATE operations
 		SET status = 'unknown', lookup_failures = lookup_failures + 1,
+			target_object_id = coalesce(?, target_object_id),
 			needs_review = CASE WHEN lookup_failures + 1 >= ? THEN 1 ELSE needs_review END,
 			lease_owner = NULL, lease_until = NULL, next_check_at = ?, updated_at = ?
 		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
-		reviewAfter, formatTime(next), now, key, owner)
+		nullString(objectID), reviewAfter, formatTime(next), now, key, owner)
 	if err != nil {
 		return false, err
 	}

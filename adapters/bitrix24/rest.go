@@ -151,7 +151,7 @@ func (c *Client) list(ctx context.Context, method string, params map[string]any,
 		params["start"] = start
 		r, err := c.call(ctx, method, params, false)
 		if err != nil {
-			return err
+			return adapters.ReadFailure(err)
 		}
 		more, err := page(r.Result)
 		if err != nil {

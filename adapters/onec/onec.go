@@ -192,7 +192,7 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	}
 	resp, err := c.send(req)
 	if err != nil {
-		return adapters.Result{}, err
+		return adapters.Result{}, adapters.ReadFailure(err)
 	}
 	defer adapters.Drain(resp)
 	switch resp.StatusCode {
@@ -205,7 +205,7 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 		}
 		return adapters.Result{}, e
 	}
-	return adapters.Result{}, c.statusError(resp)
+	return adapters.Result{}, adapters.ReadFailure(c.statusError(resp))
 }
 
 // Validate runs every check of op at 1C (POST /validate) and returns 1C's

@@ -539,12 +539,16 @@ func unreadable(err error) *adapters.Error {
 		Message: "the payment provider sent an answer that could not be read", Err: err}
 }
 
-// lookupFailure turns the failure of a lookup call into Reconcile: nothing
-// was learned about the effect, so the operation stays unknown.
+// lookupFailure classifies the failure of a lookup call: the provider
+// could not be asked (Retry, asked again), or refused the read (Reconcile:
+// nothing was learned about the effect). Never "not found".
 func lookupFailure(err error) error {
 	var e *adapters.Error
 	if errors.As(err, &e) {
-		m := *e
+		if e.Class != adapters.Final {
+			return adapters.ReadFailure(e) // could not ask: ask again
+		}
+		m := *e // a refused read cannot tell
 		m.Class = adapters.Reconcile
 		return &m
 	}
