@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oncegate/oncegate/store"
 )
 
 // runCmd runs a command line in process and returns its output and error.
@@ -125,5 +128,33 @@ func TestAuditVerifyHead(t *testing.T) {
 	}
 	if _, err := runCmd("audit", "verify", "--data", dir, "--head", "nonsense"); err == nil {
 		t.Fatal("a malformed --head was accepted")
+	}
+}
+
+// A command opening a journal behind this binary would migrate it: never
+// under a running serve, which would then find its schema moved.
+func TestCommandWillNotMigrateUnderServe(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if _, err := runCmd("migrate", "up", "--data", dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd("migrate", "down", "--data", dir); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := lockDataDir(dir) // a running serve
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd("token", "list", "--data", dir); err == nil || !strings.Contains(err.Error(), "serve is running") {
+		t.Fatalf("token list on an older journal beside serve: %v", err)
+	}
+	out, err := runCmd("migrate", "version", "--data", dir)
+	if err != nil || strings.Contains(out, fmt.Sprintf("version %d ", store.LatestVersion())) {
+		t.Fatalf("the schema moved under serve: %v %s", err, out)
+	}
+	unlock()
+	if _, err := runCmd("token", "list", "--data", dir); err != nil {
+		t.Fatalf("token list once serve stopped: %v", err)
 	}
 }

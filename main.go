@@ -160,6 +160,19 @@ func (c common) open(ctx context.Context, env func(string) string, create bool) 
 			return nil, err
 		}
 	}
+	// Opening applies pending migrations; the schema must not change under
+	// a running gateway, so a journal behind this binary needs serve
+	// stopped first.
+	if v, err := store.Migrate(ctx, journalPath(cfg), "version"); err == nil && int(v) < store.LatestVersion() {
+		unlock, err := lockDataDir(cfg.DataDir)
+		if errors.Is(err, errServing) {
+			return nil, fmt.Errorf("the journal's schema (version %d) is older than this oncegate's (%d) and serve is running on %s: stop it and run oncegate migrate up first", v, store.LatestVersion(), cfg.DataDir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
 	return openStore(ctx, cfg)
 }
 
