@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -205,6 +206,16 @@ func (g *gateway) unknownByHand(tb testing.TB, key, order string) {
 		tb.Fatal(err)
 	}
 	if _, err := g.store.LookupFailed(ctx, key, "a-dead-run", "", 1, time.Now().Add(time.Hour)); err != nil {
+		tb.Fatal(err)
+	}
+	// Its last attempt was long ago: nothing of it can still be on its way.
+	db, err := sql.Open("sqlite", g.store.Path())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	long := time.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04:05.000000Z")
+	if _, err := db.Exec(`UPDATE operations SET last_attempt_at = ? WHERE operation_key = ?`, long, key); err != nil {
 		tb.Fatal(err)
 	}
 }

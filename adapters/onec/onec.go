@@ -45,6 +45,10 @@ const (
 	CodePermissionDenied = "TARGET_PERMISSION_DENIED"
 	// CodeRejected: 1C refused with a code this adapter cannot pass on.
 	CodeRejected = "TARGET_REJECTED"
+	// CodeNotPublished: nothing answers as the 1C service at the configured
+	// address (a 404 that is not the service's): the gateway's
+	// configuration or 1C's publication is wrong.
+	CodeNotPublished = "TARGET_NOT_PUBLISHED"
 )
 
 // messages are the safe texts given with each code; 1C's own text goes to
@@ -60,6 +64,7 @@ var messages = map[string]string{
 	CodeNotFound:         "the object was not found in 1C",
 	CodePermissionDenied: "the gateway's 1C user lacks the rights for this operation",
 	CodeRejected:         "1C refused the operation",
+	CodeNotPublished:     "the 1C HTTP service does not answer at the configured address; check base_url and the service's publication",
 }
 
 // Config is how the gateway reaches one 1C publication.
@@ -368,6 +373,11 @@ func (c *Client) statusError(resp *http.Response) *adapters.Error {
 		} `json:"errors"`
 	}
 	err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&body)
+	if (err != nil || len(body.Errors) == 0) && resp.StatusCode == http.StatusNotFound {
+		// Not the service answering: it never ran. Retry, so the key
+		// survives until the publication or base_url is fixed.
+		return adapters.Misconfigured(CodeNotPublished, messages[CodeNotPublished], fmt.Errorf("%s without an error body", resp.Status))
+	}
 	if err != nil || len(body.Errors) == 0 {
 		return c.final(CodeRejected, "", fmt.Errorf("%s without an error body", resp.Status))
 	}

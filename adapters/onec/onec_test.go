@@ -399,13 +399,14 @@ func TestLookup(t *testing.T) {
 	t.Run("ErrWrongPublication", func(t *testing.T) {
 		t.Parallel()
 		_, _, base := setup(t, time.Second)
-		// A 404 from the web server, not from the service, is no "not found".
+		// A 404 from the web server, not from the service, is no "not found",
+		// and no refusal either: the configuration is wrong, the key lives on.
 		c := MustNew(t, base+"/elsewhere", time.Second)
 		_, err := c.Lookup(context.Background(), invoiceOp(t, "test:invoice.create:order-1:v1"))
 		if errors.Is(err, adapters.ErrNotFound) {
 			t.Fatal("a 404 page was taken for 'no effect'")
 		}
-		classified(t, err, adapters.Final, onec.CodeRejected)
+		classified(t, err, adapters.Retry, onec.CodeNotPublished)
 	})
 }
 
