@@ -165,3 +165,18 @@ func TestFlagsAfterArguments(t *testing.T) {
 		t.Fatalf("migrate version --data: %v %s", err, stdout.String())
 	}
 }
+
+// After "--" everything is an argument, even a name that looks like a flag.
+func TestFlagsEndAtDoubleDash(t *testing.T) {
+	t.Parallel()
+	fs := newFlags("x", &common{})
+	if err := parse(fs, []string{"a", "--data", "d", "--", "--data", "-b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(fs.Args(), " "); got != "a --data -b" {
+		t.Fatalf("args %q", got)
+	}
+	if got := fs.Lookup("data").Value.String(); got != "d" {
+		t.Fatalf("--data %q", got)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -107,9 +108,13 @@ func newFlags(name string, c *common) *flag.FlagSet {
 
 // parse parses flags wherever they stand, before or after the command's
 // own arguments (`migrate up --data d` as well as `migrate --data d up`);
-// fs.Args() is then the arguments in their order.
+// fs.Args() is then the arguments in their order. After "--" everything
+// is an argument, a name starting with "-" included.
 func parse(fs *flag.FlagSet, args []string) error {
-	var positional []string
+	var positional, rest []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, rest = args[:i], args[i+1:]
+	}
 	for {
 		if err := fs.Parse(args); err != nil {
 			return fmt.Errorf("%s: %w", fs.Name(), err)
@@ -120,7 +125,7 @@ func parse(fs *flag.FlagSet, args []string) error {
 		positional = append(positional, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	return fs.Parse(append([]string{"--"}, positional...))
+	return fs.Parse(append(append([]string{"--"}, positional...), rest...))
 }
 
 // load reads the configuration and applies --data.

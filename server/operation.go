@@ -92,7 +92,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		if err := s.checkLimits(in, norm); err != nil {
 			return err
 		}
-		if err := s.keyStillFits(c.Request().Context(), key, tok.Agent, norm.Fingerprint); err != nil {
+		if err := s.keyStillFits(ctx, key, tok.Agent, norm.Fingerprint); err != nil {
 			return err
 		}
 		return s.validate(c, in, norm, key, env.RequestID)

@@ -209,17 +209,21 @@ func nullString(s string) any {
 // Backup writes a consistent copy of the journal to path, which must not
 // exist yet; serve may keep running meanwhile.
 func (s *Store) Backup(ctx context.Context, path string) error {
-	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("backup: %s already exists", path)
-	}
 	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("backup: directory %s does not exist", filepath.Dir(path))
 	}
-	if _, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+	// The copy holds password and token hashes: it is its owner's from the
+	// first byte. VACUUM INTO fills an empty file.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("backup: %s already exists", path)
+	}
+	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	// The copy holds password and token hashes: for its owner only.
-	if err := os.Chmod(path, 0o600); err != nil {
+	f.Close()
+	if _, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+		os.Remove(path)
 		return fmt.Errorf("backup: %w", err)
 	}
 	return nil
