@@ -213,7 +213,7 @@ func (s *Server) callGetOperation(ctx context.Context, req *mcp.CallToolRequest)
 // only text), an error result for any 4xx or 5xx, and the HTTP status and
 // Retry-After in _meta.
 func (s *Server) callAPI(ctx context.Context, req *mcp.CallToolRequest, method, path string, body []byte, header http.Header) *mcp.CallToolResult {
-	r, err := http.NewRequestWithContext(ctx, method, path, bytes.NewReader(body))
+	r, err := http.NewRequestWithContext(context.WithValue(ctx, inProcessKey{}, true), method, path, bytes.NewReader(body))
 	if err != nil {
 		return refusedTool(contract.CodeValidation, "", "the request could not be formed")
 	}

@@ -317,3 +317,28 @@ func TestMCPBehindProxy(t *testing.T) {
 		}
 	}
 }
+
+// MCP requests count against the token's rate limit, each once: a tool
+// call is not charged again for its in-process API request.
+func TestMCPRateLimited(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig()
+	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 0.001, 3
+	g := setupWith(t, cfg)
+	cs, err := g.mcpSession(t, g.token) // initialize: 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tool call (2) must not also be charged for its API request, or the
+	// third would be refused.
+	a := call(t, cs, "get_operation", map[string]any{"operation_key": "test:invoice.create:none-yet:v1"})
+	if a.errCode() != "OPERATION_NOT_FOUND" {
+		t.Fatalf("first call: %+v", a)
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err != nil { // 3
+		t.Fatalf("within the burst: %v", err)
+	}
+	if _, err := cs.ListTools(context.Background(), nil); err == nil { // 4: over
+		t.Fatal("an MCP request past the token's rate limit was served")
+	}
+}

@@ -36,6 +36,9 @@ func (l *limiters) get(id int64) *rate.Limiter {
 // authentication, so it is per token.
 func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if c.Request().Context().Value(inProcessKey{}) != nil {
+			return next(c) // an MCP tool call, counted once already at /mcp
+		}
 		lim := s.limiters.get(token(c).ID)
 		r := lim.Reserve()
 		if d := r.Delay(); d > 0 {
@@ -47,3 +50,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// inProcessKey marks a request the gateway makes to its own API (an MCP
+// tool call), which its MCP request already paid for.
+type inProcessKey struct{}

@@ -132,8 +132,9 @@ func (s *Server) routes() {
 	v1.GET("/operations/:key", s.handleOperationGet)
 	v1.GET("/intents", s.handleIntentList)
 
-	// MCP: the same contract as tools; each call goes through /v1 above.
-	s.echo.Any("/mcp", s.mcpHandler(), s.authenticate)
+	// MCP: the same contract as tools; each call goes through /v1 above,
+	// rate limited once, here.
+	s.echo.Any("/mcp", s.mcpHandler(), s.authenticate, s.rateLimit)
 }
 
 // Start prepares the journal for this run: rows left started by a
