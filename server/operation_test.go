@@ -514,3 +514,22 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 }
+
+// A target that cannot be asked during the checks before anything is
+// journaled answers API.md's row for a transient failure (503
+// failed_retryable, Retry-After) and leaves the key free.
+func TestPrecheckTargetUnavailable(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	payer := g.MustToken("agent-pay", "pay")
+	const key = "test:payment.charge:precheck-down:v1"
+	g.inject(sim.Fault{Target: sim.YooKassa, Fault: sim.FaultStatus, Status: 503, Times: 50, On: sim.OnLookup})
+	r := g.do("POST", "/v1/operations", payer, map[string]string{"Idempotency-Key": key}, charge("precheck-down", 1000))
+	expect(t, r, http.StatusServiceUnavailable, "failed_retryable", "TARGET_UNAVAILABLE")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	if _, err := g.store.Get(context.Background(), key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the key was journaled: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/store"
 )
 
 // Validator is a target that can check an operation without writing:
@@ -150,6 +151,9 @@ func (s *Server) refusalByTarget(in *contract.Intent, norm contract.Normalized, 
 		return &answerError{status: http.StatusUnprocessableEntity, a: a}
 	}
 	s.log.Warn("target check failed", "intent", in.Name, "key", key, "err", maskSecrets(errText(err)))
+	// API.md's row for a transient target failure: 503 failed_retryable.
+	// Nothing was journaled, so the key stays free for the retry.
+	a.Status = string(store.StatusFailedRetryable)
 	a.Errors = []ErrorItem{{Code: CodeTargetUnavailable, Message: "the target could not be asked; send the same request again later", Retryable: true}}
 	return &answerError{status: http.StatusServiceUnavailable, retryAfter: 5, a: a}
 }
