@@ -83,6 +83,8 @@ func (s *Server) newMCPServer(scopes []string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "oncegate", Version: "1.0"}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf(mcpInstructions, s.cfg.Contour),
 		Logger:       s.log,
+		// The tool list depends on the token: no shared cache may keep it.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
 	for _, in := range contract.All() {
 		if !slices.Contains(scopes, in.Scope) {

@@ -255,6 +255,11 @@ func TestMCPNeedsToken(t *testing.T) {
 	}
 	r := g.do("POST", "/mcp", "", map[string]string{"Accept": "application/json, text/event-stream"}, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	expect(t, r, http.StatusUnauthorized, "rejected", "UNAUTHENTICATED")
+	// With a token, the list is the token's own: no shared cache keeps it.
+	r = g.do("POST", "/mcp", g.token, map[string]string{"Accept": "application/json, text/event-stream"}, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	if res, _ := r.Body["result"].(map[string]any); r.Code != http.StatusOK || res["cacheScope"] != "private" {
+		t.Fatalf("tools/list: HTTP %d %s", r.Code, r.Raw)
+	}
 }
 
 // BenchmarkOperationReplayMCP: BenchmarkOperationReplay through an MCP
