@@ -209,7 +209,7 @@ func (g *gateway) unknownByHand(tb testing.TB, key, order string) {
 		tb.Fatal(err)
 	}
 	// Its last attempt was long ago: nothing of it can still be on its way.
-	db, err := sql.Open("sqlite", g.store.Path())
+	db, err := sql.Open("sqlite", "file:"+g.store.Path()+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		tb.Fatal(err)
 	}

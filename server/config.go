@@ -111,10 +111,9 @@ type OneCConfig struct {
 type Bitrix24Config struct {
 	WebhookURLEnv string `yaml:"webhook_url_env"`
 	TimeoutMS     int    `yaml:"timeout_ms"`
-	// SettleMS is how long after an unclear attempt a lookup's "not found"
-	// is not yet trusted. Bitrix24 does not dedupe by key, so a request
-	// still on its way must have had time to land before the same key is
-	// sent again. Targets that dedupe by key (1C, YooKassa) need none.
+	// SettleMS is how long the portal may take to commit a request after
+	// the gateway stopped waiting (never less than the timeout). Bitrix24
+	// does not dedupe by key, so nothing is sent again before it passed.
 	SettleMS int `yaml:"settle_ms"`
 }
 

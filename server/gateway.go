@@ -11,19 +11,49 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-// timeout is one call's timeout at the target system.
-func (s *Server) timeout(system string) time.Duration {
-	ms := 5000
+// systems are the target systems, by the journal's names.
+var systems = []string{"onec", "crm", "payments"}
+
+// targetTimes are a target system's configured times.
+type targetTimes struct {
+	timeout, settle, retention time.Duration
+}
+
+// times reads system's times from the configuration: its call timeout,
+// how long it may take to commit a request after the gateway stopped
+// waiting (settle_ms, never less than the timeout: until then a "not
+// found" from a lookup is not yet trusted), and how long its terminal
+// operations are kept (retention.<target>, else retention.default).
+func (s *Server) times(system string) targetTimes {
+	timeoutMS, settleMS, retention := 5000, 0, s.cfg.Retention.Default
 	switch system {
 	case "onec":
-		ms = s.cfg.Targets.OneC.TimeoutMS
+		t := s.cfg.Targets.OneC
+		timeoutMS, settleMS, retention = t.TimeoutMS, t.SettleMS, cmp.Or(s.cfg.Retention.OneC, retention)
 	case "crm":
-		ms = s.cfg.Targets.Bitrix24.TimeoutMS
+		t := s.cfg.Targets.Bitrix24
+		timeoutMS, settleMS, retention = t.TimeoutMS, t.SettleMS, cmp.Or(s.cfg.Retention.Bitrix24, retention)
 	case "payments":
-		ms = s.cfg.Targets.YooKassa.TimeoutMS
+		t := s.cfg.Targets.YooKassa
+		timeoutMS, settleMS, retention = t.TimeoutMS, t.SettleMS, cmp.Or(s.cfg.Retention.YooKassa, retention)
 	}
-	return time.Duration(ms) * time.Millisecond
+	timeout := time.Duration(timeoutMS) * time.Millisecond
+	return targetTimes{
+		timeout:   timeout,
+		settle:    max(time.Duration(settleMS)*time.Millisecond, timeout),
+		retention: time.Duration(retention),
+	}
 }
+
+// timeout is one call's timeout at the target system.
+func (s *Server) timeout(system string) time.Duration { return s.times(system).timeout }
+
+// settle is how long system's target may take to commit a request after
+// the gateway stopped waiting for it.
+func (s *Server) settle(system string) time.Duration { return s.times(system).settle }
+
+// retention is how long system's terminal operations are kept.
+func (s *Server) retention(system string) time.Duration { return s.times(system).retention }
 
 // budget is the longest one drive of an operation may take: a lookup and
 // every attempt of the retry policy with its delays. Target calls run
@@ -40,41 +70,10 @@ func (s *Server) lease(system string) time.Duration { return s.budget(system) + 
 // maxLease is the longest lease of any target.
 func (s *Server) maxLease() time.Duration {
 	var m time.Duration
-	for _, system := range []string{"onec", "crm", "payments"} {
+	for _, system := range systems {
 		m = max(m, s.lease(system))
 	}
 	return m
-}
-
-// settle is how long a target may take to commit a request after the
-// gateway stopped waiting for it (settle_ms, never less than the target's
-// timeout): until then a "not found" from a lookup is not yet trusted.
-func (s *Server) settle(system string) time.Duration {
-	ms := 0
-	switch system {
-	case "onec":
-		ms = s.cfg.Targets.OneC.SettleMS
-	case "crm":
-		ms = s.cfg.Targets.Bitrix24.SettleMS
-	case "payments":
-		ms = s.cfg.Targets.YooKassa.SettleMS
-	}
-	return max(time.Duration(ms)*time.Millisecond, s.timeout(system))
-}
-
-// retention is how long system's terminal operations are kept.
-func (s *Server) retention(system string) time.Duration {
-	r := s.cfg.Retention
-	d := r.Default
-	switch system {
-	case "onec":
-		d = cmp.Or(r.OneC, d)
-	case "crm":
-		d = cmp.Or(r.Bitrix24, d)
-	case "payments":
-		d = cmp.Or(r.YooKassa, d)
-	}
-	return time.Duration(d)
 }
 
 // dedupes reports whether system's target makes one effect per key

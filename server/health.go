@@ -30,7 +30,7 @@ func (s *Server) handleReady(c echo.Context) error {
 // handleHome serves GET /: a small page saying what this is.
 func (s *Server) handleHome(c echo.Context) error {
 	targets := make([]views.TargetInfo, 0, len(s.targets))
-	for _, system := range []string{"onec", "crm", "payments"} {
+	for _, system := range systems {
 		if t, ok := s.targets[system]; ok {
 			targets = append(targets, views.TargetInfo{System: system, Adapter: t.Name()})
 		}

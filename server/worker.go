@@ -135,7 +135,7 @@ func (s *Server) executeApproved(ctx context.Context) {
 // retention, in small batches that never hold the journal's writer for
 // long.
 func (s *Server) purge(ctx context.Context) {
-	for _, system := range []string{"onec", "crm", "payments"} {
+	for _, system := range systems {
 		cutoff := s.store.Now().Add(-s.retention(system))
 		total := 0
 		for ctx.Err() == nil {
