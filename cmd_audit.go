@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,30 +14,35 @@ import (
 // errAuditBroken is returned when the audit chain does not verify.
 var errAuditBroken = errors.New("the audit trail has been tampered with")
 
-// cmdAudit: oncegate audit verify — walks the hash chain of the audit
-// trail and names the first broken link.
-func cmdAudit(args []string, stdout io.Writer, env func(string) string) error {
-	if len(args) == 0 || args[0] != "verify" {
-		return fmt.Errorf("audit: say verify: %w", errUsage)
-	}
-	var c common
-	fs := newFlags("audit verify", &c)
-	head := fs.String("head", "", "ID:HASH of a head noted from an earlier verify, which must still be in the trail")
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
+var auditVerifyCommand = command{
+	name:    "audit verify",
+	args:    "[--head ID:HASH]",
+	summary: "check the audit trail's hash chain and name the first broken link",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		head := fs.String("head", "", "`ID:HASH` of a head noted from an earlier verify, which must still be in the trail")
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("audit verify", "takes no arguments")
+			}
+			return auditVerify(c, *head, cl.stdout, cl.env)
+		}
+	},
+}
+
+// auditVerify walks the hash chain of the audit trail and, given a head
+// noted earlier, checks that it is still there.
+func auditVerify(c common, head string, stdout io.Writer, env func(string) string) error {
 	var headID int64
 	var headHash string
-	if *head != "" {
-		id, hash, ok := strings.Cut(*head, ":")
+	if head != "" {
+		id, hash, ok := strings.Cut(head, ":")
 		n, err := strconv.ParseInt(id, 10, 64)
 		if !ok || err != nil || n < 1 || len(hash) != 64 {
-			return fmt.Errorf("audit verify: --head takes ID:HASH as an earlier verify printed it: %w", errUsage)
+			return badUsage("audit verify", "--head takes ID:HASH as an earlier verify printed it")
 		}
 		headID, headHash = n, hash
-	}
-	if fs.NArg() != 0 {
-		return fmt.Errorf("audit verify takes no arguments: %w", errUsage)
 	}
 	ctx := context.Background()
 	st, err := c.open(ctx, env, false)
@@ -70,26 +76,33 @@ func cmdAudit(args []string, stdout io.Writer, env func(string) string) error {
 	return nil
 }
 
-// cmdBackup: oncegate backup FILE — a consistent copy of the journal,
-// taken while serve runs (VACUUM INTO).
-func cmdBackup(args []string, stdout io.Writer, env func(string) string) error {
-	var c common
-	fs := newFlags("backup", &c)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("backup: name the file to write: %w", errUsage)
-	}
+var backupCommand = command{
+	name:    "backup",
+	args:    "FILE",
+	summary: "write a consistent copy of the journal, also while serve runs",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("backup", "name the file to write")
+			}
+			return backup(c, args[0], cl.stdout, cl.env)
+		}
+	},
+}
+
+// backup copies the journal to file (VACUUM INTO).
+func backup(c common, file string, stdout io.Writer, env func(string) string) error {
 	ctx := context.Background()
 	st, err := c.open(ctx, env, false)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := st.Backup(ctx, fs.Arg(0)); err != nil {
+	if err := st.Backup(ctx, file); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "journal copied to %s\n", fs.Arg(0))
+	fmt.Fprintf(stdout, "journal copied to %s\n", file)
 	return nil
 }

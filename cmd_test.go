@@ -15,7 +15,7 @@ import (
 // runCmd runs a command line in process and returns its output and error.
 func runCmd(args ...string) (string, error) {
 	var out bytes.Buffer
-	err := run(args, &out, &out, func(string) string { return "" })
+	err := cli{strings.NewReader(""), &out, &out, func(string) string { return "" }}.run(args)
 	return out.String(), err
 }
 
@@ -156,5 +156,72 @@ func TestCommandWillNotMigrateUnderServe(t *testing.T) {
 	unlock()
 	if _, err := runCmd("token", "list", "--data", dir); err != nil {
 		t.Fatalf("token list once serve stopped: %v", err)
+	}
+}
+
+// Every command prints its own usage and flags on -h, exits cleanly, and
+// opens nothing.
+func TestCommandHelp(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, c := range commands {
+		for _, args := range [][]string{
+			append(strings.Fields(c.name), "-h"),
+			append(strings.Fields(c.name), "--help"),
+			append([]string{"help"}, strings.Fields(c.name)...),
+		} {
+			out, err := runCmd(args...)
+			if err != nil {
+				t.Errorf("%v: %v", args, err)
+				continue
+			}
+			if !strings.HasPrefix(out, "Usage: oncegate "+c.name) {
+				t.Errorf("%v printed %q, want the command's usage", args, out)
+			}
+		}
+	}
+	if _, err := runCmd("token", "list", "--data", missing, "-h"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd("serve", "-h")
+	if err != nil || !strings.Contains(out, "-listen ADDR") || !strings.Contains(out, "-config FILE") || !strings.Contains(out, "-data DIR") {
+		t.Fatalf("serve -h: %v\n%s", err, out)
+	}
+	if out, err := runCmd("help"); err != nil || !strings.Contains(out, "oncegate token revoke") {
+		t.Fatalf("help: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("asking for help created the data directory")
+	}
+}
+
+// A command line that is refused is refused before anything is opened:
+// a mistyped --data gets no journal.
+func TestRefusedCommandLineOpensNothing(t *testing.T) {
+	t.Parallel()
+	missing := filepath.Join(t.TempDir(), "typo")
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"token", "create", "--data", missing, "--scopes", "read"}, "--name is required"},
+		{[]string{"token", "create", "--data", missing, "--name", "7up", "--scopes", "read"}, "starting with a letter"},
+		{[]string{"token", "create", "--data", missing, "--name", "a", "--scopes", "root"}, "--scopes"},
+		{[]string{"token", "create", "--data", missing, "--name", "a", "--scopes", "read", "extra"}, "takes no arguments"},
+		{[]string{"serve", "--data", missing, "extra"}, "takes no arguments"},
+		{[]string{"serve", "--data", missing, "--lisen", ":1"}, "flag provided but not defined: -lisen"},
+		{[]string{"migrate", "--data", missing, "sideways"}, "say up, down or version"},
+		{[]string{"token", "--data", missing}, "say create, list, revoke"},
+		{[]string{"token", "mint", "--data", missing}, `unknown subcommand "mint"`},
+		{[]string{"user", "add", "--data", missing, "bob"}, "--role is required"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+	} {
+		_, err := runCmd(c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.msg)
+		}
+	}
+	if _, err := os.Stat(missing); err == nil {
+		t.Fatal("a refused command line created the data directory")
 	}
 }

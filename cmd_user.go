@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,98 +18,139 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-// cmdUser manages admin UI users:
-//
-//	oncegate user add [--config F] [--data D] --role ROLE NAME
-//	oncegate user passwd NAME | disable NAME | enable NAME | list
-//
-// add and passwd take the password from ONCEGATE_PASSWORD, else from the
-// first line of stdin.
-func cmdUser(args []string, stdin io.Reader, stdout io.Writer, env func(string) string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("user: say add, passwd, disable, enable or list: %w", errUsage)
-	}
-	sub, args := args[0], args[1:]
-	var c common
-	fs := newFlags("user "+sub, &c)
-	role := fs.String("role", "", "role of a new user: "+strings.Join(store.Roles, ", "))
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	switch sub {
-	case "add", "passwd", "disable", "enable":
-		if fs.NArg() != 1 {
-			return fmt.Errorf("user %s: name one user: %w", sub, errUsage)
-		}
-	case "list":
-		if fs.NArg() != 0 {
-			return fmt.Errorf("user list takes no arguments: %w", errUsage)
-		}
-	default:
-		return fmt.Errorf("user: unknown subcommand %q: %w", sub, errUsage)
-	}
-	if sub == "add" && *role == "" {
-		return fmt.Errorf("user add: --role is required (%s): %w", strings.Join(store.Roles, ", "), errUsage)
-	}
-	name := fs.Arg(0)
+// The user commands manage admin UI users. add and passwd take the
+// password from ONCEGATE_PASSWORD, else from the first line of stdin,
+// and read it before opening the journal, so a refused one leaves no
+// trace.
 
-	// Read the password before opening the journal, so a refused one
-	// leaves no trace.
-	var password string
-	if sub == "add" || sub == "passwd" {
-		pw, err := readUserPassword(stdin, env)
-		if err != nil {
-			return fmt.Errorf("user %s: %w", sub, err)
+var userAddCommand = command{
+	name:    "user add",
+	args:    "--role " + strings.Join(store.Roles, "|") + " NAME",
+	summary: "add an admin UI user (password from $ONCEGATE_PASSWORD or stdin)",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		role := fs.String("role", "", "the new user's `ROLE`: "+strings.Join(store.Roles, ", "))
+		return func(cl cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("user add", "name one user")
+			}
+			if *role == "" {
+				return badUsage("user add", "--role is required (%s)", strings.Join(store.Roles, ", "))
+			}
+			password, err := readUserPassword(cl.stdin, cl.env)
+			if err != nil {
+				return fmt.Errorf("user add: %w", err)
+			}
+			return withUserStore(c, cl, true, func(ctx context.Context, st *store.Store) error {
+				u, err := st.CreateUser(ctx, args[0], *role, password)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cl.stdout, "user %d %q added with role %s\n", u.ID, u.Name, u.Role)
+				return nil
+			})
 		}
-		password = pw
-	}
+	},
+}
 
+var userPasswdCommand = command{
+	name:    "user passwd",
+	args:    "NAME",
+	summary: "set a user's password (from $ONCEGATE_PASSWORD or stdin) and end their sessions",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("user passwd", "name one user")
+			}
+			password, err := readUserPassword(cl.stdin, cl.env)
+			if err != nil {
+				return fmt.Errorf("user passwd: %w", err)
+			}
+			return withUserStore(c, cl, false, func(ctx context.Context, st *store.Store) error {
+				if err := st.SetPassword(ctx, args[0], password); err != nil {
+					return err
+				}
+				fmt.Fprintf(cl.stdout, "password of %q changed; their sessions are ended\n", args[0])
+				return nil
+			})
+		}
+	},
+}
+
+var userDisableCommand = userToggle("disable", "disable a user and end their sessions", (*store.Store).DisableUser, "user %q disabled; their sessions are ended\n")
+
+var userEnableCommand = userToggle("enable", "enable a disabled user", (*store.Store).EnableUser, "user %q enabled\n")
+
+// userToggle makes "user disable" and "user enable".
+func userToggle(sub, summary string, do func(*store.Store, context.Context, string) error, done string) command {
+	name := "user " + sub
+	return command{
+		name:    name,
+		args:    "NAME",
+		summary: summary,
+		setup: func(fs *flag.FlagSet) func(cli, []string) error {
+			var c common
+			c.flags(fs)
+			return func(cl cli, args []string) error {
+				if len(args) != 1 {
+					return badUsage(name, "name one user")
+				}
+				return withUserStore(c, cl, false, func(ctx context.Context, st *store.Store) error {
+					if err := do(st, ctx, args[0]); err != nil {
+						return err
+					}
+					fmt.Fprintf(cl.stdout, done, args[0])
+					return nil
+				})
+			}
+		},
+	}
+}
+
+var userListCommand = command{
+	name:    "user list",
+	args:    "",
+	summary: "list admin UI users",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("user list", "takes no arguments")
+			}
+			return withUserStore(c, cl, false, func(ctx context.Context, st *store.Store) error {
+				users, err := st.Users(ctx)
+				if err != nil {
+					return err
+				}
+				w := tabwriter.NewWriter(cl.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "ID\tNAME\tROLE\tSTATUS\tCREATED")
+				for _, u := range users {
+					status := "active"
+					if u.Disabled {
+						status = "disabled"
+					}
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", u.ID, u.Name, u.Role, status, u.CreatedAt.Format(time.RFC3339))
+				}
+				return w.Flush()
+			})
+		}
+	},
+}
+
+// withUserStore opens the journal (a new one only if create) and runs do
+// on it as the command line.
+func withUserStore(c common, cl cli, create bool, do func(context.Context, *store.Store) error) error {
 	ctx := cliContext()
-	st, err := c.open(ctx, env, sub == "add")
+	st, err := c.open(ctx, cl.env, create)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-
-	switch sub {
-	case "add":
-		u, err := st.CreateUser(ctx, name, *role, password)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "user %d %q added with role %s\n", u.ID, u.Name, u.Role)
-	case "passwd":
-		if err := st.SetPassword(ctx, name, password); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "password of %q changed; their sessions are ended\n", name)
-	case "disable":
-		if err := st.DisableUser(ctx, name); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "user %q disabled; their sessions are ended\n", name)
-	case "enable":
-		if err := st.EnableUser(ctx, name); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "user %q enabled\n", name)
-	case "list":
-		users, err := st.Users(ctx)
-		if err != nil {
-			return err
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tNAME\tROLE\tSTATUS\tCREATED")
-		for _, u := range users {
-			status := "active"
-			if u.Disabled {
-				status = "disabled"
-			}
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", u.ID, u.Name, u.Role, status, u.CreatedAt.Format(time.RFC3339))
-		}
-		return w.Flush()
-	}
-	return nil
+	return do(ctx, st)
 }
 
 // readUserPassword takes the password from ONCEGATE_PASSWORD, else from

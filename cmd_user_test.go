@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,12 +13,12 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-// userCmd runs cmdUser with stdin and the environment vars, and returns
+// userCmd runs a user command with stdin and the environment vars, and returns
 // its output.
 func userCmd(t *testing.T, stdin string, vars map[string]string, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := cmdUser(args, strings.NewReader(stdin), &out, func(k string) string { return vars[k] })
+	err := cli{strings.NewReader(stdin), &out, &out, func(k string) string { return vars[k] }}.run(append([]string{"user"}, args...))
 	return out.String(), err
 }
 
@@ -160,16 +161,16 @@ func TestFlagsAfterArguments(t *testing.T) {
 	if _, err := userCmd(t, "correct horse battery\n", nil, "add", "dave", "--data", dir, "--role", "auditor", "extra"); err == nil {
 		t.Fatal("a stray argument after the flags was accepted")
 	}
-	var stdout bytes.Buffer
-	if err := run([]string{"migrate", "version", "--data", dir}, &stdout, &stdout, func(string) string { return "" }); err != nil || !strings.Contains(stdout.String(), "schema version") {
-		t.Fatalf("migrate version --data: %v %s", err, stdout.String())
+	if out, err := runCmd("migrate", "version", "--data", dir); err != nil || !strings.Contains(out, "schema version") {
+		t.Fatalf("migrate version --data: %v %s", err, out)
 	}
 }
 
 // After "--" everything is an argument, even a name that looks like a flag.
 func TestFlagsEndAtDoubleDash(t *testing.T) {
 	t.Parallel()
-	fs := newFlags("x", &common{})
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	new(common).flags(fs)
 	if err := parse(fs, []string{"a", "--data", "d", "--", "--data", "-b"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,17 @@
 // Command oncegate is the gateway between AI agents and the business
 // systems they act in: one business intent, one effect.
 //
-//	oncegate serve   [--config FILE] [--data DIR] [--listen ADDR]
-//	oncegate migrate [--data DIR] up|down|version
-//	oncegate token create --name NAME --scopes read,draft,write,post,pay
-//	oncegate token list | token revoke ID|NAME
-//	oncegate sim [--listen ADDR]
+//	oncegate serve          run the gateway
+//	oncegate migrate        apply, undo or show the journal's schema
+//	oncegate token          create, list or revoke agent tokens
+//	oncegate user           add and manage admin UI users
+//	oncegate audit verify   check the audit trail's hash chain
+//	oncegate backup         a consistent copy of the journal
+//	oncegate sim            the 1C, Bitrix24 and YooKassa simulators alone
+//
+// 'oncegate help' lists every command with its synopsis; 'oncegate
+// COMMAND -h' prints a command's flags, which may stand before or after
+// its arguments. The commands are declared in cli.go's list.
 package main
 
 import (
@@ -30,28 +36,8 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-const usage = `oncegate — one business intent, one effect.
-
-Usage:
-  oncegate serve   [--config FILE] [--data DIR] [--listen ADDR]   run the gateway
-  oncegate migrate [--config FILE] [--data DIR] up|down|version    journal schema
-  oncegate token create --name NAME --scopes read,draft,write,post,pay
-                                                                  make an agent token (printed once)
-  oncegate token list                                             list agent tokens
-  oncegate token revoke ID|NAME                                   revoke a token, or all of an agent's
-  oncegate user add --role admin|accountant|operator|auditor NAME
-                                                                  add an admin UI user (password on stdin)
-  oncegate user passwd|disable|enable NAME | user list            manage admin UI users
-  oncegate audit verify                                           check the audit trail's hash chain
-  oncegate backup FILE                                            consistent copy of the journal
-  oncegate sim     [--listen ADDR]                                the 1C, Bitrix24 and YooKassa simulators
-
-Every command takes --config FILE and --data DIR before its arguments.
-With no config file, serve runs on the embedded defaults against built-in simulators.
-`
-
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr, os.Getenv); err != nil {
+	if err := (cli{os.Stdin, os.Stdout, os.Stderr, os.Getenv}).run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "oncegate:", err)
 		if store.IsBusy(err) {
 			fmt.Fprintln(os.Stderr, "oncegate: the journal was busy (another oncegate process held it); nothing was changed, try again")
@@ -60,72 +46,16 @@ func main() {
 	}
 }
 
-// errUsage marks a command line that was not understood.
-var errUsage = errors.New("see 'oncegate help'")
-
-func run(args []string, stdout, stderr io.Writer, env func(string) string) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errUsage
-	}
-	cmd, args := args[0], args[1:]
-	switch cmd {
-	case "serve":
-		return cmdServe(args, stdout, stderr, env)
-	case "migrate":
-		return cmdMigrate(args, stdout, env)
-	case "token":
-		return cmdToken(args, stdout, env)
-	case "sim":
-		return cmdSim(args, stderr)
-	case "user":
-		return cmdUser(args, os.Stdin, stdout, env)
-	case "audit":
-		return cmdAudit(args, stdout, env)
-	case "backup":
-		return cmdBackup(args, stdout, env)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	fmt.Fprint(stderr, usage)
-	return fmt.Errorf("unknown command %q: %w", cmd, errUsage)
-}
-
-// common holds the flags every command takes.
+// common holds the flags of the commands that read the configuration.
 type common struct {
 	config string
 	data   string
 }
 
-func newFlags(name string, c *common) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.config, "config", "", "configuration file (YAML)")
-	fs.StringVar(&c.data, "data", "", "data directory (overrides data_dir)")
-	return fs
-}
-
-// parse parses flags wherever they stand, before or after the command's
-// own arguments (`migrate up --data d` as well as `migrate --data d up`);
-// fs.Args() is then the arguments in their order. After "--" everything
-// is an argument, a name starting with "-" included.
-func parse(fs *flag.FlagSet, args []string) error {
-	var positional, rest []string
-	if i := slices.Index(args, "--"); i >= 0 {
-		args, rest = args[:i], args[i+1:]
-	}
-	for {
-		if err := fs.Parse(args); err != nil {
-			return fmt.Errorf("%s: %w", fs.Name(), err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-	return fs.Parse(append(append([]string{"--"}, positional...), rest...))
+// flags declares --config and --data on fs.
+func (c *common) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "configuration `FILE` (YAML; default $ONCEGATE_CONFIG, else the embedded defaults)")
+	fs.StringVar(&c.data, "data", "", "data directory `DIR` (overrides the configuration's data_dir)")
 }
 
 // load reads the configuration and applies --data.
@@ -199,19 +129,30 @@ func openStore(ctx context.Context, cfg server.Config) (*store.Store, error) {
 
 func journalPath(cfg server.Config) string { return filepath.Join(cfg.DataDir, "journal.db") }
 
-func cmdServe(args []string, stdout, stderr io.Writer, env func(string) string) error {
-	var c common
-	fs := newFlags("serve", &c)
-	listen := fs.String("listen", "", "address to listen on (overrides listen)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
+var serveCommand = command{
+	name:    "serve",
+	args:    "[--listen ADDR]",
+	summary: "run the gateway",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		listen := fs.String("listen", "", "`ADDR` to listen on (overrides the configuration's listen)")
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("serve", "takes no arguments")
+			}
+			return serve(c, *listen, cl.stdout, cl.stderr, cl.env)
+		}
+	},
+}
+
+func serve(c common, listen string, stdout, stderr io.Writer, env func(string) string) error {
 	cfg, err := c.load(env)
 	if err != nil {
 		return err
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
+	if listen != "" {
+		cfg.Listen = listen
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
@@ -298,20 +239,28 @@ func firstRunToken(ctx context.Context, st *store.Store, stdout io.Writer) error
 	return nil
 }
 
-func cmdMigrate(args []string, stdout io.Writer, env func(string) string) error {
-	var c common
-	fs := newFlags("migrate", &c)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("migrate: say up, down or version: %w", errUsage)
-	}
+var migrateCommand = command{
+	name:    "migrate",
+	args:    "up|down|version",
+	summary: "apply, undo one step of, or show the journal's schema",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 1 || !slices.Contains([]string{"up", "down", "version"}, args[0]) {
+				return badUsage("migrate", "say up, down or version")
+			}
+			return migrate(c, args[0], cl.stdout, cl.env)
+		}
+	},
+}
+
+func migrate(c common, step string, stdout io.Writer, env func(string) string) error {
 	cfg, err := c.load(env)
 	if err != nil {
 		return err
 	}
-	switch fs.Arg(0) {
+	switch step {
 	case "version", "down":
 		if err := journalExists(cfg); err != nil {
 			return err
@@ -320,18 +269,18 @@ func cmdMigrate(args []string, stdout io.Writer, env func(string) string) error 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	if fs.Arg(0) != "version" {
+	if step != "version" {
 		// The schema must not change under a running gateway.
 		unlock, err := lockDataDir(cfg.DataDir)
 		if errors.Is(err, errServing) {
-			return fmt.Errorf("migrate %s: oncegate serve is running on %s; stop it first", fs.Arg(0), cfg.DataDir)
+			return fmt.Errorf("migrate %s: oncegate serve is running on %s; stop it first", step, cfg.DataDir)
 		}
 		if err != nil {
 			return err
 		}
 		defer unlock()
 	}
-	v, err := store.Migrate(context.Background(), journalPath(cfg), fs.Arg(0))
+	v, err := store.Migrate(context.Background(), journalPath(cfg), step)
 	if err != nil {
 		return err
 	}
@@ -339,77 +288,124 @@ func cmdMigrate(args []string, stdout io.Writer, env func(string) string) error 
 	return nil
 }
 
-func cmdToken(args []string, stdout io.Writer, env func(string) string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("token: say create, list or revoke: %w", errUsage)
-	}
-	sub, args := args[0], args[1:]
-	var c common
-	fs := newFlags("token "+sub, &c)
-	name := fs.String("name", "", "agent identity the token acts as")
-	scopes := fs.String("scopes", "", "comma-separated scopes: read,draft,write,post,pay")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	ctx := cliContext()
-	st, err := c.open(ctx, env, sub == "create")
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
-	switch sub {
-	case "create":
-		if *name == "" {
-			return fmt.Errorf("token create: --name is required: %w", errUsage)
-		}
-		list, err := store.ParseScopes(*scopes)
-		if err != nil {
-			return fmt.Errorf("token create: --scopes: %w", err)
-		}
-		secret, tok, err := st.CreateToken(ctx, *name, list)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "token %d for agent %q, scopes %s; shown only now:\n%s\n", tok.ID, tok.Agent, strings.Join(tok.Scopes, ","), secret)
-	case "list":
-		list, err := st.ListTokens(ctx)
-		if err != nil {
-			return err
-		}
-		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "ID\tAGENT\tSCOPES\tCREATED\tREVOKED")
-		for _, t := range list {
-			revoked := "-"
-			if !t.RevokedAt.IsZero() {
-				revoked = t.RevokedAt.Format(time.RFC3339)
+var tokenCreateCommand = command{
+	name:    "token create",
+	args:    "--name NAME --scopes read,draft,write,post,pay",
+	summary: "make an agent token (its secret is printed once)",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		name := fs.String("name", "", "the agent `NAME` the token acts as")
+		scopes := fs.String("scopes", "", "comma-separated `SCOPES`: "+strings.Join(store.Scopes, ","))
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("token create", "takes no arguments")
 			}
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Agent, strings.Join(t.Scopes, ","), t.CreatedAt.Format(time.RFC3339), revoked)
+			if *name == "" {
+				return badUsage("token create", "--name is required")
+			}
+			if err := store.ValidateAgentName(*name); err != nil {
+				return fmt.Errorf("token create: --name: %w", err)
+			}
+			list, err := store.ParseScopes(*scopes)
+			if err != nil {
+				return fmt.Errorf("token create: --scopes: %w", err)
+			}
+			ctx := cliContext()
+			st, err := c.open(ctx, cl.env, true)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			secret, tok, err := st.CreateToken(ctx, *name, list)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cl.stdout, "token %d for agent %q, scopes %s; shown only now:\n%s\n", tok.ID, tok.Agent, strings.Join(tok.Scopes, ","), secret)
+			return nil
 		}
-		return w.Flush()
-	case "revoke":
-		if fs.NArg() != 1 {
-			return fmt.Errorf("token revoke: name one token id or agent: %w", errUsage)
-		}
-		n, err := st.RevokeToken(ctx, fs.Arg(0))
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "revoked %d token(s)\n", n)
-	default:
-		return fmt.Errorf("token: unknown subcommand %q: %w", sub, errUsage)
-	}
-	return nil
+	},
 }
 
-func cmdSim(args []string, stderr io.Writer) error {
-	var c common
-	fs := newFlags("sim", &c)
-	listen := fs.String("listen", "127.0.0.1:9001", "address to listen on")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	_, hs, url, err := sim.Start(*listen)
+var tokenListCommand = command{
+	name:    "token list",
+	args:    "",
+	summary: "list agent tokens",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("token list", "takes no arguments")
+			}
+			ctx := cliContext()
+			st, err := c.open(ctx, cl.env, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			list, err := st.ListTokens(ctx)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cl.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tAGENT\tSCOPES\tCREATED\tREVOKED")
+			for _, t := range list {
+				revoked := "-"
+				if !t.RevokedAt.IsZero() {
+					revoked = t.RevokedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", t.ID, t.Agent, strings.Join(t.Scopes, ","), t.CreatedAt.Format(time.RFC3339), revoked)
+			}
+			return w.Flush()
+		}
+	},
+}
+
+var tokenRevokeCommand = command{
+	name:    "token revoke",
+	args:    "ID|NAME",
+	summary: "revoke a token by its id, or all of an agent's tokens by its name",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("token revoke", "name one token id or agent")
+			}
+			ctx := cliContext()
+			st, err := c.open(ctx, cl.env, false)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			n, err := st.RevokeToken(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cl.stdout, "revoked %d token(s)\n", n)
+			return nil
+		}
+	},
+}
+
+var simCommand = command{
+	name:    "sim",
+	args:    "[--listen ADDR]",
+	summary: "run the 1C, Bitrix24 and YooKassa simulators alone",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		listen := fs.String("listen", "127.0.0.1:9001", "`ADDR` to listen on")
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("sim", "takes no arguments")
+			}
+			return runSim(*listen, cl.stderr)
+		}
+	},
+}
+
+func runSim(listen string, stderr io.Writer) error {
+	_, hs, url, err := sim.Start(listen)
 	if err != nil {
 		return err
 	}

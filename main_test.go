@@ -140,8 +140,8 @@ func waitHTTP(t testing.TB, url string) {
 	t.Fatalf("%s never became ready", url)
 }
 
-// cli runs a short command and returns its stdout.
-func cli(t testing.TB, env []string, args ...string) string {
+// runBinary runs a short command of the binary and returns its stdout.
+func runBinary(t testing.TB, env []string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -204,7 +204,7 @@ targets:
 		"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/e2e-secret/",
 		"E2E_YOOKASSA_SECRET=sim-secret-key",
 	}
-	out := cli(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "e2e-agent", "--scopes", "read,draft,write,post,pay")
+	out := runBinary(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "e2e-agent", "--scopes", "read,draft,write,post,pay")
 	r.token = lastLine(out)
 	if !strings.HasPrefix(r.token, "og_") {
 		t.Fatalf("token create's last line is not a token: %q", out)
@@ -359,7 +359,7 @@ func TestSecondServeRefused(t *testing.T) {
 		t.Fatalf("second serve: %v\n%s", err, out)
 	}
 	// Short commands still work beside it.
-	if out := cli(t, r.env, "token", "list", "--config", r.config, "--data", r.dataDir); !strings.Contains(out, "e2e-agent") {
+	if out := runBinary(t, r.env, "token", "list", "--config", r.config, "--data", r.dataDir); !strings.Contains(out, "e2e-agent") {
 		t.Fatalf("token list: %s", out)
 	}
 }
@@ -463,7 +463,7 @@ func TestAuditVerify(t *testing.T) {
 			t.Fatalf("%d %v %v", code, body, err)
 		}
 	}
-	out := cli(t, r.env, "audit", "verify", "--config", r.config, "--data", r.dataDir)
+	out := runBinary(t, r.env, "audit", "verify", "--config", r.config, "--data", r.dataDir)
 	if !strings.Contains(out, "intact") {
 		t.Fatalf("verify on an untouched journal: %s", out)
 	}
@@ -489,9 +489,9 @@ func TestBackup(t *testing.T) {
 	}
 	restored := t.TempDir()
 	copyPath := filepath.Join(restored, "journal.db")
-	cli(t, r.env, "backup", "--config", r.config, "--data", r.dataDir, copyPath)
+	runBinary(t, r.env, "backup", "--config", r.config, "--data", r.dataDir, copyPath)
 	// The copy is a journal in its own right.
-	if out := cli(t, nil, "audit", "verify", "--data", restored); !strings.Contains(out, "intact") {
+	if out := runBinary(t, nil, "audit", "verify", "--data", restored); !strings.Contains(out, "intact") {
 		t.Fatalf("verify of the copy: %s", out)
 	}
 	cmd := exec.Command(binary, "backup", "--config", r.config, "--data", r.dataDir, copyPath)
@@ -506,7 +506,7 @@ func TestBackup(t *testing.T) {
 func TestCommandOnBusyJournal(t *testing.T) {
 	t.Parallel()
 	data := t.TempDir()
-	cli(t, nil, "migrate", "up", "--data", data)
+	runBinary(t, nil, "migrate", "up", "--data", data)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(data, "journal.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -528,10 +528,10 @@ func TestCommandOnBusyJournal(t *testing.T) {
 	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	if list := cli(t, nil, "token", "list", "--data", data); strings.Contains(list, "busy-agent") {
+	if list := runBinary(t, nil, "token", "list", "--data", data); strings.Contains(list, "busy-agent") {
 		t.Fatalf("a refused command left a token behind:\n%s", list)
 	}
-	if tok := lastLine(cli(t, nil, "token", "create", "--data", data, "--name", "busy-agent", "--scopes", "read")); !strings.HasPrefix(tok, "og_") {
+	if tok := lastLine(runBinary(t, nil, "token", "create", "--data", data, "--name", "busy-agent", "--scopes", "read")); !strings.HasPrefix(tok, "og_") {
 		t.Fatalf("token create after the lock was freed: %q", tok)
 	}
 }
@@ -549,7 +549,7 @@ func TestMigrateRefusedWhileServing(t *testing.T) {
 			t.Fatalf("migrate %s beside serve: %v\n%s", dir, err, out)
 		}
 	}
-	if out := cli(t, r.env, "migrate", "version", "--config", r.config, "--data", r.dataDir); !strings.Contains(out, fmt.Sprintf("version %d ", store.LatestVersion())) {
+	if out := runBinary(t, r.env, "migrate", "version", "--config", r.config, "--data", r.dataDir); !strings.Contains(out, fmt.Sprintf("version %d ", store.LatestVersion())) {
 		t.Fatalf("the schema moved: %s", out)
 	}
 	if code, body, err := r.post("test:invoice.create:order-mig:v1", fmt.Sprintf(e2eInvoice, "order-mig", 1)); err != nil || code != 200 {

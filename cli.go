@@ -1,0 +1,205 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// cli is what a command runs with: its streams and its environment.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	env            func(string) string
+}
+
+// A command is one of oncegate's commands, named as typed ("serve",
+// "token create"). setup declares the command's flags on fs and returns
+// its body, which gets the arguments left after the flags. A body checks
+// its arguments before it opens anything, so a refused command line
+// leaves nothing behind.
+type command struct {
+	name    string
+	args    string // the synopsis after the name
+	summary string
+	setup   func(fs *flag.FlagSet) func(cl cli, args []string) error
+}
+
+// commands is every command, in the order the usage lists them.
+var commands = []command{
+	serveCommand,
+	migrateCommand,
+	tokenCreateCommand,
+	tokenListCommand,
+	tokenRevokeCommand,
+	userAddCommand,
+	userPasswdCommand,
+	userDisableCommand,
+	userEnableCommand,
+	userListCommand,
+	auditVerifyCommand,
+	backupCommand,
+	simCommand,
+}
+
+// errUsage marks a command line that was not understood.
+var errUsage = errors.New("command line not understood")
+
+// usageError is a refused command line; it names the help to read.
+type usageError struct {
+	cmd string // "" for the top level
+	msg string
+}
+
+func (e usageError) Error() string {
+	help := "oncegate help"
+	if e.cmd != "" {
+		help = "oncegate " + e.cmd + " -h"
+	}
+	if e.cmd == "" || strings.HasPrefix(e.msg, e.cmd) {
+		return fmt.Sprintf("%s (see '%s')", e.msg, help)
+	}
+	return fmt.Sprintf("%s: %s (see '%s')", e.cmd, e.msg, help)
+}
+
+func (usageError) Is(target error) bool { return target == errUsage }
+
+// badUsage is a usage error of the command cmd.
+func badUsage(cmd, format string, a ...any) error {
+	return usageError{cmd: cmd, msg: fmt.Sprintf(format, a...)}
+}
+
+// usage is the top-level help, made from the command list.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("oncegate — one business intent, one effect.\n\nUsage:\n")
+	for _, c := range commands {
+		line := strings.TrimSpace("  oncegate " + c.name + " " + c.args)
+		if len(line) > 44 {
+			fmt.Fprintf(&b, "  %s\n  %-44s %s\n", line, "", c.summary)
+			continue
+		}
+		fmt.Fprintf(&b, "  %-44s %s\n", line, c.summary)
+	}
+	b.WriteString(`
+The commands that use the journal (all but sim) also take --config FILE and
+--data DIR. Flags may stand before or after a command's arguments; after "--"
+everything is an argument. 'oncegate COMMAND -h' prints a command's flags.
+With no configuration file, serve runs on the embedded defaults against
+built-in simulators.
+`)
+	return b.String()
+}
+
+// find returns the command that args start with, and the rest of args.
+// A group typed without its subcommand ("token") finds nothing and is
+// named in the error.
+func find(args []string) (command, []string, error) {
+	for _, n := range []int{2, 1} {
+		if len(args) < n {
+			continue
+		}
+		name := strings.Join(args[:n], " ")
+		for _, c := range commands {
+			if c.name == name {
+				return c, args[n:], nil
+			}
+		}
+	}
+	var subs []string
+	for _, c := range commands {
+		if group, sub, ok := strings.Cut(c.name, " "); ok && group == args[0] {
+			subs = append(subs, sub)
+		}
+	}
+	if len(subs) > 0 {
+		if len(args) == 1 {
+			return command{}, nil, badUsage("", "%s: say %s", args[0], strings.Join(subs, ", "))
+		}
+		return command{}, nil, badUsage("", "%s: unknown subcommand %q; say %s", args[0], args[1], strings.Join(subs, ", "))
+	}
+	return command{}, nil, badUsage("", "unknown command %q", args[0])
+}
+
+func (cl cli) run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(cl.stderr, usage())
+		return badUsage("", "say which command")
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) == 1 {
+			fmt.Fprint(cl.stdout, usage())
+			return nil
+		}
+		c, _, err := find(args[1:])
+		if err != nil {
+			return err
+		}
+		fs, _ := c.flagSet()
+		c.printUsage(cl.stdout, fs)
+		return nil
+	}
+	c, args, err := find(args)
+	if err != nil {
+		return err
+	}
+	fs, body := c.flagSet()
+	if err := parse(fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			c.printUsage(cl.stdout, fs)
+			return nil
+		}
+		return badUsage(c.name, "%v", err)
+	}
+	return body(cl, fs.Args())
+}
+
+// flagSet makes the command's flags and its body.
+func (c command) flagSet() (*flag.FlagSet, func(cl cli, args []string) error) {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs, c.setup(fs)
+}
+
+func (c command) printUsage(w io.Writer, fs *flag.FlagSet) {
+	synopsis := c.name
+	if fs.Lookup("config") != nil {
+		synopsis += " [--config FILE] [--data DIR]"
+	}
+	synopsis = strings.TrimSpace(synopsis + " " + c.args)
+	fmt.Fprintf(w, "Usage: oncegate %s\n\n%s.\n", synopsis, strings.ToUpper(c.summary[:1])+c.summary[1:])
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+}
+
+// parse parses flags wherever they stand, before or after the command's
+// own arguments (`migrate up --data d` as well as `migrate --data d up`);
+// fs.Args() is then the arguments in their order. After "--" everything
+// is an argument, a name starting with "-" included.
+func parse(fs *flag.FlagSet, args []string) error {
+	var positional, rest []string
+	if i := slices.Index(args, "--"); i >= 0 {
+		args, rest = args[:i], args[i+1:]
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	return fs.Parse(append(append([]string{"--"}, positional...), rest...))
+}
