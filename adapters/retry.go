@@ -14,7 +14,7 @@ type RetryPolicy struct {
 	InitialDelay time.Duration // delay before the second attempt
 	Multiplier   float64       // growth of the delay per attempt
 	MaxDelay     time.Duration // cap of one delay
-	Jitter       bool          // full jitter: a random delay in [delay/2, delay]
+	Jitter       bool          // equal jitter: a random delay in [delay/2, delay], never less than half the backoff
 }
 
 // DefaultRetryPolicy is the policy used when the configuration names none.

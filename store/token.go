@@ -33,9 +33,12 @@ type Token struct {
 // Has reports whether the token carries scope.
 func (t Token) Has(scope string) bool { return slices.Contains(t.Scopes, scope) }
 
-// agentName starts with a letter, so a name can never be read as a token
-// id (`oncegate token revoke 12`).
-var agentName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._-]{0,63}$`)
+// AgentNamePattern is what an agent name looks like, unanchored, as an
+// HTML form's pattern attribute takes it. A name starts with a letter, so
+// it can never be read as a token id (`oncegate token revoke 12`).
+const AgentNamePattern = `[A-Za-z][A-Za-z0-9._\-]{0,63}`
+
+var agentName = regexp.MustCompile(`^` + AgentNamePattern + `$`)
 
 // ParseScopes checks a comma-separated scope list and returns it sorted
 // in the canonical order of Scopes, without duplicates.
@@ -66,11 +69,21 @@ func HashToken(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ValidateAgentName refuses, with ErrInvalid, a name agentName does not
+// match. The CLI and the admin form check names with it before anything
+// is written.
+func ValidateAgentName(agent string) error {
+	if !agentName.MatchString(agent) {
+		return fmt.Errorf("%w: agent name must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter", ErrInvalid)
+	}
+	return nil
+}
+
 // CreateToken makes a new token for agent with scopes and returns its
 // secret, which is shown once and never stored.
 func (s *Store) CreateToken(ctx context.Context, agent string, scopes []string) (string, Token, error) {
-	if !agentName.MatchString(agent) {
-		return "", Token{}, fmt.Errorf("create token: %w: agent name must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter", ErrInvalid)
+	if err := ValidateAgentName(agent); err != nil {
+		return "", Token{}, fmt.Errorf("create token: %w", err)
 	}
 	scopes, err := ParseScopes(strings.Join(scopes, ","))
 	if err != nil {

@@ -351,10 +351,12 @@ func (c *Client) result(resp *http.Response, op adapters.Op) (adapters.Result, e
 // statusError classifies a non-success answer. 400, 404, 409 and 422 are
 // 1C's refusals: Final with 1C's first error (its code and field when they
 // look like a code and a payload path, its text only in Err). A 404 from
-// something other than the service (a wrong publication) has no such body
-// and is Final TARGET_REJECTED: the service never ran. 401/403 refuse the
-// gateway's own user (adapters.Misconfigured); anything else is
-// adapters.StatusError.
+// something other than the service (a wrong publication or base_url) has
+// no such body: the service never ran, so it is Retry TARGET_NOT_PUBLISHED
+// (adapters.Misconfigured), and the key survives until the configuration
+// is fixed. A 400, 409 or 422 without a body is Final TARGET_REJECTED.
+// 401/403 refuse the gateway's own user (adapters.Misconfigured); anything
+// else is adapters.StatusError.
 func (c *Client) statusError(resp *http.Response) *adapters.Error {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -397,6 +398,15 @@ func TestTokens(t *testing.T) {
 	p := adm.post("/admin/tokens", url.Values{"agent": {"bad name!"}, "scope": {"read"}}).expect(t, http.StatusUnprocessableEntity)
 	if !p.has("form-error") {
 		t.Fatal("no message for a bad agent name")
+	}
+	// The form and the store apply one rule: a name starts with a letter,
+	// so revoke never reads it as a token id; the message says so.
+	p = adm.post("/admin/tokens", url.Values{"agent": {"7up"}, "scope": {"read"}}).expect(t, http.StatusUnprocessableEntity)
+	if got := p.text("form-error"); !strings.HasSuffix(got, "начиная с буквы.") {
+		t.Fatalf("an agent name of a digit first: the message %q does not give the store's rule", got)
+	}
+	if got := p.attrs("token-agent", "pattern"); len(got) != 1 || regexp.MustCompile(`^(?:`+got[0]+`)$`).MatchString("7up") || !regexp.MustCompile(`^(?:`+got[0]+`)$`).MatchString("agent-7") {
+		t.Fatalf("the form's pattern %q lets the browser send what the store refuses", got)
 	}
 	adm.post("/admin/tokens", url.Values{"agent": {"agent-ui"}}).expect(t, http.StatusUnprocessableEntity)
 

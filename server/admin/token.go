@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,9 +13,6 @@ import (
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
-
-// agentShape is what an agent name can look like (the store checks it too).
-var agentShape = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // handleTokenList serves GET /admin/tokens: agent tokens, newest first
 // (never their secrets).
@@ -33,7 +29,7 @@ func (h *Handler) handleTokenCreate(c echo.Context) error {
 	agent := strings.TrimSpace(c.FormValue("agent"))
 	form, _ := c.FormParams()
 	chosen := form["scope"]
-	if !agentShape.MatchString(agent) {
+	if store.ValidateAgentName(agent) != nil {
 		return h.renderTokens(c, http.StatusUnprocessableEntity, agent, chosen, l.ErrAgentName)
 	}
 	scopes, err := store.ParseScopes(strings.Join(chosen, ","))
@@ -79,7 +75,7 @@ func (h *Handler) renderTokens(c echo.Context, status int, agent string, scopes 
 		return fmt.Errorf("tokens: %w", err)
 	}
 	l, lg := labels(c), lang(c)
-	v := views.TokenListView{Page: h.page(c, "tokens", l.TokensTitle), CanManage: canManage(c), Agent: agent, Error: msg}
+	v := views.TokenListView{Page: h.page(c, "tokens", l.TokensTitle), CanManage: canManage(c), Agent: agent, AgentPattern: store.AgentNamePattern, Error: msg}
 	for _, sc := range store.Scopes {
 		v.Scopes = append(v.Scopes, views.Option{Value: sc, Label: l.ScopeFor[sc], Selected: slices.Contains(scopes, sc)})
 	}
