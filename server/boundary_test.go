@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -365,6 +368,50 @@ func TestBusinessLimits(t *testing.T) {
 	// A charge over the default ceiling.
 	payer := g.MustToken("agent-pay", "pay")
 	expect(t, g.charge(payer, "test:payment.charge:lim-2:v1", "order-lim", 2_000_000_000), http.StatusUnprocessableEntity, "rejected", "LIMIT_EXCEEDED")
+}
+
+// A charge's ceiling and currency list hold however the configuration
+// spells the currency: requests' codes are upper case, and so are the
+// configuration's once loaded.
+func TestCurrencyLimitsAnySpelling(t *testing.T) {
+	t.Parallel()
+	// gatewayWith serves the limits of payment.charge written in YAML, as
+	// loaded from a configuration file.
+	gatewayWith := func(t *testing.T, limits string) (*gateway, string) {
+		p := filepath.Join(t.TempDir(), "oncegate.yaml")
+		if err := os.WriteFile(p, []byte("limits:\n  payment.charge: "+limits+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := server.LoadConfig(p, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig()
+		cfg.Limits = loaded.Limits
+		g := setupWith(t, cfg)
+		return g, g.MustToken("agent-pay", "pay")
+	}
+	for _, spelling := range []string{"rub", "RUB"} {
+		t.Run("Ceiling/"+spelling, func(t *testing.T) {
+			t.Parallel()
+			g, payer := gatewayWith(t, "{ amount_ceiling: { "+spelling+": 100000 } }")
+			// Within the ceiling: allowed, so it waits for a person.
+			expect(t, g.charge(payer, "test:payment.charge:cur-ok:v1", "order-cur-ok", 100000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+			r := g.charge(payer, "test:payment.charge:cur-over:v1", "order-cur-over", 100001)
+			expect(t, r, http.StatusUnprocessableEntity, "rejected", "LIMIT_EXCEEDED")
+			if r.errField() != "amount_minor" {
+				t.Errorf("field %q, want amount_minor", r.errField())
+			}
+		})
+		t.Run("Currencies/"+spelling, func(t *testing.T) {
+			t.Parallel()
+			g, payer := gatewayWith(t, "{ currencies: ["+spelling+"] }")
+			expect(t, g.charge(payer, "test:payment.charge:cur-ok:v1", "order-cur-ok", 100000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+			usd := strings.Replace(string(charge("order-cur-usd", 100000)), `"RUB"`, `"usd"`, 1)
+			r := g.do("POST", "/v1/operations", payer, map[string]string{"Idempotency-Key": "test:payment.charge:cur-usd:v1"}, []byte(usd))
+			expect(t, r, http.StatusUnprocessableEntity, "rejected", "CURRENCY_NOT_ALLOWED")
+		})
+	}
 }
 
 // Each token has its own rate; past it, 429 with Retry-After.

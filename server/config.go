@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -208,7 +210,33 @@ func LoadConfig(path string, env func(string) string) (Config, error) {
 	if err := cfg.validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
+	cfg.Limits = normalizeLimits(cfg.Limits)
 	return cfg, nil
+}
+
+// normalizeLimits returns limits with every currency code upper-cased, as
+// the codes of requests are, so "rub" in the configuration limits RUB. It
+// builds new slices and maps: limits may share them with DefaultLimits.
+func normalizeLimits(limits map[string]IntentLimits) map[string]IntentLimits {
+	out := make(map[string]IntentLimits, len(limits))
+	for name, l := range limits {
+		if l.Currencies != nil {
+			curs := make([]string, len(l.Currencies))
+			for i, cur := range l.Currencies {
+				curs[i] = strings.ToUpper(cur)
+			}
+			l.Currencies = curs
+		}
+		if l.AmountCeiling != nil {
+			ceiling := make(map[string]int64, len(l.AmountCeiling))
+			for cur, v := range l.AmountCeiling {
+				ceiling[strings.ToUpper(cur)] = v
+			}
+			l.AmountCeiling = ceiling
+		}
+		out[name] = l
+	}
+	return out
 }
 
 // applyEnv sets every field from PREFIX_<YAML PATH> (upper case, "." as
@@ -387,6 +415,15 @@ func (c Config) validate() error {
 	if c.RateLimit.PerSecond <= 0 || c.RateLimit.Burst < 1 {
 		bad("rate_limit", "per_second must be positive and burst at least 1")
 	}
+	// Currency codes are compared with requests' codes, which normalization
+	// upper-cases: any spelling of a known code is accepted here (and
+	// upper-cased by normalizeLimits), anything else is refused, so that a
+	// limit never silently matches nothing.
+	checkCurrency := func(key, cur string) {
+		if !slices.Contains(yookassa.Currencies(), strings.ToUpper(cur)) {
+			bad(key, "%q is not a three-letter ISO 4217 currency code the gateway knows (%s)", cur, strings.Join(yookassa.Currencies(), ", "))
+		}
+	}
 	for name, l := range c.Limits {
 		if _, ok := contract.Lookup(name); !ok {
 			bad("limits."+name, "no such intent")
@@ -394,10 +431,19 @@ func (c Config) validate() error {
 		if l.MaxItems < 0 || l.MaxQuantity < 0 {
 			bad("limits."+name, "max_items and max_quantity must not be negative")
 		}
+		for _, cur := range l.Currencies {
+			checkCurrency("limits."+name+".currencies", cur)
+		}
+		spelled := map[string]string{} // upper-case code → the key as written
 		for cur, v := range l.AmountCeiling {
+			checkCurrency("limits."+name+".amount_ceiling."+cur, cur)
 			if v <= 0 {
 				bad("limits."+name+".amount_ceiling."+cur, "must be positive")
 			}
+			if other, dup := spelled[strings.ToUpper(cur)]; dup {
+				bad("limits."+name+".amount_ceiling", "%s and %s are the same currency", min(cur, other), max(cur, other))
+			}
+			spelled[strings.ToUpper(cur)] = cur
 		}
 	}
 	if c.Reconciler.MaxBackoffMS < c.Reconciler.IntervalMS {

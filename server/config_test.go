@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,4 +124,43 @@ func TestMissingSecrets(t *testing.T) {
 	if got := cfg.MissingSecrets(set); len(got) != 0 {
 		t.Fatalf("missing %v with the secret set", got)
 	}
+}
+
+// Currency codes in limits are compared with requests' codes, which are
+// upper case: any spelling of a known code is upper-cased at load, and a
+// code the gateway does not know is refused, naming the setting.
+func TestLimitsCurrencyCodes(t *testing.T) {
+	t.Parallel()
+	for _, spelling := range []string{"rub", "RUB", "Rub"} {
+		t.Run(spelling, func(t *testing.T) {
+			p := writeConfig(t, fmt.Sprintf("limits:\n  payment.charge: { currencies: [%[1]s], amount_ceiling: { %[1]s: 1000 } }\n", spelling))
+			cfg, err := server.LoadConfig(p, noEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lim := cfg.Limits["payment.charge"]
+			if got, want := strings.Join(lim.Currencies, ","), "RUB"; got != want {
+				t.Errorf("currencies = %q, want %q", got, want)
+			}
+			if got, want := lim.AmountCeiling["RUB"], int64(1000); got != want || len(lim.AmountCeiling) != 1 {
+				t.Errorf("amount_ceiling = %v, want RUB: %d", lim.AmountCeiling, want)
+			}
+		})
+	}
+	t.Run("ErrUnknownCode", func(t *testing.T) {
+		p := writeConfig(t, "limits:\n  payment.charge: { currencies: [RUB, rubles], amount_ceiling: { xyz: 1000 } }\n  payment.refund: { amount_ceiling: { rub: 1, RUB: 2 } }\n")
+		_, err := server.LoadConfig(p, noEnv)
+		if err == nil {
+			t.Fatal("unknown currency codes accepted")
+		}
+		for _, want := range []string{
+			`limits.payment.charge.currencies: "rubles" is not a three-letter ISO 4217 currency code`,
+			`limits.payment.charge.amount_ceiling.xyz: "xyz" is not a three-letter ISO 4217 currency code`,
+			"limits.payment.refund.amount_ceiling: RUB and rub are the same currency",
+		} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error lacks %q:\n%v", want, err)
+			}
+		}
+	})
 }

@@ -2,6 +2,8 @@ package yookassa
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -9,7 +11,9 @@ import (
 // currencyExponents lists the currencies this adapter sends to YooKassa and
 // the number of digits after the point in each (ISO 4217 minor unit). The
 // table is deliberately small: a currency that is not here is refused before
-// anything is sent, rather than guessed.
+// anything is sent, rather than guessed. It is also the gateway's list of
+// the currencies it knows (Currencies), which the configuration is checked
+// against.
 var currencyExponents = map[string]int{
 	"RUB": 2,
 	"USD": 2,
@@ -22,6 +26,10 @@ var currencyExponents = map[string]int{
 // maxMinor bounds amounts so that formatting and parsing never overflow and
 // an absurd amount is refused locally (10^15 minor units).
 const maxMinor = 1_000_000_000_000_000
+
+// Currencies are the upper-case ISO 4217 codes of the currencies the
+// adapter knows the minor unit of, sorted.
+func Currencies() []string { return slices.Sorted(maps.Keys(currencyExponents)) }
 
 // exponent returns the minor-unit exponent of an upper-case ISO 4217 code.
 func exponent(currency string) (int, bool) {
