@@ -1,8 +1,12 @@
 package server
 
 import (
+	"context"
+	"crypto/sha256"
 	"errors"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,7 +29,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 			return refuse(CodeUnauthenticated, "", "send an agent token as Authorization: Bearer <token>")
 		}
-		tok, err := s.store.TokenBySecret(c.Request().Context(), strings.TrimSpace(secret))
+		tok, err := s.tokens.get(c.Request().Context(), s.store, strings.TrimSpace(secret))
 		if errors.Is(err, store.ErrNotFound) {
 			return refuse(CodeUnauthenticated, "", "the token is unknown or revoked")
 		}
@@ -41,4 +45,50 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 func token(c echo.Context) store.Token {
 	t, _ := c.Get(ctxToken).(store.Token)
 	return t
+}
+
+// TokenCacheTTL bounds how long a verified token is trusted without
+// reading the journal again: a revocation (from the CLI, the admin UI or
+// another process) stops a token within this time.
+const TokenCacheTTL = 2 * time.Second
+
+// maxCachedTokens bounds the cache; past it, the cache starts over.
+const maxCachedTokens = 4096
+
+// tokenCache keeps tokens found valid in the journal, by the SHA-256 of
+// their secret (never the secret itself), for TokenCacheTTL. Unknown and
+// revoked tokens are not kept: each is asked of the journal again.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]cachedToken
+}
+
+type cachedToken struct {
+	tok   store.Token
+	until time.Time
+}
+
+// get returns the valid token with secret, from the cache while fresh,
+// else from st.
+func (tc *tokenCache) get(ctx context.Context, st *store.Store, secret string) (store.Token, error) {
+	h := sha256.Sum256([]byte(secret))
+	now := time.Now()
+	tc.mu.Lock()
+	e, ok := tc.m[h]
+	tc.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.tok, nil
+	}
+	tok, err := st.TokenBySecret(ctx, secret)
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if err != nil {
+		delete(tc.m, h)
+		return tok, err
+	}
+	if tc.m == nil || len(tc.m) >= maxCachedTokens {
+		tc.m = make(map[[sha256.Size]byte]cachedToken)
+	}
+	tc.m[h] = cachedToken{tok: tok, until: now.Add(TokenCacheTTL)}
+	return tok, nil
 }
