@@ -41,6 +41,7 @@ type Server struct {
 	wake chan struct{}
 	// limiters bound each agent token's request rate.
 	limiters *limiters
+	tokens   tokenCache
 	metrics  *metrics
 	plans    planCache // validate mode only
 }
