@@ -116,13 +116,16 @@ func TestMissingSecrets(t *testing.T) {
 	if got := cfg.MissingSecrets(noEnv); len(got) != 1 || got[0] != "targets.yookassa.secret_key_env" {
 		t.Fatalf("missing %v", got)
 	}
-	// The gateway still starts: the other targets are usable.
-	if _, err := server.BuildTargets(cfg, "http://127.0.0.1:9001", noEnv); err != nil {
-		t.Fatal(err)
+	// A target at a real URL without its secret is refused at start.
+	if _, err := server.BuildTargets(cfg, "http://127.0.0.1:9001", noEnv); err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env: $YOOKASSA_SECRET_KEY is empty or unset") {
+		t.Fatalf("err = %v", err)
 	}
 	set := func(k string) string { return map[string]string{"YOOKASSA_SECRET_KEY": "s"}[k] }
 	if got := cfg.MissingSecrets(set); len(got) != 0 {
 		t.Fatalf("missing %v with the secret set", got)
+	}
+	if _, err := server.BuildTargets(cfg, "http://127.0.0.1:9001", set); err != nil {
+		t.Fatal(err)
 	}
 }
 

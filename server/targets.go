@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,27 +12,77 @@ import (
 	"github.com/oncegate/oncegate/adapters/yookassa"
 )
 
-// MissingSecrets lists the configuration keys whose environment variable
-// is empty although the target is configured, for serve to warn about.
-func (c Config) MissingSecrets(env func(string) string) []string {
-	var out []string
-	if c.Targets.YooKassa.BaseURL != "" && (c.Targets.YooKassa.SecretKeyEnv == "" || env(c.Targets.YooKassa.SecretKeyEnv) == "") {
-		out = append(out, "targets.yookassa.secret_key_env")
+// secretSetting is a configuration key naming the environment variable
+// that holds a target's secret.
+type secretSetting struct {
+	key string // e.g. targets.yookassa.secret_key_env
+	env string // the variable it names; "" when unset
+}
+
+// requiredSecrets are the secret settings of the targets configured at a
+// real system (not the built-in simulator): YooKassa's secret key once
+// base_url is set; 1C's user and password, each once named, with base_url;
+// Bitrix24's webhook URL (itself a secret) once its variable is named.
+func (c Config) requiredSecrets() []secretSetting {
+	t := c.Targets
+	var out []secretSetting
+	if t.OneC.BaseURL != "" {
+		if t.OneC.UsernameEnv != "" {
+			out = append(out, secretSetting{"targets.onec.username_env", t.OneC.UsernameEnv})
+		}
+		if t.OneC.PasswordEnv != "" {
+			out = append(out, secretSetting{"targets.onec.password_env", t.OneC.PasswordEnv})
+		}
 	}
-	if c.Targets.OneC.BaseURL != "" && c.Targets.OneC.PasswordEnv != "" && env(c.Targets.OneC.PasswordEnv) == "" {
-		out = append(out, "targets.onec.password_env")
+	if t.Bitrix24.WebhookURLEnv != "" {
+		out = append(out, secretSetting{"targets.bitrix24.webhook_url_env", t.Bitrix24.WebhookURLEnv})
+	}
+	if t.YooKassa.BaseURL != "" {
+		out = append(out, secretSetting{"targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv})
 	}
 	return out
 }
 
+// MissingSecrets lists the configuration keys of targets configured at a
+// real system whose environment variable is unnamed, empty or unset.
+// BuildTargets refuses to build the targets while any is.
+func (c Config) MissingSecrets(env func(string) string) []string {
+	var out []string
+	for _, s := range c.requiredSecrets() {
+		if s.env == "" || env(s.env) == "" {
+			out = append(out, s.key)
+		}
+	}
+	return out
+}
+
+// checkSecrets refuses targets configured at a real system without their
+// secrets, each error naming the key and its variable (never a value): a
+// real system is never called with a simulator's secret, another
+// variable's, or none.
+func (c Config) checkSecrets(env func(string) string) error {
+	var errs []error
+	for _, s := range c.requiredSecrets() {
+		switch {
+		case s.env == "":
+			errs = append(errs, fmt.Errorf("%s: not set; the target is configured at a real system, so name the environment variable holding its secret", s.key))
+		case env(s.env) == "":
+			errs = append(errs, fmt.Errorf("%s: $%s is empty or unset; the target is configured at a real system and needs its secret there", s.key, s.env))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Simulated lists the target systems that nothing in the configuration
-// points at, and that the built-in simulators will therefore serve.
+// points at, and that the built-in simulators will therefore serve. A
+// target whose configuration names an environment variable is not
+// simulated even when the variable is empty: BuildTargets refuses it.
 func (c Config) Simulated(env func(string) string) []string {
 	var out []string
 	if c.Targets.OneC.BaseURL == "" {
 		out = append(out, "onec")
 	}
-	if c.Targets.Bitrix24.WebhookURLEnv == "" || env(c.Targets.Bitrix24.WebhookURLEnv) == "" {
+	if c.Targets.Bitrix24.WebhookURLEnv == "" {
 		out = append(out, "bitrix24")
 	}
 	if c.Targets.YooKassa.BaseURL == "" {
@@ -42,9 +93,14 @@ func (c Config) Simulated(env func(string) string) []string {
 
 // BuildTargets makes the adapters of the three target systems. Secrets
 // are read from the environment variables the configuration names; a
-// target the configuration leaves out talks to the simulators at simURL.
-// Errors name the configuration key, never a secret.
+// target configured at a real system without its secret is refused
+// (checkSecrets). A target the configuration leaves out talks to the
+// simulators at simURL, with the simulators' own credentials. Errors name
+// the configuration key, never a secret.
 func BuildTargets(c Config, simURL string, env func(string) string) (map[string]adapters.Target, error) {
+	if err := c.checkSecrets(env); err != nil {
+		return nil, err
+	}
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	t := c.Targets
 
@@ -64,12 +120,9 @@ func BuildTargets(c Config, simURL string, env func(string) string) (map[string]
 		return nil, fmt.Errorf("targets.onec: %w", err)
 	}
 
-	webhook := ""
+	webhook := simURL + "/bitrix24/rest/1/sim-webhook/"
 	if t.Bitrix24.WebhookURLEnv != "" {
 		webhook = env(t.Bitrix24.WebhookURLEnv)
-	}
-	if webhook == "" {
-		webhook = simURL + "/bitrix24/rest/1/sim-webhook/"
 	}
 	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.Bitrix24.TimeoutMS)})
 	if err != nil {
@@ -77,17 +130,11 @@ func BuildTargets(c Config, simURL string, env func(string) string) (map[string]
 	}
 
 	yc := yookassa.Config{BaseURL: t.YooKassa.BaseURL, ShopID: t.YooKassa.ShopID, Timeout: ms(t.YooKassa.TimeoutMS)}
-	if t.YooKassa.SecretKeyEnv != "" {
-		yc.SecretKey = env(t.YooKassa.SecretKeyEnv)
-	}
 	if yc.BaseURL == "" {
-		yc.BaseURL = simURL + "/yookassa/v3"
-	}
-	if yc.SecretKey == "" {
-		// No secret in the environment: the simulators' own default, so a
-		// demo against `oncegate sim` works; a real YooKassa refuses it and
-		// payments fail with TARGET_PERMISSION_DENIED. Serve warns.
-		yc.SecretKey = simSecret(env)
+		// The built-in simulator knows only its own secret.
+		yc.BaseURL, yc.SecretKey = simURL+"/yookassa/v3", simSecret(env)
+	} else {
+		yc.SecretKey = env(t.YooKassa.SecretKeyEnv)
 	}
 	pay, err := yookassa.New(yc)
 	if err != nil {
@@ -96,7 +143,9 @@ func BuildTargets(c Config, simURL string, env func(string) string) (map[string]
 	return map[string]adapters.Target{"onec": one, "crm": crm, "payments": pay}, nil
 }
 
-// simSecret is the secret the built-in YooKassa simulator expects.
+// simSecret is the secret the built-in YooKassa simulator expects (as
+// sim.YooKassaSecret reads it, from env here). It is given to the
+// simulator only, never to a configured base_url.
 func simSecret(env func(string) string) string {
 	if s := env("YOOKASSA_SECRET_KEY"); s != "" {
 		return s

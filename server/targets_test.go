@@ -1,0 +1,176 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/server"
+)
+
+// credentialsSeen is a simulator behind a recorder of the credentials
+// each call carried: the Basic auth user and password, and for Bitrix24
+// the webhook path (its secret).
+type credentialsSeen struct {
+	url string
+	mu  sync.Mutex
+	got map[string]string // "onec", "bitrix24", "yookassa" → "user:password" or the path
+}
+
+func newCredentialsSeen(t *testing.T) *credentialsSeen {
+	t.Helper()
+	c := &credentialsSeen{got: map[string]string{}}
+	simulators := sim.New()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ := r.BasicAuth()
+		c.mu.Lock()
+		switch target, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/"); target {
+		case sim.Bitrix24:
+			c.got[target] = r.URL.Path
+		default:
+			c.got[target] = user + ":" + pass
+		}
+		c.mu.Unlock()
+		simulators.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	c.url = hs.URL
+	return c
+}
+
+func (c *credentialsSeen) seen(target string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.got[target]
+}
+
+// lookUpAll asks every target for a key it never saw: each answers "not
+// found" only when it accepted the gateway's credentials.
+func lookUpAll(t *testing.T, targets map[string]adapters.Target) {
+	t.Helper()
+	ctx := context.Background()
+	for system, op := range map[string]adapters.Op{
+		"onec":     {Key: "test:invoice.create:cred-1:v1", Intent: "invoice.create", Attempt: 1, CreatedAt: time.Now()},
+		"crm":      {Key: "test:crm.callback:create:cred-1:v1", Intent: "crm.callback.create", Attempt: 1, CreatedAt: time.Now()},
+		"payments": {Key: "test:payment.charge:cred-1:v1", Intent: "payment.charge", Attempt: 1, CreatedAt: time.Now()},
+	} {
+		if _, err := targets[system].Lookup(ctx, op); !errors.Is(err, adapters.ErrNotFound) {
+			t.Errorf("%s: look-up = %v, want not found", system, err)
+		}
+	}
+}
+
+// A target configured at a real system (not the built-in simulator)
+// without its secret refuses to build, naming the setting and its
+// variable; it never falls back to the simulator's secret or to another
+// variable.
+func TestBuildTargetsRefusesMissingSecrets(t *testing.T) {
+	t.Parallel()
+	// The simulator's own variable is set: it must not stand in.
+	vars := map[string]string{"YOOKASSA_SECRET_KEY": "sim-secret-key", "ONEC_USER_SET": "integration"}
+	env := func(k string) string { return vars[k] }
+	for _, c := range []struct {
+		name string
+		set  func(*server.Config)
+		want []string
+	}{
+		{"YooKassaUnset", func(cfg *server.Config) {
+			cfg.Targets.YooKassa.BaseURL, cfg.Targets.YooKassa.SecretKeyEnv = "https://api.yookassa.ru/v3", "SHOP_SECRET"
+		}, []string{"targets.yookassa.secret_key_env", "$SHOP_SECRET"}},
+		{"YooKassaUnnamed", func(cfg *server.Config) {
+			cfg.Targets.YooKassa.BaseURL = "https://api.yookassa.ru/v3"
+		}, []string{"targets.yookassa.secret_key_env: not set"}},
+		{"OneCPassword", func(cfg *server.Config) {
+			cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv, cfg.Targets.OneC.PasswordEnv = "https://1c.example/acc", "ONEC_USER_SET", "ONEC_PW"
+		}, []string{"targets.onec.password_env", "$ONEC_PW"}},
+		{"OneCUser", func(cfg *server.Config) {
+			cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv = "https://1c.example/acc", "ONEC_USER"
+		}, []string{"targets.onec.username_env", "$ONEC_USER"}},
+		{"Bitrix24Webhook", func(cfg *server.Config) {
+			cfg.Targets.Bitrix24.WebhookURLEnv = "B24_WEBHOOK"
+		}, []string{"targets.bitrix24.webhook_url_env", "$B24_WEBHOOK"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			c.set(&cfg)
+			_, err := server.BuildTargets(cfg, "http://127.0.0.1:9", env)
+			if err == nil {
+				t.Fatal("targets built without their secret")
+			}
+			for _, want := range c.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q: %v", want, err)
+				}
+			}
+			if strings.Contains(err.Error(), "sim-secret-key") {
+				t.Errorf("error shows a secret: %v", err)
+			}
+		})
+	}
+}
+
+// A target configured at a real URL gets the secrets of the variables its
+// configuration names, and nothing else; a target left to the built-in
+// simulator gets the simulator's. The "real" systems here are the
+// simulators on loopback, configured as a real system is.
+func TestBuildTargetsSecrets(t *testing.T) {
+	t.Parallel()
+	t.Run("Configured", func(t *testing.T) {
+		t.Parallel()
+		seen := newCredentialsSeen(t)
+		cfg := testConfig()
+		cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv, cfg.Targets.OneC.PasswordEnv = seen.url+"/onec", "ONEC_USER", "ONEC_PW"
+		cfg.Targets.Bitrix24.WebhookURLEnv = "B24_WEBHOOK"
+		cfg.Targets.YooKassa.BaseURL, cfg.Targets.YooKassa.SecretKeyEnv = seen.url+"/yookassa/v3", "SHOP_SECRET"
+		vars := map[string]string{
+			"ONEC_USER": "integration", "ONEC_PW": "onec-pw",
+			"B24_WEBHOOK": seen.url + "/bitrix24/rest/1/portal-secret/",
+			"SHOP_SECRET": sim.YooKassaSecret(), // what the simulator accepts
+			// A variable the configuration does not name is never read.
+			"YOOKASSA_SECRET_KEY": "not-the-shop-secret",
+		}
+		targets, err := server.BuildTargets(cfg, "http://127.0.0.1:9", func(k string) string { return vars[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		lookUpAll(t, targets)
+		for target, want := range map[string]string{
+			sim.OneC:     "integration:onec-pw",
+			sim.Bitrix24: "/bitrix24/rest/1/portal-secret/crm.activity.list.json",
+			sim.YooKassa: "demo-shop:" + sim.YooKassaSecret(),
+		} {
+			if got := seen.seen(target); got != want {
+				t.Errorf("%s received %q, want %q", target, got, want)
+			}
+		}
+	})
+	t.Run("Simulator", func(t *testing.T) {
+		t.Parallel()
+		seen := newCredentialsSeen(t)
+		cfg := testConfig()
+		// A variable named for a secret does not make a target real.
+		cfg.Targets.YooKassa.SecretKeyEnv = "SHOP_SECRET"
+		vars := map[string]string{"SHOP_SECRET": "live-shop-secret"}
+		targets, err := server.BuildTargets(cfg, seen.url, func(k string) string { return vars[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		lookUpAll(t, targets)
+		for target, want := range map[string]string{
+			sim.OneC:     ":",
+			sim.Bitrix24: "/bitrix24/rest/1/sim-webhook/crm.activity.list.json",
+			sim.YooKassa: "demo-shop:" + sim.DefaultYooKassaSecret,
+		} {
+			if got := seen.seen(target); got != want {
+				t.Errorf("%s received %q, want %q", target, got, want)
+			}
+		}
+	})
+}
