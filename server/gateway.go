@@ -55,12 +55,23 @@ func (s *Server) settle(system string) time.Duration { return s.times(system).se
 // retention is how long system's terminal operations are kept.
 func (s *Server) retention(system string) time.Duration { return s.times(system).retention }
 
+// lookupBudget is the longest one look-up at system's target may take: a
+// call timeout for each call it may make, which for a target that pages
+// through a list (adapters.Pager) is one per page it may read.
+func (s *Server) lookupBudget(system string) time.Duration {
+	calls := 1
+	if p, ok := s.targets[system].(adapters.Pager); ok {
+		calls = max(p.LookupCalls(), 1)
+	}
+	return time.Duration(calls) * s.timeout(system)
+}
+
 // budget is the longest one drive of an operation may take: a lookup and
 // every attempt of the retry policy with its delays. Target calls run
 // under this deadline, so they always end before the lease does.
 func (s *Server) budget(system string) time.Duration {
 	t := s.timeout(system)
-	return t + time.Duration(max(s.policy.MaxAttempts, 1))*t + s.policy.MaxTotalDelay()
+	return s.lookupBudget(system) + time.Duration(max(s.policy.MaxAttempts, 1))*t + s.policy.MaxTotalDelay()
 }
 
 // lease is how long a claim holds an operation: its budget plus a margin
@@ -183,7 +194,7 @@ func targetOp(op store.Operation) adapters.Op {
 // nothing at the target, and nothing on its way. The agent's retry then
 // sends the operation again; the reconciler marks it safe to retry.
 func (s *Server) lookUp(ctx, jctx context.Context, op store.Operation, byAgent bool) (clear, found bool, err error) {
-	lctx, cancel := context.WithTimeout(ctx, s.timeout(op.TargetSystem))
+	lctx, cancel := context.WithTimeout(ctx, s.lookupBudget(op.TargetSystem))
 	res, err := s.targets[op.TargetSystem].Lookup(lctx, targetOp(op))
 	cancel()
 	ctx = jctx // from here on, only journal writes

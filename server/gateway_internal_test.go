@@ -181,3 +181,28 @@ func TestLeasePerClaim(t *testing.T) {
 		t.Fatalf("row %+v", row)
 	}
 }
+
+// A drive's budget, and so its lease, covers a look-up that reads every
+// page it may (a call timeout each) before the retry policy's attempts.
+func TestBudgetCoversLookupPages(t *testing.T) {
+	t.Parallel()
+	cfg := DefaultConfig()
+	targets, err := BuildTargets(cfg, "http://127.0.0.1:9", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(cfg, nil, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for system, pages := range map[string]int{"onec": 1, "crm": 20, "payments": 20} {
+		timeout := s.timeout(system)
+		if got, want := s.lookupBudget(system), time.Duration(pages)*timeout; got != want {
+			t.Errorf("%s: look-up budget %v, want %v", system, got, want)
+		}
+		attempts := time.Duration(s.policy.MaxAttempts)*timeout + s.policy.MaxTotalDelay()
+		if got, want := s.budget(system), time.Duration(pages)*timeout+attempts; got != want {
+			t.Errorf("%s: budget %v, want %v", system, got, want)
+		}
+		if s.lease(system) <= s.budget(system) {
+			t.Errorf("%s: lease %v does not outlast the budget %v", system, s.lease(system), s.budget(system))
+		}
+	}
+}

@@ -59,7 +59,8 @@ func (m *metrics) observeCall(target, call string, start time.Time, err error) {
 }
 
 // instrumented wraps a target so that every call is measured. It passes
-// Validate and OrderStatus through when the target has them.
+// Validate, OrderStatus, DedupesByKey and LookupCalls through when the
+// target has them.
 type instrumented struct {
 	adapters.Target
 	m *metrics
@@ -77,6 +78,15 @@ func (t instrumented) Execute(ctx context.Context, op adapters.Op) (adapters.Res
 func (t instrumented) DedupesByKey() bool {
 	d, ok := t.Target.(adapters.Deduper)
 	return ok && d.DedupesByKey()
+}
+
+// LookupCalls implements adapters.Pager for the target inside: one call
+// when it is no Pager.
+func (t instrumented) LookupCalls() int {
+	if p, ok := t.Target.(adapters.Pager); ok {
+		return p.LookupCalls()
+	}
+	return 1
 }
 
 // Lookup implements adapters.Target.

@@ -25,6 +25,7 @@ type gateway struct {
 	srv    *server.Server
 	store  *store.Store
 	sim    *sim.Server
+	simURL string // the simulators' base URL
 	url    string
 	token  string // scopes read, draft, write, post
 	client *http.Client
@@ -104,7 +105,7 @@ func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &gateway{t: tb, srv: srv, store: st, sim: simulators, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown}
+	return &gateway{t: tb, srv: srv, store: st, sim: simulators, simURL: simHTTP.URL, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown}
 }
 
 // MustToken makes another agent token.

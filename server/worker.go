@@ -84,7 +84,7 @@ func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 		s.log.Error("reconciler: take operation", "key", op.Key, "err", err)
 		return
 	}
-	jctx, jcancel := journalCtx(ctx, s.timeout(op.TargetSystem))
+	jctx, jcancel := journalCtx(ctx, s.lookupBudget(op.TargetSystem))
 	defer jcancel()
 	clear, _, err := s.lookUp(ctx, jctx, op, false)
 	if err == nil && clear {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server"
@@ -375,5 +376,58 @@ func TestDeclinedChargeKeepsPaymentID(t *testing.T) {
 	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "INSUFFICIENT_FUNDS")
 	if id := g.row(key).TargetObjectID; id == "" || r.str("target_object_id") != id {
 		t.Fatalf("the declined payment's id: journal %q, answer %q", id, r.str("target_object_id"))
+	}
+}
+
+// A look-up that must page through the provider's list gets a call
+// timeout per page it may read, not one for the whole look-up: a charge
+// made before 250 others is on the third page of YooKassa's payments,
+// and each page takes most of a timeout to come.
+func TestLookupPagesOnSlowTarget(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.Targets.YooKassa.TimeoutMS = 1000
+	// The reconciler's own pass only at start: the test asks.
+	cfg.Reconciler.IntervalMS, cfg.Reconciler.MaxBackoffMS = 600000, 600000
+	g := setupWith(t, cfg)
+	ctx := context.Background()
+	provider, err := yookassa.New(yookassa.Config{BaseURL: g.simURL + "/yookassa/v3", ShopID: "demo-shop", SecretKey: sim.YooKassaSecret()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chargeOp := func(key, order string) adapters.Op {
+		payload, _ := json.Marshal(map[string]any{"account_id": "merchant-account-17", "order_id": order, "amount_minor": 5000, "currency": "RUB"})
+		return adapters.Op{Key: key, Intent: "payment.charge", Payload: payload, Attempt: 1, CreatedAt: time.Now()}
+	}
+
+	// A run that died after its charge reached the provider.
+	const key = "test:payment.charge:order-pages:v1"
+	op := chargeOp(key, "order-pages")
+	_, _, err = g.store.Claim(ctx, store.ClaimRequest{
+		Key: key, Intent: op.Intent, Fingerprint: fmt.Sprintf("%x", sha256.Sum256([]byte(key))),
+		TargetSystem: "payments", Agent: "agent-pay", Payload: op.Payload, Owner: "dead-run", Lease: time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	made, err := provider.Execute(ctx, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The shop's other payments since, newest first in its list.
+	for i := range 250 {
+		other := fmt.Sprintf("order-pages-%d", i)
+		if _, err := provider.Execute(ctx, chargeOp("test:payment.charge:"+other+":v1", other)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.inject(sim.Fault{Target: sim.YooKassa, Fault: sim.FaultDelay, DelayMS: 600, Times: 3, On: sim.OnLookup})
+
+	row, err := g.srv.ReconcileNow(store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: "operator-1"}), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Status != store.StatusSucceeded || row.TargetObjectID != made.ObjectID || row.LookupFailures != 0 {
+		t.Fatalf("row after the look-up: %+v, want succeeded with %s", row, made.ObjectID)
 	}
 }

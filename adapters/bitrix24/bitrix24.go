@@ -151,6 +151,10 @@ func (c *Client) GoString() string { return c.String() }
 // Name implements adapters.Target.
 func (c *Client) Name() string { return "bitrix24" }
 
+// LookupCalls implements adapters.Pager: a look-up by key follows up to
+// maxPages pages of crm.activity.list.
+func (c *Client) LookupCalls() int { return maxPages }
+
 // payload is crm.callback.create's normalized payload.
 type payload struct {
 	CustomerID string    `json:"customer_id"`

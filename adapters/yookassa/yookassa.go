@@ -134,6 +134,10 @@ func (c *Client) Name() string { return "yookassa" }
 // Idempotence-Key with the payment or refund it made.
 func (c *Client) DedupesByKey() bool { return true }
 
+// LookupCalls implements adapters.Pager: a look-up by key scans up to
+// lookupPages pages of the provider's list.
+func (c *Client) LookupCalls() int { return lookupPages }
+
 // IdempotenceKey derives the Idempotence-Key header value from an operation
 // key: the lowercase hex SHA-256 of the key, 64 characters, which is
 // YooKassa's limit ("не больше 64 символов"). It is the same on every attempt
