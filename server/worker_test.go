@@ -387,8 +387,6 @@ func TestLookupPagesOnSlowTarget(t *testing.T) {
 	t.Parallel()
 	cfg := fastConfig()
 	cfg.Targets.YooKassa.TimeoutMS = 1000
-	// The reconciler's own pass only at start: the test asks.
-	cfg.Reconciler.IntervalMS, cfg.Reconciler.MaxBackoffMS = 600000, 600000
 	g := setupWith(t, cfg)
 	ctx := context.Background()
 	provider, err := yookassa.New(yookassa.Config{BaseURL: g.simURL + "/yookassa/v3", ShopID: "demo-shop", SecretKey: sim.YooKassaSecret()})
@@ -400,18 +398,22 @@ func TestLookupPagesOnSlowTarget(t *testing.T) {
 		return adapters.Op{Key: key, Intent: "payment.charge", Payload: payload, Attempt: 1, CreatedAt: time.Now()}
 	}
 
-	// A run that died after its charge reached the provider.
+	// A charge that reached the provider, its answer lost: unknown, and
+	// not due for the reconciler's own passes (a person asks below).
 	const key = "test:payment.charge:order-pages:v1"
 	op := chargeOp(key, "order-pages")
-	_, _, err = g.store.Claim(ctx, store.ClaimRequest{
+	_, claim, err := g.store.Claim(ctx, store.ClaimRequest{
 		Key: key, Intent: op.Intent, Fingerprint: fmt.Sprintf("%x", sha256.Sum256([]byte(key))),
-		TargetSystem: "payments", Agent: "agent-pay", Payload: op.Payload, Owner: "dead-run", Lease: time.Millisecond,
+		TargetSystem: "payments", Agent: "agent-pay", Payload: op.Payload, Owner: "run-1", Lease: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	made, err := provider.Execute(ctx, op)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.store.MarkUnknown(ctx, key, claim.LeaseOwner, "", store.Failure{Code: "OUTCOME_UNKNOWN"}, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	// The shop's other payments since, newest first in its list.
