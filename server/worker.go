@@ -76,7 +76,9 @@ func (s *Server) reconcileDue(ctx context.Context) {
 func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 	s.inflight.Add(1)
 	defer s.inflight.Done()
-	op, err := s.store.TakeForReconcile(ctx, op, s.leaseOwner(), s.lease(op.TargetSystem))
+	// The row as taken is another variable: a failed take returns no row,
+	// and the log still names the key.
+	taken, err := s.store.TakeForReconcile(ctx, op, s.leaseOwner(), s.lease(op.TargetSystem))
 	if errors.Is(err, store.ErrLeaseLost) {
 		return // an agent's request or another pass took it
 	}
@@ -84,6 +86,7 @@ func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
 		s.log.Error("reconciler: take operation", "key", op.Key, "err", err)
 		return
 	}
+	op = taken
 	jctx, jcancel := journalCtx(ctx, s.lookupBudget(op.TargetSystem))
 	defer jcancel()
 	clear, _, err := s.lookUp(ctx, jctx, op, false)
