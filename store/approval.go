@@ -190,6 +190,9 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]string, error) {
 		list = append(list, d)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("expire approvals: %w", err)
+	}
 	var keys []string
 	for _, d := range list {
 		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'expired' WHERE id = ? AND status = 'pending'`, d.id); err != nil {

@@ -112,6 +112,9 @@ func (s *Store) Summarize(ctx context.Context) (Summary, error) {
 		sum.ByStatus[st] = n
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Summary{}, fmt.Errorf("summarize: %w", err)
+	}
 	var oldest sql.NullString
 	err = s.rdb.QueryRowContext(ctx, `
 		SELECT (SELECT count(*) FROM approvals WHERE status = 'pending'),

@@ -1,9 +1,13 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +105,77 @@ func TestResolveByHand(t *testing.T) {
 	events, _ := s.AuditEvents(ctx, store.AuditFilter{Event: "operation.resolved_by_hand"})
 	if len(events) != 2 {
 		t.Fatalf("%d resolution events", len(events))
+	}
+}
+
+// A read that fails part-way through its rows is an error, never a short
+// answer. Here the index the status counts walk is damaged on disk past
+// its first group: the count of started rows comes back, the count of
+// succeeded ones cannot be read.
+func TestSummarizeReadFailsMidway(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := MustOpenStore(t)
+	path := s.Path()
+	MustClaim(t, s, claimReq("test:invoice.create:sum-started:v1", fp1, "run-1"), store.DecisionExecute)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Enough succeeded rows for the index to span several pages, written
+	// in one statement as BenchmarkListOperations does.
+	_, err = db.Exec(`
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent, payload,
+			attempt_count, target_object_id, created_at, updated_at, completed_at)
+		SELECT 'test:invoice.create:sum-' || i || ':v1', 'invoice.create', printf('%064d', i), 'succeeded', 'onec',
+			'agent-a', '{}', 1, 'INV-' || i, '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z'
+		FROM n`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The index the count walks, in key order, so its groups come one by
+	// one; and that index's last leaf page, which holds succeeded rows only.
+	var plan, index string
+	if err := db.QueryRow(`EXPLAIN QUERY PLAN SELECT status, count(*) FROM operations GROUP BY status`).Scan(new(int), new(int), new(int), &plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, after, ok := strings.Cut(plan, "COVERING INDEX "); ok {
+		index = strings.Fields(after)[0]
+	} else {
+		t.Fatalf("the status counts do not walk an index: %s", plan)
+	}
+	var page, pageSize, leaves int64
+	if err := db.QueryRow(`SELECT count(*) FROM dbstat WHERE name = ? AND pagetype = 'leaf'`, index).Scan(&leaves); err != nil || leaves < 2 {
+		t.Fatalf("index %s has %d leaf pages: %v", index, leaves, err)
+	}
+	if err := db.QueryRow(`SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf' ORDER BY path DESC LIMIT 1`, index).Scan(&page); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	// Close every connection (the last one checkpoints the WAL into the
+	// file), damage the page, and open the journal again.
+	db.Close()
+	s.Close()
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0xff}, int(pageSize)), (page-1)*pageSize); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	s, err = store.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+
+	sum, err := s.Summarize(ctx)
+	if err == nil {
+		t.Fatalf("summary %+v from a journal it could not read to the end", sum)
 	}
 }
