@@ -107,9 +107,18 @@ const (
 	DecisionRefused
 )
 
-// String names the decision for logs.
+// decisionNames are the decisions' names, by value.
+var decisionNames = [...]string{DecisionExecute: "execute", DecisionResume: "resume", DecisionReplay: "replay",
+	DecisionInProgress: "in_progress", DecisionAwaitingApproval: "awaiting_approval", DecisionMismatch: "mismatch",
+	DecisionForeign: "foreign", DecisionRefused: "refused"}
+
+// String names the decision for logs and metrics; a value that is no
+// decision is named by its number, Decision(9), rather than panicking.
 func (d Decision) String() string {
-	return [...]string{"", "execute", "resume", "replay", "in_progress", "awaiting_approval", "mismatch", "foreign", "refused"}[d]
+	if d > 0 && int(d) < len(decisionNames) {
+		return decisionNames[d]
+	}
+	return fmt.Sprintf("Decision(%d)", int(d))
 }
 
 const operationColumns = `operation_key, intent, fingerprint, status, target_system, agent,

@@ -316,3 +316,22 @@ func TestByObject(t *testing.T) {
 		t.Fatalf("the look-up does not use its index:\n%s", plan.String())
 	}
 }
+
+func TestDecisionString(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		d    store.Decision
+		want string
+	}{
+		{store.DecisionExecute, "execute"},
+		{store.DecisionAwaitingApproval, "awaiting_approval"},
+		{store.DecisionRefused, "refused"},
+		{0, "Decision(0)"},
+		{store.DecisionRefused + 1, "Decision(9)"},
+		{-1, "Decision(-1)"},
+	} {
+		if got := c.d.String(); got != c.want {
+			t.Errorf("Decision(%d).String() = %q, want %q", int(c.d), got, c.want)
+		}
+	}
+}
