@@ -54,7 +54,7 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	s := &Server{
 		cfg:      cfg,
 		store:    st,
-		targets:  targets,
+		targets:  make(map[string]adapters.Target, len(targets)),
 		policy:   cfg.RetryPolicy(),
 		owner:    "run-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(buf),
 		log:      log,
@@ -66,6 +66,8 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	s.echo.HidePort = true
 	s.echo.IPExtractor = clientIP(cfg)
 	s.metrics = newMetrics(s)
+	// The gateway's own map of the targets, each measured; the caller's
+	// map is left as it was given.
 	for system, t := range targets {
 		s.targets[system] = instrumented{Target: t, m: s.metrics}
 	}
