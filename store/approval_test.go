@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -154,6 +156,60 @@ func TestPurgeTerminal(t *testing.T) {
 	}
 	// A purged key is new again.
 	MustClaim(t, s, claimReq("test:invoice.create:p-succeeded:v1", fp1, "run-1"), store.DecisionExecute)
+}
+
+// Each purge batch that deletes anything is one audit event with the
+// count and the oldest and newest keys it took, by completion; the chain
+// still verifies. A batch that finds nothing writes nothing.
+func TestPurgeTerminalAudited(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := MustOpenStore(t)
+	c := pinClock(s)
+	var keys []string
+	for i := range 3 {
+		key := fmt.Sprintf("test:invoice.create:pa-%d:v1", i)
+		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+		if err := s.Complete(ctx, key, "run-1", "INV-1", nil); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+		c.Advance(time.Minute)
+	}
+	c.Advance(48 * time.Hour)
+	rctx := store.WithActor(ctx, store.Actor{Kind: store.ActorSystem, Name: "retention"})
+	for _, want := range []int{2, 1, 0} {
+		if n, err := s.PurgeTerminal(rctx, "onec", c.t.Add(-24*time.Hour), 2); err != nil || n != want {
+			t.Fatalf("batch purged %d, %v; want %d", n, err, want)
+		}
+	}
+	events, err := s.AuditEvents(ctx, store.AuditFilter{Event: "retention.purged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(events), 2; got != want {
+		t.Fatalf("%d purge events, want %d", got, want)
+	}
+	for i, want := range []struct {
+		count          float64
+		oldest, newest string
+	}{{1, keys[2], keys[2]}, {2, keys[0], keys[1]}} { // newest event first
+		e := events[i]
+		var d map[string]any
+		if err := json.Unmarshal(e.Detail, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d["count"] != want.count || d["oldest_key"] != want.oldest || d["newest_key"] != want.newest || d["target"] != "onec" {
+			t.Errorf("purge event %d detail %s, want count %v, keys %s … %s", e.ID, e.Detail, want.count, want.oldest, want.newest)
+		}
+		if e.Actor.Name != "retention" || e.OperationKey != "" {
+			t.Errorf("purge event %+v", e)
+		}
+	}
+	r, err := s.VerifyAudit(ctx)
+	if err != nil || r.BrokenAt != 0 || r.LastID != events[0].ID {
+		t.Fatalf("verify = %+v, %v", r, err)
+	}
 }
 
 func TestReconcileQueue(t *testing.T) {

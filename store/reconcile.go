@@ -81,19 +81,63 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, r
 }
 
 // PurgeTerminal deletes up to batch succeeded or failed_final operations
-// of the target system completed before cutoff and returns how many it
-// deleted. Non-terminal rows are never deleted. Each call is one short
-// transaction, so a purge in a loop of calls never holds the writer for
-// long.
+// of the target system completed before cutoff, oldest first, and returns
+// how many it deleted. Non-terminal rows are never deleted. Each call is
+// one short transaction, so a purge in a loop of calls never holds the
+// writer for long. A batch that deletes anything is audited as one
+// retention.purged event with its count and its oldest and newest keys (by
+// completion), so an operator can tell a purged key from one never used.
 func (s *Store) PurgeTerminal(ctx context.Context, system string, cutoff time.Time, batch int) (int, error) {
-	res, err := s.db.ExecContext(ctx, `
-		DELETE FROM operations WHERE operation_key IN (
-			SELECT operation_key FROM operations
-			WHERE status IN ('succeeded', 'failed_final') AND completed_at < ? AND target_system = ?
-			LIMIT ?)`, formatTime(cutoff), system, batch)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("purge operations: %w", err)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `
+		DELETE FROM operations WHERE operation_key IN (
+			SELECT operation_key FROM operations
+			WHERE status IN ('succeeded', 'failed_final') AND completed_at < ? AND target_system = ?
+			ORDER BY completed_at, operation_key LIMIT ?)
+		RETURNING operation_key, completed_at`, formatTime(cutoff), system, batch)
+	if err != nil {
+		return 0, fmt.Errorf("purge operations: %w", err)
+	}
+	// The rows come back in no particular order: the oldest and newest
+	// are found by completion time, then key.
+	type purged struct{ completed, key string }
+	var n int
+	var oldest, newest purged
+	for rows.Next() {
+		var p purged
+		if err := rows.Scan(&p.key, &p.completed); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("purge operations: %w", err)
+		}
+		if n == 0 || p.completed < oldest.completed || (p.completed == oldest.completed && p.key < oldest.key) {
+			oldest = p
+		}
+		if n == 0 || p.completed > newest.completed || (p.completed == newest.completed && p.key > newest.key) {
+			newest = p
+		}
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("purge operations: %w", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	detail := map[string]any{
+		"target": system, "count": n, "completed_before": formatTime(cutoff),
+		"oldest_key": oldest.key, "oldest_completed_at": oldest.completed,
+		"newest_key": newest.key, "newest_completed_at": newest.completed,
+	}
+	if err := s.appendAudit(ctx, tx, "retention.purged", "", detail); err != nil {
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("purge operations: %w", err)
+	}
+	return n, nil
 }

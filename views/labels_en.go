@@ -126,6 +126,7 @@ var english = Labels{
 		"user.created": "user added", "user.disabled": "user disabled",
 		"user.enabled": "user enabled", "user.role_changed": "role changed",
 		"user.password_set": "password set", "token.created": "token created", "token.revoked": "token revoked",
+		"retention.purged": "final operations purged (retention)",
 	},
 	ScopeFor: map[string]string{
 		"read": "read", "draft": "drafts", "write": "create documents",

@@ -126,6 +126,7 @@ var russian = Labels{
 		"user.created": "пользователь добавлен", "user.disabled": "пользователь отключён",
 		"user.enabled": "пользователь включён", "user.role_changed": "роль изменена",
 		"user.password_set": "пароль задан", "token.created": "токен создан", "token.revoked": "токен отозван",
+		"retention.purged": "завершённые операции удалены по сроку хранения",
 	},
 	ScopeFor: map[string]string{
 		"read": "чтение", "draft": "черновики", "write": "создание документов",
