@@ -125,8 +125,14 @@ func journalCtx(ctx context.Context, calls time.Duration) (context.Context, cont
 // Target calls run detached from the agent's request: an agent that hangs
 // up must not turn a call in flight into an unknown outcome.
 func (s *Server) drive(ctx context.Context, d store.Decision, op store.Operation) (store.Operation, bool, error) {
-	s.inflight.Add(1)
-	defer s.inflight.Done()
+	if !s.inflight.start() {
+		// Shutdown is waiting for the drives in flight: this one sends
+		// nothing. The row keeps this run's lease (the agent is told it is
+		// in progress); the next run finds it orphaned and reconciles it.
+		s.log.Warn("shutting down: operation not driven", "key", op.Key)
+		return op, false, nil
+	}
+	defer s.inflight.done()
 	// Target calls run under the budget; journal writes under their own.
 	jctx, jcancel := journalCtx(ctx, s.budget(op.TargetSystem))
 	defer jcancel()

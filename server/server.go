@@ -36,7 +36,7 @@ type Server struct {
 	echo    *echo.Echo
 
 	// inflight counts operations being driven, so shutdown can wait for them.
-	inflight sync.WaitGroup
+	inflight work
 	// wake pokes the executor when an approval was decided.
 	wake chan struct{}
 	// limiters bound each agent token's request rate.
@@ -44,6 +44,39 @@ type Server struct {
 	tokens   tokenCache
 	metrics  *metrics
 	plans    planCache // validate mode only
+}
+
+// work counts the operations being driven, so that shutdown can wait for
+// them. Once shutdown waits, no more start: a sync.WaitGroup must not be
+// added to while it is waited on, and a request or look-up that outlived
+// the HTTP shutdown's grace would otherwise start one then.
+type work struct {
+	mu      sync.Mutex
+	closed  bool
+	running sync.WaitGroup
+}
+
+// start counts one more operation being driven, and reports false, counting
+// nothing, once shutdown waits.
+func (w *work) start() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.running.Add(1)
+	return true
+}
+
+// done ends what start counted.
+func (w *work) done() { w.running.Done() }
+
+// closeAndWait refuses new work, then waits for the work running.
+func (w *work) closeAndWait() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.running.Wait()
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
@@ -180,7 +213,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	// Stop accepting; requests in progress finish and settle their
-	// operations; workers finish their current item; then return.
+	// operations; workers finish their current item; then wait for the
+	// drives in flight, starting no more (a request that outlived the
+	// grace answers in progress, and the next run reconciles its row).
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.maxLease())
 	defer cancel()
 	if serr := hs.Shutdown(shutdownCtx); err == nil {
@@ -188,7 +223,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stopWork()
 	waitWorkers()
-	s.inflight.Wait()
+	s.inflight.closeAndWait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

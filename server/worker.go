@@ -74,8 +74,10 @@ func (s *Server) reconcileDue(ctx context.Context) {
 }
 
 func (s *Server) reconcileOne(ctx context.Context, op store.Operation) {
-	s.inflight.Add(1)
-	defer s.inflight.Done()
+	if !s.inflight.start() {
+		return // shutting down: the next run reconciles it
+	}
+	defer s.inflight.done()
 	// The row as taken is another variable: a failed take returns no row,
 	// and the log still names the key.
 	taken, err := s.store.TakeForReconcile(ctx, op, s.leaseOwner(), s.lease(op.TargetSystem))

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/store"
+)
+
+// gated is a payments target whose executes wait for the test to open the
+// gate; it counts the executes each key received.
+type gated struct {
+	gate  chan struct{}
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (t *gated) Name() string { return "gated" }
+
+func (t *gated) Execute(_ context.Context, op adapters.Op) (adapters.Result, error) {
+	t.mu.Lock()
+	t.calls[op.Key]++
+	t.mu.Unlock()
+	<-t.gate
+	return adapters.Result{ObjectID: "pay-" + op.Key}, nil
+}
+
+func (t *gated) Lookup(context.Context, adapters.Op) (adapters.Result, error) {
+	return adapters.Result{}, adapters.ErrNotFound
+}
+
+func (t *gated) executes(key string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.calls[key]
+}
+
+// Once shutdown waits for the drives in flight, no drive starts: the
+// operation keeps its lease and nothing reaches the target, while the
+// drive already running finishes and is waited for.
+func TestNoDriveStartsOnceShutdownWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	target := &gated{gate: make(chan struct{}), calls: map[string]int{}}
+	s := New(DefaultConfig(), st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	const running, late = "test:payment.charge:shut-running:v1", "test:payment.charge:shut-late:v1"
+	first := claimed(t, s, st, running)
+	driven := make(chan store.Operation, 1)
+	go func() {
+		op, _, _ := s.drive(ctx, store.DecisionExecute, first)
+		driven <- op
+	}()
+	for target.executes(running) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	// Shutdown, as Serve does once the HTTP server and the workers stopped.
+	waited := make(chan struct{})
+	go func() {
+		s.inflight.closeAndWait()
+		close(waited)
+	}()
+	for closed := false; !closed; time.Sleep(time.Millisecond) {
+		s.inflight.mu.Lock()
+		closed = s.inflight.closed
+		s.inflight.mu.Unlock()
+	}
+
+	// A request that outlived the HTTP shutdown's grace reaches its drive.
+	second := claimed(t, s, st, late)
+	type outcome struct {
+		op    store.Operation
+		found bool
+		err   error
+	}
+	lateDrive := make(chan outcome, 1)
+	go func() {
+		op, found, err := s.drive(ctx, store.DecisionExecute, second)
+		lateDrive <- outcome{op, found, err}
+	}()
+	select {
+	case r := <-lateDrive:
+		if r.err != nil || r.found || r.op.Status != store.StatusStarted || r.op.LeaseOwner != second.LeaseOwner {
+			t.Fatalf("a drive after shutdown began: %+v, %v, %v", r.op, r.found, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("a drive after shutdown began is running (%d executes sent)", target.executes(late))
+	}
+	if got := target.executes(late); got != 0 {
+		t.Fatalf("a drive after shutdown began sent %d executes", got)
+	}
+	select {
+	case <-waited:
+		t.Fatal("shutdown did not wait for the drive in flight")
+	default:
+	}
+	close(target.gate)
+	if op := <-driven; op.Status != store.StatusSucceeded {
+		t.Fatalf("the drive in flight ended %+v", op)
+	}
+	<-waited
+}
