@@ -1,3 +1,5 @@
+//go:build !windows
+
 package main
 
 import (
@@ -8,15 +10,12 @@ import (
 	"syscall"
 )
 
-// errServing: a serve holds the data directory.
-var errServing = errors.New("another oncegate serve is already running on this data directory")
-
 // lockDataDir takes an exclusive lock on the data directory for the life
 // of serve, so a second serve on it refuses to start; migrate up and down
-// take it too. The other short commands (token, user, backup) do not, and
-// work beside a running serve.
+// and restore take it too. The other short commands (token, user, backup)
+// do not, and work beside a running serve.
 func lockDataDir(dir string) (func(), error) {
-	path := filepath.Join(dir, "serve.lock")
+	path := filepath.Join(dir, lockFile)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock data directory: %w", err)

@@ -147,6 +147,15 @@ var serveCommand = command{
 }
 
 func serve(c common, listen string, stdout, stderr io.Writer, env func(string) string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runServe(ctx, c, listen, stdout, stderr, env, sdNotify)
+}
+
+// runServe is serve until ctx is done (a signal, or the Windows service
+// manager's stop). notify tells the service manager how the run goes:
+// "READY=1" once the gateway listens, "STOPPING=1" when it begins to stop.
+func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Writer, env func(string) string, notify func(state string)) error {
 	cfg, err := c.load(env)
 	if err != nil {
 		return err
@@ -155,9 +164,6 @@ func serve(c common, listen string, stdout, stderr io.Writer, env func(string) s
 		cfg.Listen = listen
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -218,6 +224,9 @@ func serve(c common, listen string, stdout, stderr io.Writer, env func(string) s
 	}
 	log.Info("oncegate is serving", "api", scheme+ln.Addr().String()+"/v1", "mcp", scheme+ln.Addr().String()+"/mcp", "admin", scheme+ln.Addr().String()+"/admin/", "contour", cfg.Contour,
 		"journal", journalPath(cfg), "run", srv.Owner())
+	notify("READY=1")
+	stopping := context.AfterFunc(ctx, func() { notify("STOPPING=1") })
+	defer stopping()
 	err = srv.Serve(ctx, ln)
 	log.Info("oncegate stopped")
 	return err
