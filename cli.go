@@ -42,6 +42,7 @@ var commands = []command{
 	userListCommand,
 	auditVerifyCommand,
 	backupCommand,
+	restoreCommand,
 	simCommand,
 }
 

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+var restoreCommand = command{
+	name:    "restore",
+	args:    "FILE",
+	summary: "replace the journal with a backup after checking it (serve stopped; the replaced journal is kept)",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("restore", "name the backup file to restore")
+			}
+			return restore(c, args[0], cl.stdout, cl.env)
+		}
+	},
+}
+
+// restore puts the backup file in place of the journal. It holds serve's
+// lock throughout, so it refuses while serve runs and no serve starts
+// meanwhile. The backup is copied beside the journal first and checked
+// there (the file named stays as it was): SQLite's integrity check, and
+// a schema this binary knows (older is fine, serve migrates it up; newer
+// is refused). The journal it replaces is checkpointed, so its -wal holds
+// nothing, and kept as journal.db.replaced-<time>.
+func restore(c common, file string, stdout io.Writer, env func(string) string) error {
+	cfg, err := c.load(env)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(file); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("restore: %s is not a file", file)
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if errors.Is(err, errServing) {
+		return fmt.Errorf("restore: oncegate serve is running on %s; stop it first (oncegate service stop), then restore", cfg.DataDir)
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	ctx := context.Background()
+	journal := journalPath(cfg)
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	staging := journal + ".restoring-" + stamp
+	if err := copyNew(file, staging); err != nil {
+		return fmt.Errorf("restore: copy the backup: %w", err)
+	}
+	placed := false
+	defer func() {
+		if !placed {
+			removeDB(staging)
+		}
+	}()
+	version, ops, err := checkBackup(ctx, file, staging)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "backup %s checked: integrity ok, schema version %d (this oncegate's: %d), %d operations\n",
+		file, version, store.LatestVersion(), ops)
+
+	kept := ""
+	if _, err := os.Stat(journal); err == nil {
+		kept = nextFree(journal + ".replaced-" + stamp)
+		if err := setAside(ctx, journal, kept); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(staging, journal); err != nil {
+		if kept != "" {
+			// Put the journal back as it was.
+			renameDB(kept, journal)
+		}
+		return fmt.Errorf("restore: %w", err)
+	}
+	placed = true
+	syncDir(cfg.DataDir)
+	if kept != "" {
+		fmt.Fprintf(stdout, "the replaced journal is kept as %s\n", kept)
+	}
+	fmt.Fprintf(stdout, "restored into %s", journal)
+	if int(version) < store.LatestVersion() {
+		fmt.Fprintf(stdout, "; serve brings its schema to version %d when it starts", store.LatestVersion())
+	}
+	fmt.Fprintln(stdout, "; start serve again")
+	return nil
+}
+
+// checkBackup checks the copy of a backup: a SQLite database that passes
+// its integrity check, holding an oncegate journal whose schema this
+// binary can run. It returns the schema version and the operations held.
+// Errors name the file as the user gave it.
+func checkBackup(ctx context.Context, file, copyPath string) (uint, int, error) {
+	db, err := sql.Open("sqlite", "file:"+copyPath+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return 0, 0, fmt.Errorf("restore: %w", err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		if isCorrupt(err) {
+			return 0, 0, fmt.Errorf("restore: %s is damaged (%v); nothing was changed", file, err)
+		}
+		return 0, 0, fmt.Errorf("restore: %s is not an oncegate journal (SQLite cannot read it: %v); nothing was changed", file, err)
+	}
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			rows.Close()
+			return 0, 0, fmt.Errorf("restore: integrity check of %s: %w", file, err)
+		}
+		problems = append(problems, line)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, 0, fmt.Errorf("restore: %s is damaged (%v); nothing was changed", file, err)
+	}
+	if len(problems) != 1 || problems[0] != "ok" {
+		if len(problems) > 3 {
+			problems = append(problems[:3], "…")
+		}
+		return 0, 0, fmt.Errorf("restore: %s is damaged: SQLite's integrity check found %s; nothing was changed", file, strings.Join(problems, "; "))
+	}
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('schema_migrations', 'operations')`).Scan(&tables); err != nil || tables != 2 {
+		return 0, 0, fmt.Errorf("restore: %s is a SQLite database but not an oncegate journal (no operations or schema version); nothing was changed", file)
+	}
+	var ops int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM operations`).Scan(&ops); err != nil {
+		return 0, 0, fmt.Errorf("restore: read %s: %w", file, err)
+	}
+	db.Close()
+
+	version, err := store.Migrate(ctx, copyPath, "version")
+	if err != nil {
+		return 0, 0, fmt.Errorf("restore: %s: %w; nothing was changed", file, err)
+	}
+	if latest := store.LatestVersion(); int(version) > latest {
+		return 0, 0, fmt.Errorf("restore: %s has schema version %d, newer than this oncegate's %d: restore it with the oncegate that made it (or a newer one); nothing was changed", file, version, latest)
+	}
+	if version == 0 {
+		return 0, 0, fmt.Errorf("restore: %s holds no schema version; nothing was changed", file)
+	}
+	return version, ops, nil
+}
+
+// isCorrupt reports whether SQLite found the database malformed.
+func isCorrupt(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CORRUPT
+}
+
+// setAside moves the journal to kept with its -wal and -shm. It first
+// checkpoints the journal, so all it holds is in the main file; a -wal
+// still there once this, the last connection, closed means another
+// oncegate command has the journal open, and nothing is moved.
+func setAside(ctx context.Context, journal, kept string) error {
+	db, err := sql.Open("sqlite", "file:"+journal+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return fmt.Errorf("restore: open the current journal: %w", err)
+	}
+	var busy, frames, done int
+	err = db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done)
+	db.Close()
+	if err != nil {
+		return fmt.Errorf("restore: checkpoint the current journal: %w", err)
+	}
+	if busy != 0 {
+		return errors.New("restore: another oncegate command is using the journal; try again when it has finished (nothing was changed)")
+	}
+	if fi, err := os.Stat(journal + "-wal"); err == nil && fi.Size() > 0 {
+		return errors.New("restore: another oncegate command has the journal open; try again when it has finished (nothing was changed)")
+	}
+	if err := renameDB(journal, kept); err != nil {
+		return fmt.Errorf("restore: set the current journal aside: %w", err)
+	}
+	return nil
+}
+
+// renameDB renames a SQLite database file with its -wal and -shm, which
+// SQLite finds by the database's name.
+func renameDB(from, to string) error {
+	if err := os.Rename(from, to); err != nil {
+		return err
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Rename(from+suffix, to+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeDB removes a database file and its -wal and -shm.
+func removeDB(path string) {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(path + suffix)
+	}
+}
+
+// nextFree is path, or path with a number after it when path is taken.
+func nextFree(path string) string {
+	p := path
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+			return p
+		}
+		p = fmt.Sprintf("%s-%d", path, n)
+	}
+}
+
+// copyNew copies src to dst, which must not exist yet; dst is its
+// owner's only (it holds token and password hashes) and on disk before
+// copyNew returns.
+func copyNew(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return err
+	}
+	if err := errors.Join(out.Sync(), out.Close()); err != nil {
+		os.Remove(dst)
+		return err
+	}
+	return nil
+}
+
+// syncDir makes renames in dir durable where the system allows it.
+func syncDir(dir string) {
+	if d, err := os.Open(filepath.Clean(dir)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+// restoreOps makes n operations at 1C and Bitrix24, every fifth one for a
+// customer that does not exist (it ends failed_final).
+func restoreOps(prefix string, n int) []*chaosOp {
+	var ops []*chaosOp
+	for i := range n {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		customer := "customer-1042"
+		op := &chaosOp{}
+		if i%5 == 4 {
+			customer, op.bad = "customer-missing-"+id, true
+		}
+		if i%2 == 0 {
+			op.target, op.key = "onec", "test:invoice.create:"+id+":v1"
+			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"invoice.create","payload":{"order_id":%q,"organization_id":"org-main","customer_id":%q,"currency":"RUB","items":[{"product_id":"product-778","quantity":%d,"unit":"pcs","price_minor":62500}]}}`, id, customer, 1+i%4)
+		} else {
+			op.target, op.key = "bitrix24", "test:crm.callback:create:"+id+":v1"
+			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":%q,"due_at":"2026-12-03T10:00:00+03:00","comment":"call back"}}`, customer)
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// answer is what a replay must repeat of an operation's final answer.
+type answer struct {
+	code     int
+	status   any
+	objectID any
+	result   string
+	errors   string
+}
+
+func answerOf(code int, body map[string]any) answer {
+	res, _ := json.Marshal(body["result"])
+	var codes []string
+	for _, e := range asList(body["errors"]) {
+		if m, ok := e.(map[string]any); ok {
+			codes = append(codes, fmt.Sprint(m["code"], "@", m["field"]))
+		}
+	}
+	return answer{code, body["status"], body["target_object_id"], string(res), strings.Join(codes, ",")}
+}
+
+func asList(v any) []any { l, _ := v.([]any); return l }
+
+// A backup taken while agents keep the gateway busy, restored with serve
+// stopped, answers every replay the original had answered before the
+// backup began, the same way and without calling a target. Restore
+// refuses while serve runs, and keeps the journal it replaces.
+func TestRestoreUnderLoad(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, 2000, `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
+reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
+rate_limit: { per_second: 100000, burst: 100000 }
+`, "settle_ms: 1500")
+	c := &chaosRig{rig: r, addr: freeAddr(t)}
+	if err := c.restartGatewaySameAddr(); err != nil {
+		t.Fatal(err)
+	}
+	rep := &chaosReport{t: t}
+
+	// Answered before the backup.
+	before := restoreOps("rs-a", 30)
+	got := map[string]answer{}
+	var mu sync.Mutex
+	finalAnswer := func(op *chaosOp) {
+		for range 200 {
+			code, body, err := r.post(op.key, op.body)
+			if err == nil && (code == 200 || code == 422) {
+				mu.Lock()
+				got[op.key] = answerOf(code, body)
+				mu.Unlock()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		rep.Errorf("%s never answered finally", op.key)
+	}
+	var wg sync.WaitGroup
+	for _, op := range before {
+		wg.Add(1)
+		go func() { defer wg.Done(); finalAnswer(op) }()
+	}
+	wg.Wait()
+
+	// More operations in flight while the backup is taken.
+	r.fault(`{"target":"onec","fault":"delay","delay_ms":300,"times":6}`)
+	during := restoreOps("rs-b", 30)
+	for _, op := range during {
+		wg.Add(1)
+		go func() { defer wg.Done(); finalAnswer(op) }()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= len(before)+5 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	answeredBefore := map[string]answer{}
+	for k, v := range got {
+		answeredBefore[k] = v
+	}
+	mu.Unlock()
+	backupFile := filepath.Join(t.TempDir(), "under-load.db")
+	runBinary(t, r.env, "backup", "--config", r.config, "--data", r.dataDir, backupFile)
+	wg.Wait()
+	if len(answeredBefore) < len(before)+5 {
+		t.Fatalf("only %d operations of the second burst were answered before the backup", len(answeredBefore)-len(before))
+	}
+
+	// Refused while serve runs; the journal is untouched.
+	cmd := exec.Command(binary, "restore", "--config", r.config, "--data", r.dataDir, backupFile)
+	cmd.Env = append(os.Environ(), r.env...)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "serve is running") {
+		t.Fatalf("restore beside serve: %v\n%s", err, out)
+	}
+	if leftovers, _ := filepath.Glob(filepath.Join(r.dataDir, "journal.db.*")); len(leftovers) != 0 {
+		t.Fatalf("a refused restore left %v", leftovers)
+	}
+
+	c.gateway.cmd.Process.Signal(syscall.SIGTERM)
+	c.gateway.cmd.Wait()
+	out := runBinary(t, r.env, "restore", "--config", r.config, "--data", r.dataDir, backupFile)
+	if !strings.Contains(out, "integrity ok") || !strings.Contains(out, fmt.Sprintf("schema version %d", store.LatestVersion())) {
+		t.Fatalf("restore: %s", out)
+	}
+	kept, _ := filepath.Glob(filepath.Join(r.dataDir, "journal.db.replaced-*"))
+	if len(kept) != 1 || !strings.Contains(out, kept[0]) {
+		t.Fatalf("the replaced journal: %v, restore said:\n%s", kept, out)
+	}
+	// The kept journal is whole: it holds every operation of both bursts.
+	if n := countOps(t, kept[0]); n != len(before)+len(during) {
+		t.Fatalf("the kept journal holds %d operations, want %d", n, len(before)+len(during))
+	}
+
+	calls := r.simJSON("/_sim/calls")
+	if err := c.restartGatewaySameAddr(); err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range answeredBefore {
+		var op *chaosOp
+		for _, o := range append(before, during...) {
+			if o.key == key {
+				op = o
+			}
+		}
+		code, body, err := r.post(key, op.body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := answerOf(code, body); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: replay after restore %+v, the original answered %+v", key, got, want)
+		}
+		if want.code == 200 && body["replayed"] != true {
+			t.Errorf("%s: not a replay after restore: %v", key, body)
+		}
+	}
+	after := r.simJSON("/_sim/calls")
+	for key := range answeredBefore {
+		for _, target := range []string{"onec", "bitrix24"} {
+			if after[target][key] != calls[target][key] {
+				t.Errorf("%s: a replay after restore called %s again", key, target)
+			}
+		}
+	}
+	t.Logf("%d replays checked after restoring a backup taken under load (%d operations in the backup)", len(answeredBefore), countOps(t, filepath.Join(r.dataDir, "journal.db")))
+}
+
+// countOps counts the operations in a journal file.
+func countOps(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM operations`).Scan(&n); err != nil {
+		t.Fatalf("count operations in %s: %v", path, err)
+	}
+	return n
+}
+
+// Restore refuses what it cannot run, naming why, and changes nothing: a
+// file that is no database, a damaged one, one from a newer oncegate.
+func TestRestoreRefusesBadBackups(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	runBinary(t, nil, "token", "create", "--data", data, "--name", "kept-agent", "--scopes", "read")
+	good := filepath.Join(dir, "good.db")
+	runBinary(t, nil, "backup", "--data", data, good)
+	raw, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	garbage := filepath.Join(dir, "garbage.db")
+	os.WriteFile(garbage, []byte("not a journal at all\n"), 0o600)
+
+	// Every page but the first with a broken b-tree header.
+	damaged := filepath.Join(dir, "damaged.db")
+	bad := append([]byte(nil), raw...)
+	pageSize := int(bad[16])<<8 | int(bad[17])
+	for off := pageSize; off+40 <= len(bad); off += pageSize {
+		for i := 8; i < 40; i++ {
+			bad[off+i] = 0xff
+		}
+	}
+	os.WriteFile(damaged, bad, 0o600)
+
+	newer := filepath.Join(dir, "newer.db")
+	os.WriteFile(newer, raw, 0o600)
+	db, err := sql.Open("sqlite", "file:"+newer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`UPDATE schema_migrations SET version = ?`, store.LatestVersion()+1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	for _, tc := range []struct{ file, want string }{
+		{garbage, "is not an oncegate journal"},
+		{damaged, "is damaged"},
+		{newer, fmt.Sprintf("schema version %d, newer than this oncegate's %d", store.LatestVersion()+1, store.LatestVersion())},
+		{filepath.Join(dir, "missing.db"), "no such file"},
+	} {
+		out, err := exec.Command(binary, "restore", "--data", data, tc.file).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("restore %s: %v\n%s", filepath.Base(tc.file), err, out)
+		}
+	}
+	entries, _ := os.ReadDir(data)
+	for _, e := range entries {
+		if e.Name() != "journal.db" && e.Name() != "serve.lock" {
+			t.Errorf("a refused restore left %s", e.Name())
+		}
+	}
+	if list := runBinary(t, nil, "token", "list", "--data", data); !strings.Contains(list, "kept-agent") {
+		t.Fatalf("the journal changed under refused restores:\n%s", list)
+	}
+	// The good one restores into an empty data directory, as on a new machine.
+	fresh := filepath.Join(dir, "fresh")
+	if out := runBinary(t, nil, "restore", "--data", fresh, good); strings.Contains(out, "replaced journal") {
+		t.Fatalf("restore into an empty directory claims to keep a journal: %s", out)
+	}
+	if list := runBinary(t, nil, "token", "list", "--data", fresh); !strings.Contains(list, "kept-agent") {
+		t.Fatalf("the restored journal:\n%s", list)
+	}
+}
