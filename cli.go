@@ -43,6 +43,7 @@ var commands = []command{
 	auditVerifyCommand,
 	backupCommand,
 	restoreCommand,
+	checkCommand,
 	simCommand,
 }
 

@@ -131,17 +131,22 @@ func journalPath(cfg server.Config) string { return filepath.Join(cfg.DataDir, "
 
 var serveCommand = command{
 	name:    "serve",
-	args:    "[--listen ADDR]",
+	args:    "[--listen ADDR] [--env-file FILE]",
 	summary: "run the gateway",
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		var c common
 		c.flags(fs)
 		listen := fs.String("listen", "", "`ADDR` to listen on (overrides the configuration's listen)")
+		envFile := fs.String("env-file", "", envFileUsage)
 		return func(cl cli, args []string) error {
 			if len(args) != 0 {
 				return badUsage("serve", "takes no arguments")
 			}
-			return serve(c, *listen, cl.stdout, cl.stderr, cl.env)
+			env, err := withEnvFile(cl.env, *envFile)
+			if err != nil {
+				return err
+			}
+			return serve(c, *listen, cl.stdout, cl.stderr, env)
 		}
 	},
 }
@@ -191,9 +196,6 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		simURL = url
 		log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
 			"targets", strings.Join(simulated, ","), "simulators", simURL)
-	}
-	for _, key := range cfg.MissingSecrets(env) {
-		log.Warn("a configured target has no secret in its environment variable; its calls will be refused until it is set", "key", key)
 	}
 	targets, err := server.BuildTargets(cfg, simURL, env)
 	if err != nil {

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// runCheck runs oncegate check with args and env (the process's own
+// environment left out, so only what the test gives reaches it) and
+// returns its output and exit code.
+func runCheck(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"check"}, args...)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), 0
+}
+
+// lineOf is the output's line that starts with the target's name.
+func lineOf(out, target string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, target+" ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// The check of a configuration reaches each target with a call that
+// writes nothing, and says per target what works or what to fix, naming
+// the setting and never the secret.
+func TestCheck(t *testing.T) {
+	r := newRigWith(t, 1000, "", "")
+	effects := func() map[string]map[string]int { return r.simJSON("/_sim/effects") }
+	before := effects()
+	secrets := func(yookassa string) string {
+		f := filepath.Join(t.TempDir(), "secrets.env")
+		body := fmt.Sprintf("# the service's secrets\nE2E_BITRIX24_WEBHOOK=%s/bitrix24/rest/1/e2e-secret/\nE2E_YOOKASSA_SECRET=%q\n", r.simURL, yookassa)
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+
+	t.Run("AllReached", func(t *testing.T) {
+		out, code := runCheck(t, nil, "--config", r.config, "--env-file", secrets("sim-secret-key"))
+		if code != 0 {
+			t.Fatalf("check exited %d:\n%s", code, out)
+		}
+		for _, target := range []string{"onec", "bitrix24", "yookassa"} {
+			if l := lineOf(out, target); !strings.Contains(l, " OK ") {
+				t.Errorf("%s: %q, want OK\n%s", target, l, out)
+			}
+		}
+		if !strings.Contains(out, "configuration "+r.config+": valid") {
+			t.Errorf("the configuration is not said valid:\n%s", out)
+		}
+		if strings.Contains(out, "sim-secret-key") || strings.Contains(out, "e2e-secret") {
+			t.Errorf("the output shows a secret:\n%s", out)
+		}
+	})
+
+	t.Run("WrongSecret", func(t *testing.T) {
+		out, code := runCheck(t, nil, "--config", r.config, "--env-file", secrets("not-the-shop-secret"))
+		if code != 1 {
+			t.Fatalf("check exited %d, want 1:\n%s", code, out)
+		}
+		l := lineOf(out, "yookassa")
+		if !strings.Contains(l, " FAIL ") {
+			t.Fatalf("yookassa: %q, want FAIL\n%s", l, out)
+		}
+		if !strings.Contains(out, "fix:     check targets.yookassa.shop_id (\"e2e-shop\") and targets.yookassa.secret_key_env (E2E_YOOKASSA_SECRET)") {
+			t.Errorf("the fix does not name the settings:\n%s", out)
+		}
+		for _, target := range []string{"onec", "bitrix24"} {
+			if l := lineOf(out, target); !strings.Contains(l, " OK ") {
+				t.Errorf("%s: %q, want OK (only yookassa is wrong)", target, l)
+			}
+		}
+		if !strings.Contains(out, "1 of 3 configured targets cannot be used") {
+			t.Errorf("no summary:\n%s", out)
+		}
+		if strings.Contains(out, "not-the-shop-secret") {
+			t.Errorf("the output shows the secret:\n%s", out)
+		}
+	})
+
+	t.Run("SecretUnset", func(t *testing.T) {
+		out, code := runCheck(t, []string{"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/e2e-secret/"}, "--config", r.config)
+		if code != 1 {
+			t.Fatalf("check exited %d, want 1:\n%s", code, out)
+		}
+		if l := lineOf(out, "yookassa"); !strings.Contains(l, "$E2E_YOOKASSA_SECRET (named by targets.yookassa.secret_key_env) is empty or unset") {
+			t.Errorf("yookassa: %q\n%s", l, out)
+		}
+	})
+
+	t.Run("WrongAddress", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
+		body := fmt.Sprintf("contour: test\ntargets:\n  onec: { base_url: %q, timeout_ms: 1000 }\n", r.simURL+"/no-such-base")
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runCheck(t, nil, "--config", cfg)
+		if code != 1 {
+			t.Fatalf("check exited %d, want 1:\n%s", code, out)
+		}
+		if l := lineOf(out, "onec"); !strings.Contains(l, " FAIL ") || !strings.Contains(out, "check targets.onec.base_url") {
+			t.Errorf("onec: %q, want FAIL naming targets.onec.base_url\n%s", l, out)
+		}
+		for _, target := range []string{"bitrix24", "yookassa"} {
+			if l := lineOf(out, target); !strings.Contains(l, " SIMULATED ") {
+				t.Errorf("%s: %q, want SIMULATED", target, l)
+			}
+		}
+	})
+
+	t.Run("Unreachable", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
+		body := fmt.Sprintf("contour: test\ntargets:\n  onec: { base_url: \"http://%s/base\", timeout_ms: 500 }\n", freeAddr(t))
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runCheck(t, nil, "--config", cfg)
+		if code != 1 || !strings.Contains(out, "that the system is up and that this machine reaches it") {
+			t.Fatalf("check exited %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("InvalidConfiguration", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
+		if err := os.WriteFile(cfg, []byte("contour: test\ntargets:\n  onec: { base_url: \"ftp://x\", timeout_ms: 1000 }\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runCheck(t, nil, "--config", cfg)
+		if code != 1 || !strings.Contains(out, "configuration: ") || !strings.Contains(out, "the configuration is not valid") {
+			t.Fatalf("check exited %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("EmbeddedDefaults", func(t *testing.T) {
+		out, code := runCheck(t, nil)
+		if code != 0 || !strings.Contains(out, "embedded defaults") {
+			t.Fatalf("check exited %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("BadEnvFile", func(t *testing.T) {
+		f := filepath.Join(t.TempDir(), "secrets.env")
+		os.WriteFile(f, []byte("E2E_YOOKASSA_SECRET=x\nthis line is wrong sim-secret-key\n"), 0o600)
+		out, code := runCheck(t, nil, "--config", r.config, "--env-file", f)
+		if code != 1 || !strings.Contains(out, "line 2: not KEY=VALUE") || strings.Contains(out, "sim-secret-key") {
+			t.Fatalf("check exited %d:\n%s", code, out)
+		}
+	})
+
+	if after := effects(); !reflect.DeepEqual(before, after) {
+		t.Errorf("check changed the targets: effects %v, then %v", before, after)
+	}
+}
