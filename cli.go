@@ -44,6 +44,12 @@ var commands = []command{
 	backupCommand,
 	restoreCommand,
 	checkCommand,
+	serviceCommand,
+	serviceInstallCommand,
+	serviceUninstallCommand,
+	serviceStartCommand,
+	serviceStopCommand,
+	serviceStatusCommand,
 	simCommand,
 }
 

@@ -138,6 +138,7 @@ var serveCommand = command{
 		c.flags(fs)
 		listen := fs.String("listen", "", "`ADDR` to listen on (overrides the configuration's listen)")
 		envFile := fs.String("env-file", "", envFileUsage)
+		service := fs.String("service", "", "Windows: run under the service manager as the service `NAME` (service install sets it)")
 		return func(cl cli, args []string) error {
 			if len(args) != 0 {
 				return badUsage("serve", "takes no arguments")
@@ -145,6 +146,9 @@ var serveCommand = command{
 			env, err := withEnvFile(cl.env, *envFile)
 			if err != nil {
 				return err
+			}
+			if *service != "" {
+				return serveService(*service, c, *listen, env)
 			}
 			return serve(c, *listen, cl.stdout, cl.stderr, env)
 		}
