@@ -9,6 +9,7 @@ import (
 
 	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/store"
 )
 
 // Stable machine codes of the agent API (API.md section 5) that the server
@@ -32,6 +33,10 @@ const (
 	CodeNotFound          = "NOT_FOUND"
 	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"
 	CodeInternal          = "INTERNAL"
+	// CodeJournalUnavailable: the journal could not make the request's
+	// write durable (a disk error, a full disk); nothing was sent to a
+	// target for it.
+	CodeJournalUnavailable = "JOURNAL_UNAVAILABLE"
 )
 
 // httpStatus is the HTTP status of each code. A code not listed is a
@@ -53,6 +58,7 @@ var httpStatus = map[string]int{
 	CodeNotFound:                   http.StatusNotFound,
 	CodeMethodNotAllowed:           http.StatusMethodNotAllowed,
 	CodeInternal:                   http.StatusInternalServerError,
+	CodeJournalUnavailable:         http.StatusServiceUnavailable,
 	contract.CodeKeyMissing:        http.StatusBadRequest,
 	contract.CodeKeyInvalid:        http.StatusBadRequest,
 	contract.CodeIntentNotAllowed:  http.StatusBadRequest,
@@ -73,14 +79,17 @@ func statusOf(code string) int {
 // key, may be sent again.
 var retryableCodes = map[string]bool{
 	CodeKeyInUse: true, CodeApprovalRequired: true, CodeOutcomeUnknown: true,
-	CodeTargetUnavailable: true, CodeRateLimited: true,
+	CodeTargetUnavailable: true, CodeRateLimited: true, CodeJournalUnavailable: true,
 }
+
+// journalRetryAfter is the Retry-After, in seconds, of JOURNAL_UNAVAILABLE.
+const journalRetryAfter = 5
 
 // titles are the RFC 9457 titles of problem answers.
 var titles = map[int]string{
 	400: "Bad request", 401: "Unauthenticated", 403: "Permission denied", 404: "Not found",
 	405: "Method not allowed", 409: "Conflict", 413: "Payload too large", 415: "Unsupported media type",
-	422: "Unprocessable request", 429: "Too many requests", 500: "Internal error", 503: "Target unavailable",
+	422: "Unprocessable request", 429: "Too many requests", 500: "Internal error", 503: "Service unavailable",
 }
 
 // ErrorItem is one error of an answer.
@@ -144,6 +153,10 @@ func (s *Server) handleError(err error, c echo.Context) {
 			s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 			ae = refuse(CodeInternal, "", "internal error; the request may be retried with the same key")
 		}
+	case errors.Is(err, store.ErrUnavailable):
+		s.log.Error("the journal could not make a write durable", "method", c.Request().Method, "path", c.Path(), "err", err)
+		ae = refuse(CodeJournalUnavailable, "", "the gateway could not record the request durably; nothing was sent; send the same request again later")
+		ae.RetryAfter = journalRetryAfter
 	default:
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 		ae = refuse(CodeInternal, "", "internal error; the request may be retried with the same key")

@@ -339,6 +339,7 @@ var errorCodes = []namedDoc{
 	{CodeNotFound, "no such endpoint"},
 	{CodeMethodNotAllowed, "this method is not allowed on this endpoint"},
 	{CodeInternal, "internal error; the request may be sent again with the same key"},
+	{CodeJournalUnavailable, "the journal could not record the request durably (a disk error); nothing was sent; send the same request again after Retry-After"},
 }
 
 // businessCodes are examples of the targets' business refusals.

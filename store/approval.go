@@ -103,11 +103,12 @@ func scanApproval(sc scanner) (Approval, error) {
 // APPROVAL_DENIED in the same transaction; an approval leaves it for the
 // executor (TakeApproved).
 func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, user, comment string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("decide approval: %w", err)
-	}
-	defer tx.Rollback()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.decideApprovalTx(ctx, tx, id, approve, user, comment)
+	})
+}
+
+func (s *Store) decideApprovalTx(ctx context.Context, tx *sql.Tx, id int64, approve bool, user, comment string) error {
 	now := formatTime(s.now())
 	status := ApprovalDenied
 	if approve {
@@ -144,7 +145,7 @@ func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, user
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 // endAwaiting ends an operation awaiting approval as failed_final.
@@ -166,11 +167,15 @@ func (s *Store) endAwaiting(ctx context.Context, tx *sql.Tx, key, code, msg stri
 // approval becomes expired and its operation failed_final with
 // APPROVAL_EXPIRED. It returns the keys it ended.
 func (s *Store) ExpireApprovals(ctx context.Context) ([]string, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("expire approvals: %w", err)
-	}
-	defer tx.Rollback()
+	var r0 []string
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		r0, err = s.expireApprovalsTx(ctx, tx)
+		return err
+	})
+	return r0, err
+}
+
+func (s *Store) expireApprovalsTx(ctx context.Context, tx *sql.Tx) ([]string, error) {
 	now := formatTime(s.now())
 	rows, err := tx.QueryContext(ctx, `SELECT id, operation_key FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY id LIMIT 500`, now)
 	if err != nil {
@@ -206,7 +211,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]string, error) {
 		}
 		keys = append(keys, d.key)
 	}
-	return keys, tx.Commit()
+	return keys, nil
 }
 
 // TakeApproved consumes one approved approval whose operation still
@@ -215,11 +220,16 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]string, error) {
 // transaction, so an approval runs once. It returns ErrNotFound when none
 // is ready.
 func (s *Store) TakeApproved(ctx context.Context, owner string, lease time.Duration) (Operation, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Operation{}, fmt.Errorf("take approved: %w", err)
-	}
-	defer tx.Rollback()
+	var r0 Operation
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		r0, err = s.takeApprovedTx(ctx, tx, owner, lease)
+		return err
+	})
+	return r0, err
+}
+
+func (s *Store) takeApprovedTx(ctx context.Context, tx *sql.Tx, owner string, lease time.Duration) (Operation, error) {
+	var err error
 	var id int64
 	var key string
 	err = tx.QueryRowContext(ctx, `
@@ -253,5 +263,5 @@ func (s *Store) TakeApproved(ctx context.Context, owner string, lease time.Durat
 	if err != nil {
 		return Operation{}, fmt.Errorf("take approved: %w", err)
 	}
-	return op, tx.Commit()
+	return op, nil
 }

@@ -108,15 +108,16 @@ func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, event, key string, 
 // Audit records an event that changes nothing else in the journal (a
 // sign-in, a manual note), in its own transaction.
 func (s *Store) Audit(ctx context.Context, event, key string, detail map[string]any) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
-	}
-	defer tx.Rollback()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.auditTx(ctx, tx, event, key, detail)
+	})
+}
+
+func (s *Store) auditTx(ctx context.Context, tx *sql.Tx, event, key string, detail map[string]any) error {
 	if err := s.appendAudit(ctx, tx, event, key, detail); err != nil {
 		return err
 	}
-	return tx.Commit()
+	return nil
 }
 
 // AuditFilter selects audit events. Zero fields select everything.

@@ -133,17 +133,19 @@ func (s *Store) Summarize(ctx context.Context) (Summary, error) {
 // succeeded; not there makes it failed_retryable, safe for the agent to
 // send again. Only an unknown row whose lease is free can be resolved.
 func (s *Store) ResolveByHand(ctx context.Context, key string, found bool, objectID, reason string) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.resolveByHandTx(ctx, tx, key, found, objectID, reason)
+	})
+}
+
+func (s *Store) resolveByHandTx(ctx context.Context, tx *sql.Tx, key string, found bool, objectID, reason string) error {
+	var err error
 	if reason == "" {
 		return fmt.Errorf("resolve by hand: %w: a reason is required", ErrInvalid)
 	}
 	if found && objectID == "" {
 		return fmt.Errorf("resolve by hand: %w: the target's object id is required", ErrInvalid)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("resolve by hand: %w", err)
-	}
-	defer tx.Rollback()
 	now := formatTime(s.now())
 	var res sql.Result
 	if found {
@@ -169,5 +171,5 @@ func (s *Store) ResolveByHand(ctx context.Context, key string, found bool, objec
 	if err := s.appendAudit(ctx, tx, "operation.resolved_by_hand", key, detail); err != nil {
 		return err
 	}
-	return tx.Commit()
+	return nil
 }

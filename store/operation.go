@@ -131,17 +131,13 @@ const operationColumns = `operation_key, intent, fingerprint, status, target_sys
 // NOTHING, then a read of the row, then at most one conditional update
 // taking the lease. The returned Operation is the row after the decision.
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Decision, Operation, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	var d Decision
+	var op Operation
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		d, op, err = s.claim(ctx, tx, req)
+		return err
+	})
 	if err != nil {
-		return 0, Operation{}, fmt.Errorf("claim operation: %w", err)
-	}
-	defer tx.Rollback()
-
-	d, op, err := s.claim(ctx, tx, req)
-	if err != nil {
-		return 0, Operation{}, fmt.Errorf("claim operation: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
 		return 0, Operation{}, fmt.Errorf("claim operation: %w", err)
 	}
 	return d, op, nil
@@ -394,11 +390,12 @@ func (s *Store) MarkUnknown(ctx context.Context, key, owner, objectID string, f 
 // transition runs one conditional update and audits it as event, in one
 // transaction; no row changed means the caller lost the lease.
 func (s *Store) transition(ctx context.Context, event, key, owner string, detail map[string]any, query string, args ...any) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("%s: %w", event, err)
-	}
-	defer tx.Rollback()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.transitionTx(ctx, tx, event, key, owner, detail, query, args...)
+	})
+}
+
+func (s *Store) transitionTx(ctx context.Context, tx *sql.Tx, event, key, owner string, detail map[string]any, query string, args ...any) error {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", event, interpretError(err))
@@ -413,7 +410,7 @@ func (s *Store) transition(ctx context.Context, event, key, owner string, detail
 	if err := s.appendAudit(ctx, tx, event, key, detail); err != nil {
 		return err
 	}
-	return tx.Commit()
+	return nil
 }
 
 // OrphanLeases turns every started row whose lease belongs to another run
@@ -422,11 +419,15 @@ func (s *Store) transition(ctx context.Context, event, key, owner string, detail
 // A lease of run is owned by run itself or by "run/<claim>". It returns
 // how many rows it moved.
 func (s *Store) OrphanLeases(ctx context.Context, run string) (int, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("orphan leases: %w", err)
-	}
-	defer tx.Rollback()
+	var r0 int
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		r0, err = s.orphanLeasesTx(ctx, tx, run)
+		return err
+	})
+	return r0, err
+}
+
+func (s *Store) orphanLeasesTx(ctx context.Context, tx *sql.Tx, run string) (int, error) {
 	rows, err := tx.QueryContext(ctx, `
 		SELECT operation_key FROM operations
 		WHERE status = 'started' AND lease_owner IS NOT ? AND substr(coalesce(lease_owner, ''), 1, ?) <> ?`,
@@ -461,7 +462,7 @@ func (s *Store) OrphanLeases(ctx context.Context, run string) (int, error) {
 			return 0, err
 		}
 	}
-	return len(keys), tx.Commit()
+	return len(keys), nil
 }
 
 func nullJSON(b json.RawMessage) any {

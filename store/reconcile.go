@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -25,11 +26,15 @@ func (s *Store) DueForReconcile(ctx context.Context, limit int) ([]Operation, er
 // TakeForReconcile takes the lease of an operation that DueForReconcile
 // returned, if it is still as it was read. ErrLeaseLost when it moved on.
 func (s *Store) TakeForReconcile(ctx context.Context, op Operation, owner string, lease time.Duration) (Operation, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Operation{}, fmt.Errorf("take for reconcile: %w", err)
-	}
-	defer tx.Rollback()
+	var r0 Operation
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		r0, err = s.takeForReconcileTx(ctx, tx, op, owner, lease)
+		return err
+	})
+	return r0, err
+}
+
+func (s *Store) takeForReconcileTx(ctx context.Context, tx *sql.Tx, op Operation, owner string, lease time.Duration) (Operation, error) {
 	cur, err := getOperation(ctx, tx, op.Key)
 	if err != nil {
 		return Operation{}, fmt.Errorf("take for reconcile: %w", err)
@@ -41,7 +46,7 @@ func (s *Store) TakeForReconcile(ctx context.Context, op Operation, owner string
 	if cur, err = s.takeLease(ctx, tx, cur, owner, lease); err != nil {
 		return Operation{}, fmt.Errorf("take for reconcile: %w", err)
 	}
-	return cur, tx.Commit()
+	return cur, nil
 }
 
 // LookupFailed puts an operation whose lookup failed back to unknown,
@@ -53,7 +58,7 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, r
 	now := formatTime(s.now())
 	// The row is leased by owner, so it cannot change between this read
 	// and the update: the failure that flags it is audited as such.
-	before, err := getOperation(ctx, s.db, key)
+	before, err := getOperation(ctx, s.rdb, key)
 	if err != nil {
 		return false, fmt.Errorf("lookup failed: %w", err)
 	}
@@ -73,7 +78,7 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, r
 	if err != nil {
 		return false, err
 	}
-	op, err := getOperation(ctx, s.db, key)
+	op, err := getOperation(ctx, s.rdb, key)
 	if err != nil {
 		return false, fmt.Errorf("lookup failed: %w", err)
 	}
@@ -88,11 +93,15 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, r
 // retention.purged event with its count and its oldest and newest keys (by
 // completion), so an operator can tell a purged key from one never used.
 func (s *Store) PurgeTerminal(ctx context.Context, system string, cutoff time.Time, batch int) (int, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("purge operations: %w", err)
-	}
-	defer tx.Rollback()
+	var r0 int
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		r0, err = s.purgeTerminalTx(ctx, tx, system, cutoff, batch)
+		return err
+	})
+	return r0, err
+}
+
+func (s *Store) purgeTerminalTx(ctx context.Context, tx *sql.Tx, system string, cutoff time.Time, batch int) (int, error) {
 	rows, err := tx.QueryContext(ctx, `
 		DELETE FROM operations WHERE operation_key IN (
 			SELECT operation_key FROM operations
@@ -135,9 +144,6 @@ func (s *Store) PurgeTerminal(ctx context.Context, system string, cutoff time.Ti
 	}
 	if err := s.appendAudit(ctx, tx, "retention.purged", "", detail); err != nil {
 		return 0, err
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("purge operations: %w", err)
 	}
 	return n, nil
 }

@@ -47,17 +47,22 @@ func randomToken() string {
 // id's SHA-256 is stored, so the id is shown only now. remoteAddr is kept
 // for display. An unknown or disabled user is ErrNotFound.
 func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration, remoteAddr string) (string, Session, error) {
+	var r0 string
+	var r1 Session
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		r0, r1, err = s.createSessionTx(ctx, tx, userID, ttl, remoteAddr)
+		return err
+	})
+	return r0, r1, err
+}
+
+func (s *Store) createSessionTx(ctx context.Context, tx *sql.Tx, userID int64, ttl time.Duration, remoteAddr string) (string, Session, error) {
 	if ttl <= 0 {
 		return "", Session{}, fmt.Errorf("create session: %w: ttl must be positive", ErrInvalid)
 	}
 	if len(remoteAddr) > 128 {
 		remoteAddr = remoteAddr[:128]
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return "", Session{}, fmt.Errorf("create session: %w", err)
-	}
-	defer tx.Rollback()
 
 	u, err := scanUser(tx.QueryRowContext(ctx, `
 		SELECT `+userColumns+` FROM users WHERE id = ? AND disabled_at IS NULL`, userID))
@@ -72,9 +77,6 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Durati
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		hashSessionID(id), u.ID, sess.CSRF, formatTime(now), formatTime(sess.ExpiresAt), formatTime(now), remoteAddr); err != nil {
 		return "", Session{}, fmt.Errorf("create session: %w", interpretError(err))
-	}
-	if err := tx.Commit(); err != nil {
-		return "", Session{}, fmt.Errorf("create session: %w", err)
 	}
 	return id, sess, nil
 }
@@ -122,13 +124,13 @@ func (s *Store) session(ctx context.Context, id string, idle time.Duration, touc
 
 	now := s.now()
 	if !now.Before(sess.ExpiresAt) || (idle > 0 && now.Sub(seen) > idle) || u.Disabled {
-		if _, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hash); err != nil {
+		if _, err := s.exec(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hash); err != nil {
 			return Session{}, fmt.Errorf("drop expired session: %w", err)
 		}
 		return Session{}, fmt.Errorf("find session: %w (expired)", ErrNotFound)
 	}
 	if touch && now.Sub(seen) >= SessionRefresh {
-		if _, err := s.db.ExecContext(ctx, `
+		if _, err := s.exec(ctx, `
 			UPDATE sessions SET last_seen_at = ? WHERE id_hash = ? AND last_seen_at < ?`,
 			formatTime(now), hash, formatTime(now)); err != nil {
 			return Session{}, fmt.Errorf("touch session: %w", err)
@@ -140,7 +142,7 @@ func (s *Store) session(ctx context.Context, id string, idle time.Duration, touc
 // DeleteSession ends the session with the browser's id (sign-out). An
 // unknown id is ErrNotFound, which a sign-out may ignore.
 func (s *Store) DeleteSession(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hashSessionID(id))
+	res, err := s.exec(ctx, `DELETE FROM sessions WHERE id_hash = ?`, hashSessionID(id))
 	if err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
@@ -158,7 +160,7 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 // returns how many. Sessions expired only by idleness go when next looked
 // up, or at their absolute expiry.
 func (s *Store) PurgeSessions(ctx context.Context) (int, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, formatTime(s.now()))
+	res, err := s.exec(ctx, `DELETE FROM sessions WHERE expires_at <= ?`, formatTime(s.now()))
 	if err != nil {
 		return 0, fmt.Errorf("purge sessions: %w", err)
 	}

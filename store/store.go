@@ -13,6 +13,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -28,12 +30,20 @@ const timeFormat = "2006-01-02T15:04:05.000000Z"
 
 // Store is the journal. It is safe for concurrent use.
 type Store struct {
-	db   *sql.DB // the one writer connection
+	db   *sql.DB // the one writer connection, held by the writer goroutine
 	rdb  *sql.DB // readers
 	path string
 
+	writes    chan *writeReq
+	quit      chan struct{}
+	stopped   chan struct{}
+	closeOnce sync.Once
+
 	// Now is the clock; tests pin it.
-	Now func() time.Time
+	Now          func() time.Time
+	beforeCommit atomic.Pointer[func() error] // SetBeforeCommit
+	batches      atomic.Int64                 // batches committed or failed
+	queued       atomic.Int64                 // writes waiting for the writer
 }
 
 // dsn builds the connection string with every pragma set per connection.
@@ -75,12 +85,28 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	rdb.SetMaxOpenConns(4)
 	rdb.SetMaxIdleConns(4)
-	return &Store{db: db, rdb: rdb, path: path, Now: time.Now}, nil
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		rdb.Close()
+		db.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	s := &Store{db: db, rdb: rdb, path: path, Now: time.Now,
+		writes: make(chan *writeReq), quit: make(chan struct{}), stopped: make(chan struct{})}
+	go s.writer(conn)
+	return s, nil
 }
 
-// Close closes the journal.
+// Close stops the writer after its batch and closes the journal. Writes
+// after Close fail with ErrClosed.
 func (s *Store) Close() error {
-	return errors.Join(s.rdb.Close(), s.db.Close())
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.stopped
+		err = errors.Join(s.rdb.Close(), s.db.Close())
+	})
+	return err
 }
 
 // Path is the journal's file.
@@ -97,11 +123,11 @@ func (s *Store) Ready(ctx context.Context) error {
 	if want := LatestVersion(); version != want || dirty {
 		return fmt.Errorf("journal schema is at version %d (dirty %v), this binary needs %d", version, dirty, want)
 	}
-	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE takes the write lock
-	if err != nil {
+	// An empty write: the writer's BEGIN IMMEDIATE takes the write lock.
+	if err := s.write(ctx, func(context.Context, *sql.Tx) error { return nil }); err != nil {
 		return fmt.Errorf("journal not writable: %w", err)
 	}
-	return tx.Rollback()
+	return nil
 }
 
 // now returns the store's clock in UTC.
@@ -222,7 +248,11 @@ func (s *Store) Backup(ctx context.Context, path string) error {
 		return fmt.Errorf("backup: %w", err)
 	}
 	f.Close()
-	if _, err := s.db.ExecContext(ctx, `VACUUM INTO ?`, path); err != nil {
+	err = s.exclusive(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `VACUUM INTO ?`, path)
+		return err
+	})
+	if err != nil {
 		os.Remove(path)
 		return fmt.Errorf("backup: %w", err)
 	}

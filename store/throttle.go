@@ -66,11 +66,12 @@ func (s *Store) LoginAllowed(ctx context.Context, name, addr string) (time.Durat
 // RecordLoginFailure counts a failed sign-in against name and addr, and
 // prunes failures that left the window.
 func (s *Store) RecordLoginFailure(ctx context.Context, name, addr string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("record login failure: %w", err)
-	}
-	defer tx.Rollback()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.recordLoginFailureTx(ctx, tx, name, addr)
+	})
+}
+
+func (s *Store) recordLoginFailureTx(ctx context.Context, tx *sql.Tx, name, addr string) error {
 
 	now := s.now()
 	if _, err := tx.ExecContext(ctx, `DELETE FROM login_failures WHERE at <= ?`,
@@ -87,9 +88,6 @@ func (s *Store) RecordLoginFailure(ctx context.Context, name, addr string) error
 			return fmt.Errorf("record login failure: %w", interpretError(err))
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("record login failure: %w", err)
-	}
 	return nil
 }
 
@@ -97,7 +95,7 @@ func (s *Store) RecordLoginFailure(ctx context.Context, name, addr string) error
 // sign-in. Its address's failures stay: an address guessing many names
 // stays throttled even when one guess is right.
 func (s *Store) ClearLoginFailures(ctx context.Context, name string) error {
-	if _, err := s.db.ExecContext(ctx, `
+	if _, err := s.exec(ctx, `
 		DELETE FROM login_failures WHERE scope = 'name' AND subject = ?`, nameSubject(name)); err != nil {
 		return fmt.Errorf("clear login failures: %w", err)
 	}

@@ -82,6 +82,16 @@ func ValidateAgentName(agent string) error {
 // CreateToken makes a new token for agent with scopes and returns its
 // secret, which is shown once and never stored.
 func (s *Store) CreateToken(ctx context.Context, agent string, scopes []string) (string, Token, error) {
+	var r0 string
+	var r1 Token
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		r0, r1, err = s.createTokenTx(ctx, tx, agent, scopes)
+		return err
+	})
+	return r0, r1, err
+}
+
+func (s *Store) createTokenTx(ctx context.Context, tx *sql.Tx, agent string, scopes []string) (string, Token, error) {
 	if err := ValidateAgentName(agent); err != nil {
 		return "", Token{}, fmt.Errorf("create token: %w", err)
 	}
@@ -93,11 +103,6 @@ func (s *Store) CreateToken(ctx context.Context, agent string, scopes []string) 
 	rand.Read(buf)
 	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(buf)
 
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return "", Token{}, fmt.Errorf("create token: %w", err)
-	}
-	defer tx.Rollback()
 	now := s.now()
 	res, err := tx.ExecContext(ctx, `
 		INSERT INTO tokens (agent, hash, scopes, created_at) VALUES (?, ?, ?, ?)`,
@@ -111,9 +116,6 @@ func (s *Store) CreateToken(ctx context.Context, agent string, scopes []string) 
 	}
 	if err := s.appendAudit(ctx, tx, "token.created", "", map[string]any{"token_id": id, "agent": agent, "scopes": scopes}); err != nil {
 		return "", Token{}, err
-	}
-	if err := tx.Commit(); err != nil {
-		return "", Token{}, fmt.Errorf("create token: %w", err)
 	}
 	return secret, Token{ID: id, Agent: agent, Scopes: scopes, CreatedAt: now}, nil
 }
@@ -153,11 +155,16 @@ func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
 // RevokeToken revokes the token with id ref, or every valid token of the
 // agent named ref. It returns how many tokens it revoked; none is ErrNotFound.
 func (s *Store) RevokeToken(ctx context.Context, ref string) (int, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, fmt.Errorf("revoke token: %w", err)
-	}
-	defer tx.Rollback()
+	var r0 int
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		r0, err = s.revokeTokenTx(ctx, tx, ref)
+		return err
+	})
+	return r0, err
+}
+
+func (s *Store) revokeTokenTx(ctx context.Context, tx *sql.Tx, ref string) (int, error) {
+	var err error
 	now := formatTime(s.now())
 	var res sql.Result
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil {
@@ -178,7 +185,7 @@ func (s *Store) RevokeToken(ctx context.Context, ref string) (int, error) {
 	if err := s.appendAudit(ctx, tx, "token.revoked", "", map[string]any{"ref": ref, "count": n}); err != nil {
 		return 0, err
 	}
-	return int(n), tx.Commit()
+	return int(n), nil
 }
 
 // CountTokens returns how many tokens were ever made.

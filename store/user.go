@@ -86,16 +86,21 @@ func (s *Store) CreateUser(ctx context.Context, name, role, password string) (Us
 			return User{}, fmt.Errorf("create user: %w", err)
 		}
 	}
-	// Hash before taking the write lock: it takes a good part of a second.
+	// Hash before the write: it takes a good part of a second, and the
+	// writer serves everyone's writes.
 	hash, err := hashPassword(ctx, password)
 	if err != nil {
 		return User{}, fmt.Errorf("create user: %w", err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return User{}, fmt.Errorf("create user: %w", err)
-	}
-	defer tx.Rollback()
+	var u User
+	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		u, err = s.createUserTx(ctx, tx, name, role, hash)
+		return err
+	})
+	return u, err
+}
+
+func (s *Store) createUserTx(ctx context.Context, tx *sql.Tx, name, role, hash string) (User, error) {
 	now := s.now().Truncate(time.Microsecond) // as stored
 	res, err := tx.ExecContext(ctx, `
 		INSERT INTO users (name, role, password_hash, created_at, updated_at, password_changed_at)
@@ -113,9 +118,6 @@ func (s *Store) CreateUser(ctx context.Context, name, role, password string) (Us
 	if err := s.appendAudit(ctx, tx, "user.created", "", map[string]any{"name": name, "role": role}); err != nil {
 		return User{}, err
 	}
-	if err := tx.Commit(); err != nil {
-		return User{}, fmt.Errorf("create user: %w", err)
-	}
 	return User{ID: id, Name: name, Role: role, CreatedAt: now, PasswordChangedAt: now}, nil
 }
 
@@ -126,16 +128,16 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 	if err := ValidatePassword(password); err != nil {
 		return fmt.Errorf("set password: %w", err)
 	}
-	hash, err := hashPassword(ctx, password)
+	hash, err := hashPassword(ctx, password) // outside the write, as in CreateUser
 	if err != nil {
 		return fmt.Errorf("set password: %w", err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("set password: %w", err)
-	}
-	defer tx.Rollback()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.setPasswordTx(ctx, tx, name, hash)
+	})
+}
 
+func (s *Store) setPasswordTx(ctx context.Context, tx *sql.Tx, name, hash string) error {
 	now := formatTime(s.now())
 	res, err := tx.ExecContext(ctx, `
 		UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE name = ?`,
@@ -149,9 +151,6 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 	if err := s.appendAudit(ctx, tx, "user.password_set", "", map[string]any{"name": name}); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("set password: %w", err)
-	}
 	return nil
 }
 
@@ -159,11 +158,12 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 // Disabling the last enabled admin is ErrInvalid, so the UI cannot lock
 // everyone out (the CLI can still add or enable another admin).
 func (s *Store) DisableUser(ctx context.Context, name string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("disable user: %w", err)
-	}
-	defer tx.Rollback()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.disableUserTx(ctx, tx, name)
+	})
+}
+
+func (s *Store) disableUserTx(ctx context.Context, tx *sql.Tx, name string) error {
 
 	u, err := userByName(ctx, tx, name)
 	if err != nil {
@@ -186,19 +186,17 @@ func (s *Store) DisableUser(ctx context.Context, name string) error {
 	if err := s.appendAudit(ctx, tx, "user.disabled", "", map[string]any{"name": u.Name}); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("disable user: %w", err)
-	}
 	return nil
 }
 
 // EnableUser lets a disabled user sign in again.
 func (s *Store) EnableUser(ctx context.Context, name string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("enable user: %w", err)
-	}
-	defer tx.Rollback()
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.enableUserTx(ctx, tx, name)
+	})
+}
+
+func (s *Store) enableUserTx(ctx context.Context, tx *sql.Tx, name string) error {
 	now := formatTime(s.now())
 	res, err := tx.ExecContext(ctx, `
 		UPDATE users SET disabled_at = NULL, updated_at = ? WHERE name = ?`, now, name)
@@ -208,23 +206,21 @@ func (s *Store) EnableUser(ctx context.Context, name string) error {
 	if err := s.appendAudit(ctx, tx, "user.enabled", "", map[string]any{"name": name}); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("enable user: %w", err)
-	}
 	return nil
 }
 
 // SetRole changes the user's role; it applies to their open sessions at
 // once. Demoting the last enabled admin is ErrInvalid.
 func (s *Store) SetRole(ctx context.Context, name, role string) error {
+	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return s.setRoleTx(ctx, tx, name, role)
+	})
+}
+
+func (s *Store) setRoleTx(ctx context.Context, tx *sql.Tx, name, role string) error {
 	if err := validateRole(role); err != nil {
 		return fmt.Errorf("set role: %w", err)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("set role: %w", err)
-	}
-	defer tx.Rollback()
 
 	u, err := userByName(ctx, tx, name)
 	if err != nil {
@@ -241,9 +237,6 @@ func (s *Store) SetRole(ctx context.Context, name, role string) error {
 	}
 	if err := s.appendAudit(ctx, tx, "user.role_changed", "", map[string]any{"name": u.Name, "from": u.Role, "role": role}); err != nil {
 		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("set role: %w", err)
 	}
 	return nil
 }
@@ -338,7 +331,7 @@ func (s *Store) rehash(ctx context.Context, id int64, old, password string) erro
 	if err != nil {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, `
+	_, err = s.exec(ctx, `
 		UPDATE users SET password_hash = ?, updated_at = ? WHERE id = ? AND password_hash = ?`,
 		hash, formatTime(s.now()), id, old)
 	if err != nil {

@@ -1,0 +1,262 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Group commit. Every write of the journal is a function run by one
+// writer goroutine on the one write connection. The writer takes what
+// has queued while the previous batch was being made durable and runs it
+// as one transaction, one fsync: each write inside its own savepoint, so
+// one that fails (a claim that finds its key taken, a transition whose
+// lease was lost) is undone alone and the others stay. A caller learns
+// its write's outcome only after the COMMIT that holds it returned, so
+// nothing is answered from a write a power loss could take back. Writes
+// run in the order they queued; audit events chain in that order, each
+// reading the head its predecessor in the batch left.
+
+// maxBatch bounds one transaction, so a burst does not hold readers'
+// checkpoints back for long.
+const maxBatch = 256
+
+// ErrUnavailable: the journal could not make a write durable (its
+// transaction could not start or commit: a disk error, a full disk, the
+// write lock held elsewhere past the busy timeout). Nothing of the write
+// is in the journal; the same call can be tried again later.
+var ErrUnavailable = errors.New("journal unavailable")
+
+// ErrClosed: the store was closed.
+var ErrClosed = errors.New("journal closed")
+
+// txFunc is one write: it runs inside the batch's transaction. Its ctx
+// carries the caller's values (the actor) but not its cancellation: a
+// statement interrupted half-way would roll back the whole batch.
+type txFunc func(ctx context.Context, tx *sql.Tx) error
+
+type writeReq struct {
+	ctx  context.Context
+	fn   txFunc
+	conn func(ctx context.Context, c *sql.Conn) error // instead of fn: run alone, outside a transaction
+	done chan error
+}
+
+// write runs fn in the next batch and returns its error, or the batch's
+// when the batch did not commit. It waits for the batch even when ctx is
+// done meanwhile: a write that may have landed is never reported as not.
+func (s *Store) write(ctx context.Context, fn txFunc) error {
+	return s.submit(ctx, &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// exclusive runs fn on the write connection between batches, outside any
+// transaction (VACUUM INTO cannot run inside one).
+func (s *Store) exclusive(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+	return s.submit(ctx, &writeReq{ctx: ctx, conn: fn, done: make(chan error, 1)})
+}
+
+func (s *Store) submit(ctx context.Context, r *writeReq) error {
+	s.queued.Add(1)
+	select {
+	case s.writes <- r:
+	case <-ctx.Done():
+		s.queued.Add(-1)
+		return ctx.Err()
+	case <-s.quit:
+		s.queued.Add(-1)
+		return ErrClosed
+	}
+	return <-r.done
+}
+
+// SetBeforeCommit makes fn run before each batch's COMMIT; an error from
+// it fails the batch as a failed disk write would. Tests inject faults
+// with it; nil removes it.
+func (s *Store) SetBeforeCommit(fn func() error) {
+	if fn == nil {
+		s.beforeCommit.Store(nil)
+		return
+	}
+	s.beforeCommit.Store(&fn)
+}
+
+// WriteStats reports how many batches the writer has run and how many
+// writes wait for it now.
+func (s *Store) WriteStats() (batches, queued int64) {
+	return s.batches.Load(), s.queued.Load()
+}
+
+// writer runs the batches until the store closes.
+func (s *Store) writer(conn *sql.Conn) {
+	defer close(s.stopped)
+	defer conn.Close() // back to the pool, which Close then closes (the last connection checkpoints)
+	for {
+		var first *writeReq
+		select {
+		case first = <-s.writes:
+			s.queued.Add(-1)
+		case <-s.quit:
+			return
+		}
+		if first.conn != nil {
+			first.done <- s.runExclusive(conn, first)
+			continue
+		}
+		batch := []*writeReq{first}
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.writes:
+				s.queued.Add(-1)
+				if r.conn != nil {
+					s.commit(conn, batch)
+					r.done <- s.runExclusive(conn, r)
+					batch = nil
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		if len(batch) > 0 {
+			s.commit(conn, batch)
+		}
+	}
+}
+
+func (s *Store) runExclusive(conn *sql.Conn, r *writeReq) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	return r.conn(context.WithoutCancel(r.ctx), conn)
+}
+
+// commit runs one batch as one transaction and answers each write.
+func (s *Store) commit(conn *sql.Conn, batch []*writeReq) {
+	s.batches.Add(1)
+	errs := make([]error, len(batch))
+	answer := func() {
+		for i, r := range batch {
+			r.done <- errs[i]
+		}
+	}
+	fail := func(stage string, err error) {
+		for i := range errs {
+			errs[i] = fmt.Errorf("%w: %s: %w", ErrUnavailable, stage, err)
+		}
+		answer()
+	}
+
+	bg := context.Background()
+	tx, err := conn.BeginTx(bg, nil) // BEGIN IMMEDIATE
+	if err != nil {
+		fail("begin", err)
+		return
+	}
+	landed := 0
+	alone := len(batch) == 1 // a write alone needs no savepoint: its failure rolls back the transaction
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			errs[i] = err // given up before it ran: nothing written
+			continue
+		}
+		if alone {
+			if errs[i] = r.fn(context.WithoutCancel(r.ctx), tx); errs[i] == nil {
+				landed++
+			} else if journalFailure(errs[i]) {
+				errs[i] = fmt.Errorf("%w: %w", ErrUnavailable, errs[i])
+			}
+			break
+		}
+		if _, err := tx.ExecContext(bg, `SAVEPOINT w`); err != nil {
+			tx.Rollback()
+			fail("savepoint", err)
+			return
+		}
+		errs[i] = r.fn(context.WithoutCancel(r.ctx), tx)
+		if errs[i] != nil {
+			if journalFailure(errs[i]) {
+				errs[i] = fmt.Errorf("%w: %w", ErrUnavailable, errs[i])
+			}
+			if _, err := tx.ExecContext(bg, `ROLLBACK TO w`); err != nil {
+				// The transaction is gone (SQLite rolls it back itself on
+				// some I/O errors): nothing in it landed.
+				tx.Rollback()
+				for j := range errs {
+					if j != i {
+						errs[j] = fmt.Errorf("%w: %w", ErrUnavailable, err)
+					}
+				}
+				answer()
+				return
+			}
+		} else {
+			landed++
+		}
+		if _, err := tx.ExecContext(bg, `RELEASE w`); err != nil {
+			tx.Rollback()
+			fail("release", err)
+			return
+		}
+	}
+	if landed == 0 {
+		tx.Rollback()
+		answer()
+		return
+	}
+	if hook := s.beforeCommit.Load(); hook != nil {
+		if err := (*hook)(); err != nil {
+			tx.Rollback()
+			s.failLanded(errs, err)
+			answer()
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		// A COMMIT that failed may leave the transaction open on the
+		// connection; end it so the next batch can begin.
+		conn.ExecContext(bg, `ROLLBACK`)
+		s.failLanded(errs, err)
+	}
+	answer()
+}
+
+// failLanded gives the writes that had succeeded in a batch that did not
+// commit the batch's error.
+func (s *Store) failLanded(errs []error, err error) {
+	for i := range errs {
+		if errs[i] == nil {
+			errs[i] = fmt.Errorf("%w: commit: %w", ErrUnavailable, err)
+		}
+	}
+}
+
+// journalFailure reports whether err is the journal failing (its disk,
+// its file, its lock) rather than a rule refusing the write.
+func journalFailure(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_BUSY,
+		sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN:
+		return true
+	}
+	return false
+}
+
+// exec runs one statement as a write of its own.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var res sql.Result
+	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		res, err = tx.ExecContext(ctx, query, args...)
+		return err
+	})
+	return res, err
+}
