@@ -182,7 +182,7 @@ func serviceInstall(cl cli, o serviceOptions, exe string, m serviceManager) erro
 var serviceCommand = command{
 	name:    "service",
 	args:    "install|uninstall|start|stop|status",
-	summary: "install oncegate as a service of the system (a systemd unit on Linux, a Windows service on Windows), remove, start, stop or show it; 'oncegate service install -h' for its flags",
+	summary: "install oncegate as a systemd unit (Linux) or a Windows service, and control it; 'oncegate service install -h' for its flags",
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		return func(cl cli, args []string) error {
 			if len(args) == 0 {
@@ -195,16 +195,16 @@ var serviceCommand = command{
 
 var serviceInstallCommand = command{
 	name:    "service install",
-	args:    "--config FILE [--env-file FILE] [--name NAME] [--user USER] [--unit-dir DIR] [--no-enable] [--force]",
+	args:    "[--env-file FILE] [--name NAME] [--user USER] [--unit-dir DIR] [--no-enable] [--force]",
 	summary: "install and start serve as a service: a hardened systemd unit on Linux, a Windows service on Windows (needs root or an administrator)",
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		o := serviceOptions{set: map[string]bool{}}
 		fs.StringVar(&o.config, "config", "", "configuration `FILE` the service runs with (required; must load)")
-		fs.StringVar(&o.data, "data", "", "data `DIR`ectory of the journal (default: the configuration's data_dir, if absolute); under /var/lib, systemd makes it (StateDirectory=) and runs the service as a dynamic user")
+		fs.StringVar(&o.data, "data", "", "the journal's data `DIR` (default: the configuration's data_dir, if absolute); under /var/lib, systemd makes it (StateDirectory=) and runs the service as a dynamic user")
 		fs.StringVar(&o.envFile, "env-file", "", "`FILE` of KEY=VALUE lines (the targets' secrets) the service reads over its environment; only its path is written")
 		fs.StringVar(&o.name, "name", defaultServiceName, "the service's `NAME`")
 		fs.StringVar(&o.user, "user", "oncegate", "Linux: the existing `USER` to run as when the data directory is outside /var/lib, or when given")
-		fs.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "Linux: the `DIR`ectory the unit file is written to")
+		fs.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "Linux: the `DIR` the unit file is written to")
 		fs.BoolVar(&o.noEnable, "no-enable", false, "install only: do not enable or start the service")
 		fs.BoolVar(&o.force, "force", false, "replace an installed service of the same name")
 		return func(cl cli, args []string) error {
@@ -231,7 +231,7 @@ var serviceUninstallCommand = command{
 	summary: "stop and remove the service; the data directory and its journal stay",
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		name := fs.String("name", defaultServiceName, "the service's `NAME`")
-		unitDir := fs.String("unit-dir", "/etc/systemd/system", "Linux: the `DIR`ectory the unit file is in")
+		unitDir := fs.String("unit-dir", "/etc/systemd/system", "Linux: the `DIR` the unit file is in")
 		return func(cl cli, args []string) error {
 			if len(args) != 0 {
 				return badUsage("service uninstall", "takes no arguments")

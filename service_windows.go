@@ -292,7 +292,11 @@ func (h *winHandler) Execute(args []string, r <-chan svc.ChangeRequest, s chan<-
 	}()
 	var exit uint32
 	h.err = serviceHandler(requests, func(st svcStatus) {
-		exit = st.ExitCode
+		if st.State == svcStopped {
+			// svc reports Stopped, with this exit code, once Execute returns.
+			exit = st.ExitCode
+			return
+		}
 		s <- toWindowsStatus(st)
 	}, h.run)
 	return exit != 0, exit
