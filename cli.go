@@ -50,6 +50,7 @@ var commands = []command{
 	serviceStartCommand,
 	serviceStopCommand,
 	serviceStatusCommand,
+	benchCommand,
 	simCommand,
 }
 

@@ -84,10 +84,10 @@ func (s *Store) SetBeforeCommit(fn func() error) {
 	s.beforeCommit.Store(&fn)
 }
 
-// WriteStats reports how many batches the writer has run and how many
-// writes wait for it now.
-func (s *Store) WriteStats() (batches, queued int64) {
-	return s.batches.Load(), s.queued.Load()
+// WriteStats reports how many batches the writer has run, how many
+// writes they held, and how many writes wait for it now.
+func (s *Store) WriteStats() (batches, writes, queued int64) {
+	return s.batches.Load(), s.written.Load(), s.queued.Load()
 }
 
 // writer runs the batches until the store closes.
@@ -139,6 +139,7 @@ func (s *Store) runExclusive(conn *sql.Conn, r *writeReq) error {
 // commit runs one batch as one transaction and answers each write.
 func (s *Store) commit(conn *sql.Conn, batch []*writeReq) {
 	s.batches.Add(1)
+	s.written.Add(int64(len(batch)))
 	errs := make([]error, len(batch))
 	answer := func() {
 		for i, r := range batch {

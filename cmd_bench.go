@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/store"
+)
+
+var benchCommand = command{
+	name:    "bench",
+	args:    "[--connections N] [--duration D]",
+	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		conns := fs.Int("connections", 32, "`N` clients sending at once")
+		dur := fs.Duration("duration", 8*time.Second, "how long each path is loaded (`D`)")
+		profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+		only := fs.String("only", "", "load only the paths whose name contains `WORD` (echo, replay, new)")
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("bench", "takes no arguments")
+			}
+			if *conns < 1 || *dur <= 0 {
+				return badUsage("bench", "--connections and --duration must be positive")
+			}
+			if *profile != "" {
+				f, err := os.Create(*profile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			return bench(cl.stdout, *conns, *dur, *only)
+		}
+	},
+}
+
+// benchBody is the request every path gets: a 1C invoice.
+var benchBody = []byte(`{"schema_version":"1.0","intent":"invoice.create","actor_id":"bench",` +
+	`"payload":{"order_id":"order-bench","organization_id":"org-main","customer_id":"customer-1042","currency":"RUB",` +
+	`"items":[{"product_id":"product-778","quantity":2,"unit":"pcs","price_minor":62500}]}}`)
+
+// bench runs the gateway in this process on a journal in a new temporary
+// directory (WAL, synchronous=FULL, as serve), its targets the built-in
+// simulators, and loads it over loopback HTTP; the reference is a bare
+// Echo handler that binds the same JSON body, loaded the same way in the
+// same run. The paths are loaded in turn, the reference twice (first and
+// last), so a machine that changes speed shows.
+func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir, err := os.MkdirTemp("", "oncegate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	cfg := server.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 1e9, 1e9 // the limiter is not what is measured
+	st, err := store.Open(ctx, filepath.Join(dir, "journal.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	_, simHTTP, simURL, err := sim.Start("127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer simHTTP.Close()
+	targets, err := server.BuildTargets(cfg, simURL, func(string) string { return "" })
+	if err != nil {
+		return err
+	}
+	srv := server.New(cfg, st, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	gwURL, stopGW, err := listenAndServe(func(ln net.Listener) error { return srv.Serve(ctx, ln) })
+	if err != nil {
+		return err
+	}
+	defer stopGW()
+	token, _, err := st.CreateToken(ctx, "bench-agent", store.Scopes)
+	if err != nil {
+		return err
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.POST("/v1/operations", func(c echo.Context) error {
+		var m map[string]any
+		if err := c.Bind(&m); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"status": "succeeded", "operation": m["operation"]})
+	})
+	refURL, stopRef, err := listenAndServe(func(ln net.Listener) error {
+		err := http.Serve(ln, e)
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer stopRef()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
+	var seq atomic.Int64
+	newKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%d:v1", seq.Add(1)) }
+	const replayKey = "test:invoice.create:bench-replay:v1"
+	if err := send(client, gwURL, token, replayKey, http.StatusOK); err != nil {
+		return fmt.Errorf("first request: %w", err)
+	}
+
+	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; journal %s (WAL, synchronous=FULL)\n",
+		conns, dur, runtime.GOMAXPROCS(0), dir)
+	type path struct {
+		name string
+		url  string
+		key  func() string
+		want int
+	}
+	paths := []path{
+		{"bare Echo (reference)", refURL, func() string { return replayKey }, http.StatusOK},
+		{"replay of a final operation", gwURL, func() string { return replayKey }, http.StatusOK},
+		{"new operation (1C simulator)", gwURL, newKey, http.StatusOK},
+		{"bare Echo (reference, again)", refURL, func() string { return replayKey }, http.StatusOK},
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\t")
+	var ref float64
+	for _, p := range paths {
+		if only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(only)) && !strings.Contains(p.name, "reference") {
+			continue
+		}
+		r, err := load(client, p.url, token, p.key, p.want, conns, dur)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		if ref == 0 {
+			ref = r.rate
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref)
+	}
+	return tw.Flush()
+}
+
+// listenAndServe serves on a new loopback port and returns its URL and a
+// stop that ends the serving.
+func listenAndServe(serve func(net.Listener) error) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	done := make(chan struct{})
+	go func() { serve(ln); close(done) }()
+	return "http://" + ln.Addr().String(), func() { ln.Close() }, nil
+}
+
+type loadResult struct {
+	n        int
+	rate     float64
+	p50, p99 time.Duration
+}
+
+// load sends requests from conns clients for dur and measures them; any
+// answer but want stops it with an error.
+func load(client *http.Client, url, token string, key func() string, want, conns int, dur time.Duration) (loadResult, error) {
+	var wg sync.WaitGroup
+	lat := make([][]time.Duration, conns)
+	errs := make([]error, conns)
+	start := time.Now()
+	end := start.Add(dur)
+	for i := range conns {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				t0 := time.Now()
+				if err := send(client, url, token, key(), want); err != nil {
+					errs[i] = err
+					return
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return loadResult{}, err
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	if len(all) == 0 {
+		return loadResult{}, errors.New("no request finished")
+	}
+	return loadResult{n: len(all), rate: float64(len(all)) / elapsed.Seconds(),
+		p50: all[len(all)/2], p99: all[len(all)*99/100]}, nil
+}
+
+func send(client *http.Client, url, token, key string, want int) error {
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/operations", bytes.NewReader(benchBody))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		return fmt.Errorf("HTTP %d, want %d: %.300s", resp.StatusCode, want, body)
+	}
+	return nil
+}
