@@ -47,12 +47,13 @@ type Store struct {
 	queued       atomic.Int64                 // writes waiting for the writer
 }
 
-// dsn builds the connection string with every pragma set per connection.
-func dsn(path string, readOnly bool) string {
+// dsn builds the connection string with every pragma set per connection;
+// busyMS is how long a statement waits for a lock another process holds.
+func dsn(path string, readOnly bool, busyMS int) string {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMS))
 	q.Add("_pragma", "foreign_keys(1)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
@@ -68,7 +69,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if _, err := Migrate(ctx, path, "up"); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", dsn(path, false))
+	// The writer waits for the lock itself (lockWait), so its
+	// connection's busy handler gives up at once.
+	db, err := sql.Open("sqlite", dsn(path, false, 0))
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
@@ -79,7 +82,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	rdb, err := sql.Open("sqlite", dsn(path, true))
+	rdb, err := sql.Open("sqlite", dsn(path, true, 5000))
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open journal readers: %w", err)
@@ -138,7 +141,7 @@ func (s *Store) now() time.Time { return s.Now().UTC() }
 // "down" (one step), or only reports the version for "version". It returns
 // the schema version after the change.
 func Migrate(ctx context.Context, path, direction string) (uint, error) {
-	db, err := sql.Open("sqlite", dsn(path, false))
+	db, err := sql.Open("sqlite", dsn(path, false, 5000))
 	if err != nil {
 		return 0, fmt.Errorf("open journal for migration: %w", err)
 	}

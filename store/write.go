@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -154,7 +155,7 @@ func (s *Store) commit(conn *sql.Conn, batch []*writeReq) {
 	}
 
 	bg := context.Background()
-	tx, err := conn.BeginTx(bg, nil) // BEGIN IMMEDIATE
+	tx, err := begin(conn)
 	if err != nil {
 		fail("begin", err)
 		return
@@ -250,6 +251,27 @@ func journalFailure(err error) bool {
 		return true
 	}
 	return false
+}
+
+// lockWait is how long a batch waits for the write lock that another
+// process (a command beside serve, a second handle) holds.
+const lockWait = 5 * time.Second
+
+// begin starts the batch's transaction (BEGIN IMMEDIATE, which takes the
+// write lock), trying again every millisecond while another process holds
+// the lock. SQLite's own busy handler sleeps ever longer, up to 100 ms
+// between tries, so a process that writes beside a busy gateway would
+// seldom find the lock free in the moment between two batches; trying
+// often, both sides get their turn.
+func begin(conn *sql.Conn) (*sql.Tx, error) {
+	deadline := time.Now().Add(lockWait)
+	for {
+		tx, err := conn.BeginTx(context.Background(), nil)
+		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
+			return tx, err
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // exec runs one statement as a write of its own.

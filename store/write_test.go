@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,4 +212,47 @@ func TestWriteGivenUpBeforeItRuns(t *testing.T) {
 	if _, err := s.Get(context.Background(), "test:invoice.create:given-up:v1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a write given up was written: %v", err)
 	}
+}
+
+// A second handle on the journal (a command run beside serve, an
+// accountant's tool) gets its writes through while the first writes
+// without pause: each waits for the lock, never long enough to give up.
+func TestSecondWriterGetsItsTurn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	busy, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	other, err := store.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	var stop atomic.Bool
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			for !stop.Load() {
+				key := fmt.Sprintf("test:invoice.create:busy-%d:v1", n.Add(1))
+				if _, _, err := busy.Claim(context.Background(), claimReq(key, fp1, "run-1")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 20 {
+		if err := other.Audit(context.Background(), "test.beside", "", map[string]any{"i": i}); err != nil {
+			t.Errorf("write %d of the second handle beside a busy one: %v", i, err)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if rep, err := other.VerifyAudit(context.Background()); err != nil || rep.BrokenAt != 0 {
+		t.Fatalf("audit chain with two writers: %+v, %v", rep, err)
+	}
+	t.Logf("%d claims beside 20 writes of a second handle", n.Load())
 }
