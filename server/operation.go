@@ -101,12 +101,18 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 	}
 
 	var refused *adapters.Error
+	if final, ok := s.finals.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
+		s.metrics.decisions.WithLabelValues(in.Name, store.DecisionReplay.String()).Inc()
+		return s.writeOperation(c, final, env.RequestID, true)
+	}
 	existing, err := s.store.Get(ctx, key)
 	switch {
 	case err == nil && existing.Status.Terminal() && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint:
 		// Fast path: a final row of this agent with this fingerprint is
 		// replayed from a read, without taking the journal's writer. Final
-		// rows never change, so the read is as good as the claim's.
+		// rows never change, so the read is as good as the claim's; the
+		// row is kept for the next replay.
+		s.finals.put(existing)
 		s.metrics.decisions.WithLabelValues(in.Name, store.DecisionReplay.String()).Inc()
 		return s.writeOperation(c, existing, env.RequestID, true)
 	case errors.Is(err, store.ErrNotFound):

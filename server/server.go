@@ -42,6 +42,7 @@ type Server struct {
 	// limiters bound each agent token's request rate.
 	limiters *limiters
 	tokens   tokenCache
+	finals   finalCache // final rows, for replays
 	metrics  *metrics
 	plans    planCache // validate mode only
 }

@@ -150,6 +150,9 @@ func (s *Server) purge(ctx context.Context) {
 				return
 			}
 			total += n
+			if n > 0 {
+				s.finals.clear() // a purged key's replay is no longer the journal's
+			}
 			if n < 500 {
 				break
 			}

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+// The replay cache keeps final rows only, without their payload, within
+// its bounds in rows and bytes.
+func TestFinalCacheBounds(t *testing.T) {
+	var f finalCache
+	f.put(store.Operation{Key: "open", Status: store.StatusStarted})
+	if _, ok := f.get("open"); ok {
+		t.Fatal("a row that is not final was kept")
+	}
+	f.put(store.Operation{Key: "done", Status: store.StatusSucceeded, Payload: []byte(`{"x":1}`)})
+	if op, ok := f.get("done"); !ok || op.Payload != nil {
+		t.Fatalf("final row: %+v, %v; want it kept without payload", op, ok)
+	}
+	for i := range finalCacheRows + 100 {
+		f.put(store.Operation{Key: fmt.Sprintf("k-%d", i), Status: store.StatusFailedFinal})
+	}
+	if len(f.rows) > finalCacheRows {
+		t.Fatalf("%d rows kept, bound %d", len(f.rows), finalCacheRows)
+	}
+	big := strings.Repeat("r", finalCacheBytes/128)
+	for i := range 200 {
+		f.put(store.Operation{Key: fmt.Sprintf("big-%d", i), Status: store.StatusSucceeded, Result: []byte(big)})
+	}
+	if f.bytes > finalCacheBytes {
+		t.Fatalf("%d bytes kept, bound %d", f.bytes, finalCacheBytes)
+	}
+	f.put(store.Operation{Key: "huge", Status: store.StatusSucceeded, Result: []byte(strings.Repeat("r", finalCacheBytes/32))})
+	if _, ok := f.get("huge"); ok {
+		t.Fatal("a result larger than the per-row bound was kept")
+	}
+}
+
+// A purge that removes final rows empties the cache, so a purged key is
+// never replayed from memory once the journal forgot it.
+func TestPurgeClearsFinalCache(t *testing.T) {
+	t.Parallel()
+	s, st := scriptedServer(t, &scripted{})
+	ctx := context.Background()
+	const key = "test:payment.charge:purged:v1"
+	st.Now = func() time.Time { return time.Now().Add(-1000 * time.Hour) }
+	op := claimed(t, s, st, key)
+	if err := st.Complete(ctx, key, op.LeaseOwner, "pay-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	st.Now = time.Now
+	final, err := st.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.finals.put(final)
+	s.finals.put(store.Operation{Key: "test:payment.charge:other:v1", Status: store.StatusSucceeded})
+	s.purge(ctx)
+	if _, err := st.Get(ctx, key); err == nil {
+		t.Fatal("the old row was not purged")
+	}
+	if _, ok := s.finals.get(key); ok {
+		t.Fatal("the purged row is still replayed from the cache")
+	}
+}
