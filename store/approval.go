@@ -103,12 +103,12 @@ func scanApproval(sc scanner) (Approval, error) {
 // APPROVAL_DENIED in the same transaction; an approval leaves it for the
 // executor (TakeApproved).
 func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, user, comment string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.decideApprovalTx(ctx, tx, id, approve, user, comment)
 	})
 }
 
-func (s *Store) decideApprovalTx(ctx context.Context, tx *sql.Tx, id int64, approve bool, user, comment string) error {
+func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, approve bool, user, comment string) error {
 	now := formatTime(s.now())
 	status := ApprovalDenied
 	if approve {
@@ -149,7 +149,7 @@ func (s *Store) decideApprovalTx(ctx context.Context, tx *sql.Tx, id int64, appr
 }
 
 // endAwaiting ends an operation awaiting approval as failed_final.
-func (s *Store) endAwaiting(ctx context.Context, tx *sql.Tx, key, code, msg string) error {
+func (s *Store) endAwaiting(ctx context.Context, tx *txn, key, code, msg string) error {
 	now := formatTime(s.now())
 	res, err := tx.ExecContext(ctx, `
 		UPDATE operations SET status = 'failed_final', error_code = ?, error_message = ?, updated_at = ?, completed_at = ?
@@ -168,14 +168,14 @@ func (s *Store) endAwaiting(ctx context.Context, tx *sql.Tx, key, code, msg stri
 // APPROVAL_EXPIRED. It returns the keys it ended.
 func (s *Store) ExpireApprovals(ctx context.Context) ([]string, error) {
 	var r0 []string
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, err = s.expireApprovalsTx(ctx, tx)
 		return err
 	})
 	return r0, err
 }
 
-func (s *Store) expireApprovalsTx(ctx context.Context, tx *sql.Tx) ([]string, error) {
+func (s *Store) expireApprovalsTx(ctx context.Context, tx *txn) ([]string, error) {
 	now := formatTime(s.now())
 	rows, err := tx.QueryContext(ctx, `SELECT id, operation_key FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY id LIMIT 500`, now)
 	if err != nil {
@@ -221,14 +221,14 @@ func (s *Store) expireApprovalsTx(ctx context.Context, tx *sql.Tx) ([]string, er
 // is ready.
 func (s *Store) TakeApproved(ctx context.Context, owner string, lease time.Duration) (Operation, error) {
 	var r0 Operation
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, err = s.takeApprovedTx(ctx, tx, owner, lease)
 		return err
 	})
 	return r0, err
 }
 
-func (s *Store) takeApprovedTx(ctx context.Context, tx *sql.Tx, owner string, lease time.Duration) (Operation, error) {
+func (s *Store) takeApprovedTx(ctx context.Context, tx *txn, owner string, lease time.Duration) (Operation, error) {
 	var err error
 	var id int64
 	var key string

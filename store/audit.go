@@ -79,7 +79,7 @@ func chainHash(prev string, e AuditEvent) string {
 
 // appendAudit adds an event inside the caller's write transaction, chained
 // to the last one. detail is marshalled as JSON (maps sort their keys).
-func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, event, key string, detail map[string]any) error {
+func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, detail map[string]any) error {
 	var prevID int64
 	prev := genesis
 	err := tx.QueryRowContext(ctx, `SELECT id, hash FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&prevID, &prev)
@@ -108,12 +108,12 @@ func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, event, key string, 
 // Audit records an event that changes nothing else in the journal (a
 // sign-in, a manual note), in its own transaction.
 func (s *Store) Audit(ctx context.Context, event, key string, detail map[string]any) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.auditTx(ctx, tx, event, key, detail)
 	})
 }
 
-func (s *Store) auditTx(ctx context.Context, tx *sql.Tx, event, key string, detail map[string]any) error {
+func (s *Store) auditTx(ctx context.Context, tx *txn, event, key string, detail map[string]any) error {
 	if err := s.appendAudit(ctx, tx, event, key, detail); err != nil {
 		return err
 	}

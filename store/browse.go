@@ -133,12 +133,12 @@ func (s *Store) Summarize(ctx context.Context) (Summary, error) {
 // succeeded; not there makes it failed_retryable, safe for the agent to
 // send again. Only an unknown row whose lease is free can be resolved.
 func (s *Store) ResolveByHand(ctx context.Context, key string, found bool, objectID, reason string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.resolveByHandTx(ctx, tx, key, found, objectID, reason)
 	})
 }
 
-func (s *Store) resolveByHandTx(ctx context.Context, tx *sql.Tx, key string, found bool, objectID, reason string) error {
+func (s *Store) resolveByHandTx(ctx context.Context, tx *txn, key string, found bool, objectID, reason string) error {
 	var err error
 	if reason == "" {
 		return fmt.Errorf("resolve by hand: %w: a reason is required", ErrInvalid)

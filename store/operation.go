@@ -133,7 +133,7 @@ const operationColumns = `operation_key, intent, fingerprint, status, target_sys
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Decision, Operation, error) {
 	var d Decision
 	var op Operation
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		d, op, err = s.claim(ctx, tx, req)
 		return err
 	})
@@ -143,7 +143,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Decision, Operatio
 	return d, op, nil
 }
 
-func (s *Store) claim(ctx context.Context, tx *sql.Tx, req ClaimRequest) (Decision, Operation, error) {
+func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision, Operation, error) {
 	now := s.now()
 	status, owner, until, attempts, lastAttempt := StatusStarted, any(req.Owner), any(formatTime(now.Add(req.Lease))), 1, any(formatTime(now))
 	var code, field, msg, completed any
@@ -218,7 +218,7 @@ func (s *Store) claim(ctx context.Context, tx *sql.Tx, req ClaimRequest) (Decisi
 
 // takeLease moves op, as read in tx, to started under owner's lease, on
 // the condition that the row has not changed since, and audits it.
-func (s *Store) takeLease(ctx context.Context, tx *sql.Tx, op Operation, owner string, lease time.Duration) (Operation, error) {
+func (s *Store) takeLease(ctx context.Context, tx *txn, op Operation, owner string, lease time.Duration) (Operation, error) {
 	now := s.now()
 	res, err := tx.ExecContext(ctx, `
 		UPDATE operations
@@ -390,12 +390,12 @@ func (s *Store) MarkUnknown(ctx context.Context, key, owner, objectID string, f 
 // transition runs one conditional update and audits it as event, in one
 // transaction; no row changed means the caller lost the lease.
 func (s *Store) transition(ctx context.Context, event, key, owner string, detail map[string]any, query string, args ...any) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.transitionTx(ctx, tx, event, key, owner, detail, query, args...)
 	})
 }
 
-func (s *Store) transitionTx(ctx context.Context, tx *sql.Tx, event, key, owner string, detail map[string]any, query string, args ...any) error {
+func (s *Store) transitionTx(ctx context.Context, tx *txn, event, key, owner string, detail map[string]any, query string, args ...any) error {
 	res, err := tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", event, interpretError(err))
@@ -420,14 +420,14 @@ func (s *Store) transitionTx(ctx context.Context, tx *sql.Tx, event, key, owner 
 // how many rows it moved.
 func (s *Store) OrphanLeases(ctx context.Context, run string) (int, error) {
 	var r0 int
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, err = s.orphanLeasesTx(ctx, tx, run)
 		return err
 	})
 	return r0, err
 }
 
-func (s *Store) orphanLeasesTx(ctx context.Context, tx *sql.Tx, run string) (int, error) {
+func (s *Store) orphanLeasesTx(ctx context.Context, tx *txn, run string) (int, error) {
 	rows, err := tx.QueryContext(ctx, `
 		SELECT operation_key FROM operations
 		WHERE status = 'started' AND lease_owner IS NOT ? AND substr(coalesce(lease_owner, ''), 1, ?) <> ?`,

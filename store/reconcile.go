@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -27,14 +26,14 @@ func (s *Store) DueForReconcile(ctx context.Context, limit int) ([]Operation, er
 // returned, if it is still as it was read. ErrLeaseLost when it moved on.
 func (s *Store) TakeForReconcile(ctx context.Context, op Operation, owner string, lease time.Duration) (Operation, error) {
 	var r0 Operation
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, err = s.takeForReconcileTx(ctx, tx, op, owner, lease)
 		return err
 	})
 	return r0, err
 }
 
-func (s *Store) takeForReconcileTx(ctx context.Context, tx *sql.Tx, op Operation, owner string, lease time.Duration) (Operation, error) {
+func (s *Store) takeForReconcileTx(ctx context.Context, tx *txn, op Operation, owner string, lease time.Duration) (Operation, error) {
 	cur, err := getOperation(ctx, tx, op.Key)
 	if err != nil {
 		return Operation{}, fmt.Errorf("take for reconcile: %w", err)
@@ -94,14 +93,14 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, r
 // completion), so an operator can tell a purged key from one never used.
 func (s *Store) PurgeTerminal(ctx context.Context, system string, cutoff time.Time, batch int) (int, error) {
 	var r0 int
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, err = s.purgeTerminalTx(ctx, tx, system, cutoff, batch)
 		return err
 	})
 	return r0, err
 }
 
-func (s *Store) purgeTerminalTx(ctx context.Context, tx *sql.Tx, system string, cutoff time.Time, batch int) (int, error) {
+func (s *Store) purgeTerminalTx(ctx context.Context, tx *txn, system string, cutoff time.Time, batch int) (int, error) {
 	rows, err := tx.QueryContext(ctx, `
 		DELETE FROM operations WHERE operation_key IN (
 			SELECT operation_key FROM operations

@@ -49,14 +49,14 @@ func randomToken() string {
 func (s *Store) CreateSession(ctx context.Context, userID int64, ttl time.Duration, remoteAddr string) (string, Session, error) {
 	var r0 string
 	var r1 Session
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, r1, err = s.createSessionTx(ctx, tx, userID, ttl, remoteAddr)
 		return err
 	})
 	return r0, r1, err
 }
 
-func (s *Store) createSessionTx(ctx context.Context, tx *sql.Tx, userID int64, ttl time.Duration, remoteAddr string) (string, Session, error) {
+func (s *Store) createSessionTx(ctx context.Context, tx *txn, userID int64, ttl time.Duration, remoteAddr string) (string, Session, error) {
 	if ttl <= 0 {
 		return "", Session{}, fmt.Errorf("create session: %w: ttl must be positive", ErrInvalid)
 	}

@@ -128,7 +128,7 @@ func (s *Store) Ready(ctx context.Context) error {
 		return fmt.Errorf("journal schema is at version %d (dirty %v), this binary needs %d", version, dirty, want)
 	}
 	// An empty write: the writer's BEGIN IMMEDIATE takes the write lock.
-	if err := s.write(ctx, func(context.Context, *sql.Tx) error { return nil }); err != nil {
+	if err := s.write(ctx, func(context.Context, *txn) error { return nil }); err != nil {
 		return fmt.Errorf("journal not writable: %w", err)
 	}
 	return nil

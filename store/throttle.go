@@ -66,12 +66,12 @@ func (s *Store) LoginAllowed(ctx context.Context, name, addr string) (time.Durat
 // RecordLoginFailure counts a failed sign-in against name and addr, and
 // prunes failures that left the window.
 func (s *Store) RecordLoginFailure(ctx context.Context, name, addr string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.recordLoginFailureTx(ctx, tx, name, addr)
 	})
 }
 
-func (s *Store) recordLoginFailureTx(ctx context.Context, tx *sql.Tx, name, addr string) error {
+func (s *Store) recordLoginFailureTx(ctx context.Context, tx *txn, name, addr string) error {
 
 	now := s.now()
 	if _, err := tx.ExecContext(ctx, `DELETE FROM login_failures WHERE at <= ?`,

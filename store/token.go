@@ -84,14 +84,14 @@ func ValidateAgentName(agent string) error {
 func (s *Store) CreateToken(ctx context.Context, agent string, scopes []string) (string, Token, error) {
 	var r0 string
 	var r1 Token
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, r1, err = s.createTokenTx(ctx, tx, agent, scopes)
 		return err
 	})
 	return r0, r1, err
 }
 
-func (s *Store) createTokenTx(ctx context.Context, tx *sql.Tx, agent string, scopes []string) (string, Token, error) {
+func (s *Store) createTokenTx(ctx context.Context, tx *txn, agent string, scopes []string) (string, Token, error) {
 	if err := ValidateAgentName(agent); err != nil {
 		return "", Token{}, fmt.Errorf("create token: %w", err)
 	}
@@ -156,14 +156,14 @@ func (s *Store) ListTokens(ctx context.Context) ([]Token, error) {
 // agent named ref. It returns how many tokens it revoked; none is ErrNotFound.
 func (s *Store) RevokeToken(ctx context.Context, ref string) (int, error) {
 	var r0 int
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, err = s.revokeTokenTx(ctx, tx, ref)
 		return err
 	})
 	return r0, err
 }
 
-func (s *Store) revokeTokenTx(ctx context.Context, tx *sql.Tx, ref string) (int, error) {
+func (s *Store) revokeTokenTx(ctx context.Context, tx *txn, ref string) (int, error) {
 	var err error
 	now := formatTime(s.now())
 	var res sql.Result

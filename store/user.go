@@ -93,14 +93,14 @@ func (s *Store) CreateUser(ctx context.Context, name, role, password string) (Us
 		return User{}, fmt.Errorf("create user: %w", err)
 	}
 	var u User
-	err = s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err = s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		u, err = s.createUserTx(ctx, tx, name, role, hash)
 		return err
 	})
 	return u, err
 }
 
-func (s *Store) createUserTx(ctx context.Context, tx *sql.Tx, name, role, hash string) (User, error) {
+func (s *Store) createUserTx(ctx context.Context, tx *txn, name, role, hash string) (User, error) {
 	now := s.now().Truncate(time.Microsecond) // as stored
 	res, err := tx.ExecContext(ctx, `
 		INSERT INTO users (name, role, password_hash, created_at, updated_at, password_changed_at)
@@ -132,12 +132,12 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 	if err != nil {
 		return fmt.Errorf("set password: %w", err)
 	}
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.setPasswordTx(ctx, tx, name, hash)
 	})
 }
 
-func (s *Store) setPasswordTx(ctx context.Context, tx *sql.Tx, name, hash string) error {
+func (s *Store) setPasswordTx(ctx context.Context, tx *txn, name, hash string) error {
 	now := formatTime(s.now())
 	res, err := tx.ExecContext(ctx, `
 		UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE name = ?`,
@@ -158,12 +158,12 @@ func (s *Store) setPasswordTx(ctx context.Context, tx *sql.Tx, name, hash string
 // Disabling the last enabled admin is ErrInvalid, so the UI cannot lock
 // everyone out (the CLI can still add or enable another admin).
 func (s *Store) DisableUser(ctx context.Context, name string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.disableUserTx(ctx, tx, name)
 	})
 }
 
-func (s *Store) disableUserTx(ctx context.Context, tx *sql.Tx, name string) error {
+func (s *Store) disableUserTx(ctx context.Context, tx *txn, name string) error {
 
 	u, err := userByName(ctx, tx, name)
 	if err != nil {
@@ -191,12 +191,12 @@ func (s *Store) disableUserTx(ctx context.Context, tx *sql.Tx, name string) erro
 
 // EnableUser lets a disabled user sign in again.
 func (s *Store) EnableUser(ctx context.Context, name string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.enableUserTx(ctx, tx, name)
 	})
 }
 
-func (s *Store) enableUserTx(ctx context.Context, tx *sql.Tx, name string) error {
+func (s *Store) enableUserTx(ctx context.Context, tx *txn, name string) error {
 	now := formatTime(s.now())
 	res, err := tx.ExecContext(ctx, `
 		UPDATE users SET disabled_at = NULL, updated_at = ? WHERE name = ?`, now, name)
@@ -212,12 +212,12 @@ func (s *Store) enableUserTx(ctx context.Context, tx *sql.Tx, name string) error
 // SetRole changes the user's role; it applies to their open sessions at
 // once. Demoting the last enabled admin is ErrInvalid.
 func (s *Store) SetRole(ctx context.Context, name, role string) error {
-	return s.write(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		return s.setRoleTx(ctx, tx, name, role)
 	})
 }
 
-func (s *Store) setRoleTx(ctx context.Context, tx *sql.Tx, name, role string) error {
+func (s *Store) setRoleTx(ctx context.Context, tx *txn, name, role string) error {
 	if err := validateRole(role); err != nil {
 		return fmt.Errorf("set role: %w", err)
 	}
@@ -353,13 +353,13 @@ func scanUser(sc scanner) (User, error) {
 	return u, nil
 }
 
-func userByName(ctx context.Context, tx *sql.Tx, name string) (User, error) {
+func userByName(ctx context.Context, tx *txn, name string) (User, error) {
 	u, err := scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE name = ?`, name))
 	return u, interpretError(err)
 }
 
 // keepAnAdmin refuses when the user id is the only enabled admin.
-func keepAnAdmin(ctx context.Context, tx *sql.Tx, id int64) error {
+func keepAnAdmin(ctx context.Context, tx *txn, id int64) error {
 	var others int
 	err := tx.QueryRowContext(ctx, `
 		SELECT count(*) FROM users WHERE role = 'admin' AND disabled_at IS NULL AND id <> ?`, id).Scan(&others)
@@ -372,7 +372,7 @@ func keepAnAdmin(ctx context.Context, tx *sql.Tx, id int64) error {
 	return nil
 }
 
-func deleteUserSessions(ctx context.Context, tx *sql.Tx, name string) error {
+func deleteUserSessions(ctx context.Context, tx *txn, name string) error {
 	_, err := tx.ExecContext(ctx, `
 		DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)`, name)
 	return err

@@ -38,7 +38,7 @@ var ErrClosed = errors.New("journal closed")
 // txFunc is one write: it runs inside the batch's transaction. Its ctx
 // carries the caller's values (the actor) but not its cancellation: a
 // statement interrupted half-way would roll back the whole batch.
-type txFunc func(ctx context.Context, tx *sql.Tx) error
+type txFunc func(ctx context.Context, tx *txn) error
 
 type writeReq struct {
 	ctx  context.Context
@@ -95,6 +95,8 @@ func (s *Store) WriteStats() (batches, writes, queued int64) {
 func (s *Store) writer(conn *sql.Conn) {
 	defer close(s.stopped)
 	defer conn.Close() // back to the pool, which Close then closes (the last connection checkpoints)
+	t := newTxn(conn)
+	defer t.close()
 	for {
 		var first *writeReq
 		select {
@@ -114,7 +116,7 @@ func (s *Store) writer(conn *sql.Conn) {
 			case r := <-s.writes:
 				s.queued.Add(-1)
 				if r.conn != nil {
-					s.commit(conn, batch)
+					s.commit(t, batch)
 					r.done <- s.runExclusive(conn, r)
 					batch = nil
 					break fill
@@ -125,7 +127,7 @@ func (s *Store) writer(conn *sql.Conn) {
 			}
 		}
 		if len(batch) > 0 {
-			s.commit(conn, batch)
+			s.commit(t, batch)
 		}
 	}
 }
@@ -138,7 +140,7 @@ func (s *Store) runExclusive(conn *sql.Conn, r *writeReq) error {
 }
 
 // commit runs one batch as one transaction and answers each write.
-func (s *Store) commit(conn *sql.Conn, batch []*writeReq) {
+func (s *Store) commit(t *txn, batch []*writeReq) {
 	s.batches.Add(1)
 	s.written.Add(int64(len(batch)))
 	errs := make([]error, len(batch))
@@ -155,8 +157,7 @@ func (s *Store) commit(conn *sql.Conn, batch []*writeReq) {
 	}
 
 	bg := context.Background()
-	tx, err := begin(conn)
-	if err != nil {
+	if err := begin(t); err != nil {
 		fail("begin", err)
 		return
 	}
@@ -168,27 +169,27 @@ func (s *Store) commit(conn *sql.Conn, batch []*writeReq) {
 			continue
 		}
 		if alone {
-			if errs[i] = r.fn(context.WithoutCancel(r.ctx), tx); errs[i] == nil {
+			if errs[i] = r.fn(context.WithoutCancel(r.ctx), t); errs[i] == nil {
 				landed++
 			} else if journalFailure(errs[i]) {
 				errs[i] = fmt.Errorf("%w: %w", ErrUnavailable, errs[i])
 			}
 			break
 		}
-		if _, err := tx.ExecContext(bg, `SAVEPOINT w`); err != nil {
-			tx.Rollback()
+		if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
+			t.rollback()
 			fail("savepoint", err)
 			return
 		}
-		errs[i] = r.fn(context.WithoutCancel(r.ctx), tx)
+		errs[i] = r.fn(context.WithoutCancel(r.ctx), t)
 		if errs[i] != nil {
 			if journalFailure(errs[i]) {
 				errs[i] = fmt.Errorf("%w: %w", ErrUnavailable, errs[i])
 			}
-			if _, err := tx.ExecContext(bg, `ROLLBACK TO w`); err != nil {
+			if _, err := t.ExecContext(bg, `ROLLBACK TO w`); err != nil {
 				// The transaction is gone (SQLite rolls it back itself on
 				// some I/O errors): nothing in it landed.
-				tx.Rollback()
+				t.rollback()
 				for j := range errs {
 					if j != i {
 						errs[j] = fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -200,29 +201,29 @@ func (s *Store) commit(conn *sql.Conn, batch []*writeReq) {
 		} else {
 			landed++
 		}
-		if _, err := tx.ExecContext(bg, `RELEASE w`); err != nil {
-			tx.Rollback()
+		if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
+			t.rollback()
 			fail("release", err)
 			return
 		}
 	}
 	if landed == 0 {
-		tx.Rollback()
+		t.rollback()
 		answer()
 		return
 	}
 	if hook := s.beforeCommit.Load(); hook != nil {
 		if err := (*hook)(); err != nil {
-			tx.Rollback()
+			t.rollback()
 			s.failLanded(errs, err)
 			answer()
 			return
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := t.ExecContext(bg, `COMMIT`); err != nil {
 		// A COMMIT that failed may leave the transaction open on the
 		// connection; end it so the next batch can begin.
-		conn.ExecContext(bg, `ROLLBACK`)
+		t.rollback()
 		s.failLanded(errs, err)
 	}
 	answer()
@@ -263,12 +264,12 @@ const lockWait = 5 * time.Second
 // between tries, so a process that writes beside a busy gateway would
 // seldom find the lock free in the moment between two batches; trying
 // often, both sides get their turn.
-func begin(conn *sql.Conn) (*sql.Tx, error) {
+func begin(t *txn) error {
 	deadline := time.Now().Add(lockWait)
 	for {
-		tx, err := conn.BeginTx(context.Background(), nil)
+		_, err := t.ExecContext(context.Background(), `BEGIN IMMEDIATE`)
 		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
-			return tx, err
+			return err
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -277,7 +278,7 @@ func begin(conn *sql.Conn) (*sql.Tx, error) {
 // exec runs one statement as a write of its own.
 func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	var res sql.Result
-	err := s.write(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		res, err = tx.ExecContext(ctx, query, args...)
 		return err
 	})

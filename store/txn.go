@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+)
+
+// txn is the writer's transaction on the write connection. Its statements
+// are prepared once and kept for the life of the connection: preparing
+// (parsing and planning) was a good part of every write's time.
+type txn struct {
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+// maxStmts bounds the kept statements; the journal's writes use a few
+// dozen distinct ones.
+const maxStmts = 512
+
+func newTxn(conn *sql.Conn) *txn { return &txn{conn: conn, stmts: map[string]*sql.Stmt{}} }
+
+func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := t.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := t.conn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.stmts) >= maxStmts {
+		t.close()
+	}
+	t.stmts[query] = st
+	return st, nil
+}
+
+// close closes the kept statements.
+func (t *txn) close() {
+	for q, st := range t.stmts {
+		st.Close()
+		delete(t.stmts, q)
+	}
+}
+
+func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := t.stmt(ctx, query)
+	if err != nil {
+		return t.conn.QueryRowContext(ctx, query, args...) // reports the same error
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// rollback ends the transaction, if one is open, discarding it.
+func (t *txn) rollback() {
+	t.conn.ExecContext(context.Background(), `ROLLBACK`)
+}
