@@ -258,16 +258,44 @@ type chaosRig struct {
 	mu   sync.Mutex
 }
 
-func newChaosRig(t *testing.T) *chaosRig {
-	r := newRigWith(t, 300, `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
+// loadConfig is the configuration of the rigs that load the gateway:
+// quick retries and reconciliation, no rate limit.
+const loadConfig = `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
 reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
 rate_limit: { per_second: 100000, burst: 100000 }
-`, "settle_ms: 3000")
-	c := &chaosRig{rig: r, addr: freeAddr(t)}
+`
+
+func newChaosRig(t *testing.T) *chaosRig {
+	c := newLoadRig(t, 300, 3000)
+	c.startGateway(t)
+	return c
+}
+
+// newLoadRig is a rig with loadConfig, the targets' timeout timeoutMS and
+// Bitrix24's settle time settleMS; serve is not started yet.
+func newLoadRig(t *testing.T, timeoutMS, settleMS int) *chaosRig {
+	r := newRigWith(t, timeoutMS, loadConfig, fmt.Sprintf("settle_ms: %d", settleMS))
+	return &chaosRig{rig: r, addr: freeAddr(t)}
+}
+
+// startGateway starts serve on the rig's address, failing the test if it
+// does not become ready.
+func (c *chaosRig) startGateway(t *testing.T) {
+	t.Helper()
 	if err := c.restartGatewaySameAddr(); err != nil {
 		t.Fatal(err)
 	}
-	return c
+}
+
+// mixedOp is the i-th operation of a mixed load, alternately at 1C and at
+// Bitrix24, for customer.
+func mixedOp(id string, i int, customer string) *chaosOp {
+	if i%2 == 0 {
+		return &chaosOp{target: "onec", key: "test:invoice.create:" + id + ":v1",
+			body: fmt.Sprintf(`{"schema_version":"1.0","intent":"invoice.create","payload":{"order_id":%q,"organization_id":"org-main","customer_id":%q,"currency":"RUB","items":[{"product_id":"product-778","quantity":%d,"unit":"pcs","price_minor":62500}]}}`, id, customer, 1+i%4)}
+	}
+	return &chaosOp{target: "bitrix24", key: "test:crm.callback:create:" + id + ":v1",
+		body: fmt.Sprintf(`{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":%q,"due_at":"2026-12-03T10:00:00+03:00","comment":"call back"}}`, customer)}
 }
 
 // restartGatewaySameAddr starts serve on the rig's fixed address, so agents

@@ -43,7 +43,21 @@ type targetCheck struct {
 	system  string // its key in BuildTargets' map
 	address string // the setting that says where it is
 	creds   func(server.Config) string
-	only    func(server.Config) server.TargetsConfig // this target as configured, the others as by default (simulated)
+}
+
+// alone is cfg's targets with this one as configured and the others as
+// by default (simulated), so it is built and probed by itself.
+func (tc targetCheck) alone(cfg server.Config) server.TargetsConfig {
+	t := server.DefaultConfig().Targets
+	switch tc.name {
+	case "onec":
+		t.OneC = cfg.Targets.OneC
+	case "bitrix24":
+		t.Bitrix24 = cfg.Targets.Bitrix24
+	case "yookassa":
+		t.YooKassa = cfg.Targets.YooKassa
+	}
+	return t
 }
 
 var targetChecks = []targetCheck{
@@ -54,29 +68,14 @@ var targetChecks = []targetCheck{
 				return "targets.onec.username_env and targets.onec.password_env (none set: the gateway sends no user; set them if 1C asks for one)"
 			}
 			return fmt.Sprintf("targets.onec.username_env (%s) and targets.onec.password_env (%s): the 1C user and its password", t.UsernameEnv, t.PasswordEnv)
-		},
-		only: func(c server.Config) server.TargetsConfig {
-			t := server.DefaultConfig().Targets
-			t.OneC = c.Targets.OneC
-			return t
 		}},
 	{name: "bitrix24", system: "crm", address: "targets.bitrix24.webhook_url_env",
 		creds: func(c server.Config) string {
 			return fmt.Sprintf("targets.bitrix24.webhook_url_env (%s): the inbound webhook's URL, with its user id, its secret and the crm scope", c.Targets.Bitrix24.WebhookURLEnv)
-		},
-		only: func(c server.Config) server.TargetsConfig {
-			t := server.DefaultConfig().Targets
-			t.Bitrix24 = c.Targets.Bitrix24
-			return t
 		}},
 	{name: "yookassa", system: "payments", address: "targets.yookassa.base_url",
 		creds: func(c server.Config) string {
 			return fmt.Sprintf("targets.yookassa.shop_id (%q) and targets.yookassa.secret_key_env (%s): the shop id and its secret key", c.Targets.YooKassa.ShopID, c.Targets.YooKassa.SecretKeyEnv)
-		},
-		only: func(c server.Config) server.TargetsConfig {
-			t := server.DefaultConfig().Targets
-			t.YooKassa = c.Targets.YooKassa
-			return t
 		}},
 }
 
@@ -134,13 +133,12 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 // other targets left out) and probes it.
 func checkTarget(cfg server.Config, tc targetCheck, env func(string) string) (ok bool, what, fix string) {
 	one := cfg
-	one.Targets = tc.only(cfg)
-	for _, key := range one.MissingSecrets(env) {
-		v := settingVar(cfg, key)
-		if v == "" {
-			return false, key + " is not set, and the target is configured at a real system", "set " + key + " to the name of the environment variable that holds the secret"
+	one.Targets = tc.alone(cfg)
+	for _, s := range one.MissingSecrets(env) {
+		if s.Env == "" {
+			return false, s.Key + " is not set, and the target is configured at a real system", "set " + s.Key + " to the name of the environment variable that holds the secret"
 		}
-		return false, fmt.Sprintf("$%s (named by %s) is empty or unset", v, key), fmt.Sprintf("put the secret in $%s in the service's environment (its env file), or pass --env-file", v)
+		return false, fmt.Sprintf("$%s (named by %s) is empty or unset", s.Env, s.Key), fmt.Sprintf("put the secret in $%s in the service's environment (its env file), or pass --env-file", s.Env)
 	}
 	// The simulators' address is never called: the other targets are not probed.
 	targets, err := server.BuildTargets(one, "http://127.0.0.1:9", env)
@@ -158,21 +156,6 @@ func checkTarget(cfg server.Config, tc targetCheck, env func(string) string) (ok
 		return true, what, ""
 	}
 	return false, probeFailure(err), probeFix(cfg, tc, err)
-}
-
-// settingVar is the environment variable a secret setting names.
-func settingVar(cfg server.Config, key string) string {
-	switch key {
-	case "targets.onec.username_env":
-		return cfg.Targets.OneC.UsernameEnv
-	case "targets.onec.password_env":
-		return cfg.Targets.OneC.PasswordEnv
-	case "targets.bitrix24.webhook_url_env":
-		return cfg.Targets.Bitrix24.WebhookURLEnv
-	case "targets.yookassa.secret_key_env":
-		return cfg.Targets.YooKassa.SecretKeyEnv
-	}
-	return ""
 }
 
 // probeFailure is what went wrong, in the adapter's safe words and its

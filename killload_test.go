@@ -20,14 +20,9 @@ import (
 // chain verifies.
 func TestKillUnderLoad(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 2000, `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
-reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
-rate_limit: { per_second: 100000, burst: 100000 }
-`, "settle_ms: 1500")
-	c := &chaosRig{rig: r, addr: freeAddr(t)}
-	if err := c.restartGatewaySameAddr(); err != nil {
-		t.Fatal(err)
-	}
+	c := newLoadRig(t, 2000, 1500)
+	c.startGateway(t)
+	r := c.rig
 
 	var mu sync.Mutex
 	var ops []*chaosOp
@@ -40,12 +35,7 @@ rate_limit: { per_second: 100000, burst: 100000 }
 		wg.Go(func() {
 			for !stop.Load() {
 				n := seq.Add(1)
-				id := fmt.Sprintf("load-%d", n)
-				op := &chaosOp{target: "onec", key: "test:invoice.create:" + id + ":v1", body: fmt.Sprintf(e2eInvoice, id, 1+n%3)}
-				if n%2 == 1 {
-					op = &chaosOp{target: "bitrix24", key: "test:crm.callback:create:" + id + ":v1",
-						body: `{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":"customer-1042","due_at":"2026-12-03T10:00:00+03:00","comment":"call back"}}`}
-				}
+				op := mixedOp(fmt.Sprintf("load-%d", n), int(n), "customer-1042")
 				mu.Lock()
 				ops = append(ops, op)
 				mu.Unlock()

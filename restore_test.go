@@ -23,18 +23,12 @@ func restoreOps(prefix string, n int) []*chaosOp {
 	var ops []*chaosOp
 	for i := range n {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		customer := "customer-1042"
-		op := &chaosOp{}
-		if i%5 == 4 {
-			customer, op.bad = "customer-missing-"+id, true
+		customer, bad := "customer-1042", i%5 == 4
+		if bad {
+			customer = "customer-missing-" + id
 		}
-		if i%2 == 0 {
-			op.target, op.key = "onec", "test:invoice.create:"+id+":v1"
-			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"invoice.create","payload":{"order_id":%q,"organization_id":"org-main","customer_id":%q,"currency":"RUB","items":[{"product_id":"product-778","quantity":%d,"unit":"pcs","price_minor":62500}]}}`, id, customer, 1+i%4)
-		} else {
-			op.target, op.key = "bitrix24", "test:crm.callback:create:"+id+":v1"
-			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":%q,"due_at":"2026-12-03T10:00:00+03:00","comment":"call back"}}`, customer)
-		}
+		op := mixedOp(id, i, customer)
+		op.bad = bad
 		ops = append(ops, op)
 	}
 	return ops
@@ -68,14 +62,9 @@ func asList(v any) []any { l, _ := v.([]any); return l }
 // refuses while serve runs, and keeps the journal it replaces.
 func TestRestoreUnderLoad(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 2000, `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
-reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
-rate_limit: { per_second: 100000, burst: 100000 }
-`, "settle_ms: 1500")
-	c := &chaosRig{rig: r, addr: freeAddr(t)}
-	if err := c.restartGatewaySameAddr(); err != nil {
-		t.Fatal(err)
-	}
+	c := newLoadRig(t, 2000, 1500)
+	c.startGateway(t)
+	r := c.rig
 	rep := &chaosReport{t: t}
 
 	// Answered before the backup.

@@ -216,31 +216,32 @@ func waitService(s *mgr.Service, want svcState, timeout time.Duration) (svc.Stat
 	}
 }
 
+// windowsStates pairs the service states with Windows's.
+var windowsStates = []struct {
+	ours   svcState
+	theirs svc.State
+}{
+	{svcStartPending, svc.StartPending}, {svcRunning, svc.Running},
+	{svcStopPending, svc.StopPending}, {svcStopped, svc.Stopped},
+}
+
 func fromWindowsState(s svc.State) svcState {
-	switch s {
-	case svc.StartPending:
-		return svcStartPending
-	case svc.Running:
-		return svcRunning
-	case svc.StopPending:
-		return svcStopPending
-	case svc.Stopped:
-		return svcStopped
+	for _, p := range windowsStates {
+		if p.theirs == s {
+			return p.ours
+		}
 	}
 	return 0
 }
 
 func toWindowsStatus(st svcStatus) svc.Status {
 	out := svc.Status{WaitHint: uint32(st.WaitHint / time.Millisecond)}
-	switch st.State {
-	case svcStartPending:
-		out.State = svc.StartPending
-	case svcRunning:
-		out.State = svc.Running
-	case svcStopPending:
-		out.State = svc.StopPending
-	case svcStopped:
-		out.State = svc.Stopped
+	for _, p := range windowsStates {
+		if p.ours == st.State {
+			out.State = p.theirs
+		}
+	}
+	if st.State == svcStopped {
 		out.ServiceSpecificExitCode = st.ExitCode
 	}
 	if st.AcceptsStop {

@@ -22,11 +22,8 @@ import (
 // ends with exactly one effect.
 func TestSigtermUnderLoad(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 2000, `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
-reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
-rate_limit: { per_second: 100000, burst: 100000 }
-`, "settle_ms: 1500")
-	c := &chaosRig{rig: r, addr: freeAddr(t)}
+	c := newLoadRig(t, 2000, 1500)
+	r := c.rig
 
 	// A notify socket, as systemd gives a unit of Type=notify.
 	sockPath := filepath.Join(t.TempDir(), "notify.sock")
@@ -73,14 +70,7 @@ rate_limit: { per_second: 100000, burst: 100000 }
 	r.fault(`{"target":"bitrix24","fault":"delay","delay_ms":700,"times":8}`)
 	var ops []*chaosOp
 	for i := range 40 {
-		id := fmt.Sprintf("term-%d", i)
-		if i%2 == 0 {
-			ops = append(ops, &chaosOp{target: "onec", key: "test:invoice.create:" + id + ":v1",
-				body: fmt.Sprintf(e2eInvoice, id, 1+i%3)})
-		} else {
-			ops = append(ops, &chaosOp{target: "bitrix24", key: "test:crm.callback:create:" + id + ":v1",
-				body: `{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":"customer-1042","due_at":"2026-12-03T10:00:00+03:00","comment":"call back"}}`})
-		}
+		ops = append(ops, mixedOp(fmt.Sprintf("term-%d", i), i, "customer-1042"))
 	}
 
 	// One send of each operation, 16 at a time, each on its own connection.

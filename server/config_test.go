@@ -113,7 +113,7 @@ func TestMissingSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.MissingSecrets(noEnv); len(got) != 1 || got[0] != "targets.yookassa.secret_key_env" {
+	if got := cfg.MissingSecrets(noEnv); len(got) != 1 || got[0].Key != "targets.yookassa.secret_key_env" || got[0].Env != "YOOKASSA_SECRET_KEY" {
 		t.Fatalf("missing %v", got)
 	}
 	// A target at a real URL without its secret is refused at start.

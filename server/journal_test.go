@@ -23,6 +23,9 @@ func TestJournalWriteFailsNothingSent(t *testing.T) {
 	if r.Header.Get("Retry-After") == "" || r.Body["errors"].([]any)[0].(map[string]any)["retryable"] != true {
 		t.Fatalf("answer without Retry-After or retryable: %v %s", r.Header, r.Raw)
 	}
+	if r.Body["type"] != "urn:oncegate:error:journal-unavailable" || r.Body["title"] != "Service unavailable" {
+		t.Fatalf("problem type and title: %s", r.Raw)
+	}
 	if got := g.sim.Effects(sim.OneC, key); got != 0 {
 		t.Fatalf("effects at 1C = %d after a claim that did not commit, want 0", got)
 	}

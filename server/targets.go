@@ -12,45 +12,45 @@ import (
 	"github.com/oncegate/oncegate/adapters/yookassa"
 )
 
-// secretSetting is a configuration key naming the environment variable
+// SecretSetting is a configuration key naming the environment variable
 // that holds a target's secret.
-type secretSetting struct {
-	key string // e.g. targets.yookassa.secret_key_env
-	env string // the variable it names; "" when unset
+type SecretSetting struct {
+	Key string // e.g. targets.yookassa.secret_key_env
+	Env string // the variable it names; "" when unset
 }
 
 // requiredSecrets are the secret settings of the targets configured at a
 // real system (not the built-in simulator): YooKassa's secret key once
 // base_url is set; 1C's user and password, each once named, with base_url;
 // Bitrix24's webhook URL (itself a secret) once its variable is named.
-func (c Config) requiredSecrets() []secretSetting {
+func (c Config) requiredSecrets() []SecretSetting {
 	t := c.Targets
-	var out []secretSetting
+	var out []SecretSetting
 	if t.OneC.BaseURL != "" {
 		if t.OneC.UsernameEnv != "" {
-			out = append(out, secretSetting{"targets.onec.username_env", t.OneC.UsernameEnv})
+			out = append(out, SecretSetting{"targets.onec.username_env", t.OneC.UsernameEnv})
 		}
 		if t.OneC.PasswordEnv != "" {
-			out = append(out, secretSetting{"targets.onec.password_env", t.OneC.PasswordEnv})
+			out = append(out, SecretSetting{"targets.onec.password_env", t.OneC.PasswordEnv})
 		}
 	}
 	if t.Bitrix24.WebhookURLEnv != "" {
-		out = append(out, secretSetting{"targets.bitrix24.webhook_url_env", t.Bitrix24.WebhookURLEnv})
+		out = append(out, SecretSetting{"targets.bitrix24.webhook_url_env", t.Bitrix24.WebhookURLEnv})
 	}
 	if t.YooKassa.BaseURL != "" {
-		out = append(out, secretSetting{"targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv})
+		out = append(out, SecretSetting{"targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv})
 	}
 	return out
 }
 
-// MissingSecrets lists the configuration keys of targets configured at a
+// MissingSecrets lists the secret settings of targets configured at a
 // real system whose environment variable is unnamed, empty or unset.
 // BuildTargets refuses to build the targets while any is.
-func (c Config) MissingSecrets(env func(string) string) []string {
-	var out []string
+func (c Config) MissingSecrets(env func(string) string) []SecretSetting {
+	var out []SecretSetting
 	for _, s := range c.requiredSecrets() {
-		if s.env == "" || env(s.env) == "" {
-			out = append(out, s.key)
+		if s.Env == "" || env(s.Env) == "" {
+			out = append(out, s)
 		}
 	}
 	return out
@@ -62,12 +62,11 @@ func (c Config) MissingSecrets(env func(string) string) []string {
 // variable's, or none.
 func (c Config) checkSecrets(env func(string) string) error {
 	var errs []error
-	for _, s := range c.requiredSecrets() {
-		switch {
-		case s.env == "":
-			errs = append(errs, fmt.Errorf("%s: not set; the target is configured at a real system, so name the environment variable holding its secret", s.key))
-		case env(s.env) == "":
-			errs = append(errs, fmt.Errorf("%s: $%s is empty or unset; the target is configured at a real system and needs its secret there", s.key, s.env))
+	for _, s := range c.MissingSecrets(env) {
+		if s.Env == "" {
+			errs = append(errs, fmt.Errorf("%s: not set; the target is configured at a real system, so name the environment variable holding its secret", s.Key))
+		} else {
+			errs = append(errs, fmt.Errorf("%s: $%s is empty or unset; the target is configured at a real system and needs its secret there", s.Key, s.Env))
 		}
 	}
 	return errors.Join(errs...)

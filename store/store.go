@@ -43,7 +43,6 @@ type Store struct {
 	Now          func() time.Time
 	beforeCommit atomic.Pointer[func() error] // SetBeforeCommit
 	batches      atomic.Int64                 // batches committed or failed
-	written      atomic.Int64                 // writes in those batches
 	queued       atomic.Int64                 // writes waiting for the writer
 }
 

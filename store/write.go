@@ -85,10 +85,10 @@ func (s *Store) SetBeforeCommit(fn func() error) {
 	s.beforeCommit.Store(&fn)
 }
 
-// WriteStats reports how many batches the writer has run, how many
-// writes they held, and how many writes wait for it now.
-func (s *Store) WriteStats() (batches, writes, queued int64) {
-	return s.batches.Load(), s.written.Load(), s.queued.Load()
+// WriteStats reports how many batches the writer has run and how many
+// writes wait for it now.
+func (s *Store) WriteStats() (batches, queued int64) {
+	return s.batches.Load(), s.queued.Load()
 }
 
 // writer runs the batches until the store closes.
@@ -142,23 +142,26 @@ func (s *Store) runExclusive(conn *sql.Conn, r *writeReq) error {
 // commit runs one batch as one transaction and answers each write.
 func (s *Store) commit(t *txn, batch []*writeReq) {
 	s.batches.Add(1)
-	s.written.Add(int64(len(batch)))
 	errs := make([]error, len(batch))
-	answer := func() {
+	defer func() {
 		for i, r := range batch {
 			r.done <- errs[i]
 		}
-	}
-	fail := func(stage string, err error) {
+	}()
+	// abort ends the transaction unsaved: every write that had not failed
+	// on its own (landed, or not run yet) gets the batch's error.
+	abort := func(stage string, err error) {
+		t.rollback()
 		for i := range errs {
-			errs[i] = fmt.Errorf("%w: %s: %w", ErrUnavailable, stage, err)
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("%w: %s: %w", ErrUnavailable, stage, err)
+			}
 		}
-		answer()
 	}
 
 	bg := context.Background()
 	if err := begin(t); err != nil {
-		fail("begin", err)
+		abort("begin", err)
 		return
 	}
 	landed := 0
@@ -168,74 +171,50 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 			errs[i] = err // given up before it ran: nothing written
 			continue
 		}
-		if alone {
-			if errs[i] = r.fn(context.WithoutCancel(r.ctx), t); errs[i] == nil {
-				landed++
-			} else if journalFailure(errs[i]) {
-				errs[i] = fmt.Errorf("%w: %w", ErrUnavailable, errs[i])
-			}
-			break
-		}
-		if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
-			t.rollback()
-			fail("savepoint", err)
-			return
-		}
-		errs[i] = r.fn(context.WithoutCancel(r.ctx), t)
-		if errs[i] != nil {
-			if journalFailure(errs[i]) {
-				errs[i] = fmt.Errorf("%w: %w", ErrUnavailable, errs[i])
-			}
-			if _, err := t.ExecContext(bg, `ROLLBACK TO w`); err != nil {
-				// The transaction is gone (SQLite rolls it back itself on
-				// some I/O errors): nothing in it landed.
-				t.rollback()
-				for j := range errs {
-					if j != i {
-						errs[j] = fmt.Errorf("%w: %w", ErrUnavailable, err)
-					}
-				}
-				answer()
+		if !alone {
+			if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
+				abort("savepoint", err)
 				return
 			}
-		} else {
-			landed++
 		}
-		if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
-			t.rollback()
-			fail("release", err)
-			return
+		err := r.fn(context.WithoutCancel(r.ctx), t)
+		if journalFailure(err) {
+			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		switch {
+		case err == nil:
+			landed++
+		case !alone:
+			if _, rerr := t.ExecContext(bg, `ROLLBACK TO w`); rerr != nil {
+				// The transaction is gone (SQLite rolls it back itself on
+				// some I/O errors): nothing in it landed.
+				errs[i] = err
+				abort("rollback to savepoint", rerr)
+				return
+			}
+		}
+		errs[i] = err
+		if !alone {
+			if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
+				abort("release", err)
+				return
+			}
 		}
 	}
 	if landed == 0 {
 		t.rollback()
-		answer()
 		return
 	}
 	if hook := s.beforeCommit.Load(); hook != nil {
 		if err := (*hook)(); err != nil {
-			t.rollback()
-			s.failLanded(errs, err)
-			answer()
+			abort("commit", err)
 			return
 		}
 	}
 	if _, err := t.ExecContext(bg, `COMMIT`); err != nil {
 		// A COMMIT that failed may leave the transaction open on the
-		// connection; end it so the next batch can begin.
-		t.rollback()
-		s.failLanded(errs, err)
-	}
-	answer()
-}
-
-// failLanded gives the writes that had succeeded in a batch that did not
-// commit the batch's error.
-func (s *Store) failLanded(errs []error, err error) {
-	for i := range errs {
-		if errs[i] == nil {
-			errs[i] = fmt.Errorf("%w: commit: %w", ErrUnavailable, err)
-		}
+		// connection; abort ends it so the next batch can begin.
+		abort("commit", err)
 	}
 }
 

@@ -30,11 +30,11 @@ func holdWriter(s *store.Store) (held <-chan struct{}, release func()) {
 func waitQueued(tb testing.TB, s *store.Store, n int64) {
 	tb.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if _, _, q := s.WriteStats(); q >= n {
+		if _, q := s.WriteStats(); q >= n {
 			return
 		}
 	}
-	_, _, q := s.WriteStats()
+	_, q := s.WriteStats()
 	tb.Fatalf("%d writes queued, want %d", q, n)
 }
 
@@ -54,7 +54,7 @@ func TestGroupCommit(t *testing.T) {
 		first <- err
 	}()
 	<-held
-	batchesBefore, _, _ := s.WriteStats()
+	batchesBefore, _ := s.WriteStats()
 
 	const n = 40
 	type result struct {
@@ -86,7 +86,7 @@ func TestGroupCommit(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	if batches, _, _ := s.WriteStats(); batches-batchesBefore != 1 {
+	if batches, _ := s.WriteStats(); batches-batchesBefore != 1 {
 		t.Errorf("%d queued writes took %d batches, want 1", n, batches-batchesBefore)
 	}
 
