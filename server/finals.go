@@ -1,8 +1,11 @@
 package server
 
 import (
+	"crypto/sha256"
+	"net/http"
 	"sync"
 
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -11,10 +14,52 @@ import (
 // give; only a retention purge removes final rows, and each purge clears
 // the cache. Rows are kept without their payload (an answer does not
 // carry it), bounded in number and in bytes.
+//
+// A row also remembers the digest of the last request replayed from it:
+// the agent, the Idempotency-Key header and the body's bytes. Checking a
+// request against the contract is a function of exactly those (and of
+// the token's scopes, which are checked again), so a request with the
+// same digest would pass every check and reach this row again; it is
+// answered without decoding, validating or canonicalizing its body.
 type finalCache struct {
 	mu    sync.Mutex
-	rows  map[string]store.Operation
+	rows  map[string]finalEntry
+	seen  map[digest]string // request digest → key of its row
 	bytes int
+}
+
+// finalEntry is a kept row and the request last replayed from it.
+type finalEntry struct {
+	op  store.Operation
+	req *seenRequest
+}
+
+// seenRequest is what a replay needs of a request that passed the
+// contract: its intent (for the scope and the logs) and its request id
+// (echoed in the answer).
+type seenRequest struct {
+	digest    digest
+	intent    *contract.Intent
+	requestID string
+}
+
+// digest identifies a request by everything the contract checks read.
+type digest [sha256.Size]byte
+
+// requestDigest is the digest of a body sent by agent with the
+// Idempotency-Key header as the request carries it.
+func requestDigest(agent string, h http.Header, body []byte) digest {
+	d := sha256.New()
+	d.Write([]byte(agent))
+	if v, ok := h[http.CanonicalHeaderKey("Idempotency-Key")]; ok {
+		d.Write([]byte{0, 1})
+		d.Write([]byte(v[0]))
+	}
+	d.Write([]byte{0})
+	d.Write(body)
+	var out digest
+	d.Sum(out[:0])
+	return out
 }
 
 const (
@@ -30,8 +75,21 @@ func finalSize(op store.Operation) int {
 func (f *finalCache) get(key string) (store.Operation, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	op, ok := f.rows[key]
-	return op, ok
+	e, ok := f.rows[key]
+	return e.op, ok
+}
+
+// byRequest returns the row a request with digest d was last replayed
+// from, and that request.
+func (f *finalCache) byRequest(d digest) (store.Operation, *seenRequest, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key, ok := f.seen[d]
+	if !ok {
+		return store.Operation{}, nil, false
+	}
+	e := f.rows[key]
+	return e.op, e.req, true
 }
 
 // put keeps op, a final row, evicting arbitrary rows to stay in bounds.
@@ -47,7 +105,7 @@ func (f *finalCache) put(op store.Operation) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.rows == nil {
-		f.rows = map[string]store.Operation{}
+		f.rows, f.seen = map[string]finalEntry{}, map[digest]string{}
 	}
 	if _, ok := f.rows[op.Key]; ok {
 		return
@@ -56,16 +114,43 @@ func (f *finalCache) put(op store.Operation) {
 		if len(f.rows) < finalCacheRows && f.bytes+size <= finalCacheBytes {
 			break
 		}
-		delete(f.rows, k)
-		f.bytes -= finalSize(old)
+		f.drop(k, old)
 	}
-	f.rows[op.Key] = op
+	f.rows[op.Key] = finalEntry{op: op}
 	f.bytes += size
+}
+
+// remember notes that req was replayed from the kept row of key, so the
+// next request with its digest is answered from the row directly. Only
+// the last request of a row is remembered: an agent's retries repeat
+// their bytes.
+func (f *finalCache) remember(key string, req *seenRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.rows[key]
+	if !ok {
+		return
+	}
+	if e.req != nil {
+		delete(f.seen, e.req.digest)
+	}
+	e.req = req
+	f.rows[key] = e
+	f.seen[req.digest] = key
+}
+
+// drop forgets the row of key. f.mu is held.
+func (f *finalCache) drop(key string, e finalEntry) {
+	delete(f.rows, key)
+	if e.req != nil {
+		delete(f.seen, e.req.digest)
+	}
+	f.bytes -= finalSize(e.op)
 }
 
 // clear drops every row: a purge removed some from the journal.
 func (f *finalCache) clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rows, f.bytes = nil, 0
+	f.rows, f.seen, f.bytes = nil, nil, 0
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,8 @@ func TestPurgeClearsFinalCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.finals.put(final)
+	seen := &seenRequest{digest: requestDigest("agent-a", http.Header{}, []byte(`{}`))}
+	s.finals.remember(key, seen)
 	s.finals.put(store.Operation{Key: "test:payment.charge:other:v1", Status: store.StatusSucceeded})
 	s.purge(ctx)
 	if _, err := st.Get(ctx, key); err == nil {
@@ -66,5 +69,57 @@ func TestPurgeClearsFinalCache(t *testing.T) {
 	}
 	if _, ok := s.finals.get(key); ok {
 		t.Fatal("the purged row is still replayed from the cache")
+	}
+	if _, _, ok := s.finals.byRequest(seen.digest); ok {
+		t.Fatal("a request of the purged row is still replayed from the cache")
+	}
+}
+
+// A row remembers the last request replayed from it; the requests it
+// remembers go with it when it is evicted or cleared, and a digest tells
+// apart the agent, the key header (present, absent) and the body.
+func TestFinalCacheRemembersRequests(t *testing.T) {
+	var f finalCache
+	body := []byte(`{"intent":"invoice.create"}`)
+	withKey := http.Header{"Idempotency-Key": {"k"}}
+	emptyKey := http.Header{"Idempotency-Key": {""}}
+	digests := map[digest]string{}
+	for name, d := range map[string]digest{
+		"agent a, key":      requestDigest("agent-a", withKey, body),
+		"agent b, key":      requestDigest("agent-b", withKey, body),
+		"agent a, no key":   requestDigest("agent-a", http.Header{}, body),
+		"agent a, empty":    requestDigest("agent-a", emptyKey, body),
+		"agent a, key, ws":  requestDigest("agent-a", withKey, append(body, ' ')),
+		"agent-a + k split": requestDigest("agent-", http.Header{"Idempotency-Key": {"ak"}}, body),
+	} {
+		if other, ok := digests[d]; ok {
+			t.Fatalf("%s and %s have one digest", name, other)
+		}
+		digests[d] = name
+	}
+
+	first := &seenRequest{digest: requestDigest("agent-a", withKey, body)}
+	second := &seenRequest{digest: requestDigest("agent-a", withKey, append(body, ' '))}
+	f.remember("k", first) // no row: nothing to remember
+	if _, _, ok := f.byRequest(first.digest); ok {
+		t.Fatal("a request was remembered for a row not kept")
+	}
+	f.put(store.Operation{Key: "k", Status: store.StatusSucceeded})
+	f.remember("k", first)
+	if op, req, ok := f.byRequest(first.digest); !ok || op.Key != "k" || req != first {
+		t.Fatalf("byRequest = %+v, %v, %v", op, req, ok)
+	}
+	f.remember("k", second)
+	if _, _, ok := f.byRequest(first.digest); ok {
+		t.Fatal("a row remembers more than its last request")
+	}
+	for i := 0; ; i++ { // until the row is the arbitrary victim
+		if _, ok := f.get("k"); !ok {
+			break
+		}
+		f.put(store.Operation{Key: fmt.Sprintf("k-%d", i), Status: store.StatusSucceeded})
+	}
+	if _, _, ok := f.byRequest(second.digest); ok || len(f.seen) != 0 {
+		t.Fatalf("an evicted row's request is still remembered (%d)", len(f.seen))
 	}
 }

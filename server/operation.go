@@ -28,15 +28,14 @@ type request struct {
 	norm contract.Normalized
 }
 
-// parseRequest checks a request against the contract — media type, size,
-// envelope, intent, scope, key, payload — before anything is journaled,
-// so a refusal binds nothing.
-func (s *Server) parseRequest(c echo.Context) (request, error) {
-	body, err := readJSON(c)
-	if err != nil {
-		return request{}, err
-	}
-	var r request
+// parseRequest checks a request's body against the contract — envelope,
+// intent, scope, key, payload — before anything is journaled, so a
+// refusal binds nothing.
+func (s *Server) parseRequest(c echo.Context, body []byte) (request, error) {
+	var (
+		r   request
+		err error
+	)
 	if r.env, err = contract.DecodeEnvelope(body); err != nil {
 		return request{}, err
 	}
@@ -80,12 +79,26 @@ func (s *Server) parseRequest(c echo.Context) (request, error) {
 // against the contract, binds its key to its fingerprint in the journal,
 // and drives the operation to the target exactly once.
 func (s *Server) handleOperationCreate(c echo.Context) error {
-	ctx := c.Request().Context()
-	r, err := s.parseRequest(c)
+	ctx, tok := c.Request().Context(), token(c)
+	body, err := readJSON(c)
 	if err != nil {
 		return err
 	}
-	env, in, key, norm, tok := r.env, r.in, r.key, r.norm, token(c)
+	seen := &seenRequest{digest: requestDigest(tok.Agent, c.Request().Header, body)}
+	if final, req, ok := s.finals.byRequest(seen.digest); ok && tok.Has(req.intent.Scope) {
+		// These very bytes were checked and replayed from this row before.
+		c.Set(ctxIntent, req.intent.Name)
+		c.Set(ctxKey, final.Key)
+		c.Set(ctxFingerprint, final.Fingerprint)
+		s.metrics.decisions.WithLabelValues(req.intent.Name, store.DecisionReplay.String()).Inc()
+		return s.writeOperation(c, final, req.requestID, true)
+	}
+	r, err := s.parseRequest(c, body)
+	if err != nil {
+		return err
+	}
+	env, in, key, norm := r.env, r.in, r.key, r.norm
+	seen.intent, seen.requestID = in, env.RequestID
 
 	switch {
 	case env.Mode == contract.ModeValidate:
@@ -102,6 +115,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 
 	var refused *adapters.Error
 	if final, ok := s.finals.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
+		s.finals.remember(key, seen)
 		s.metrics.decisions.WithLabelValues(in.Name, store.DecisionReplay.String()).Inc()
 		return s.writeOperation(c, final, env.RequestID, true)
 	}
@@ -113,6 +127,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		// rows never change, so the read is as good as the claim's; the
 		// row is kept for the next replay.
 		s.finals.put(existing)
+		s.finals.remember(key, seen)
 		s.metrics.decisions.WithLabelValues(in.Name, store.DecisionReplay.String()).Inc()
 		return s.writeOperation(c, existing, env.RequestID, true)
 	case errors.Is(err, store.ErrNotFound):

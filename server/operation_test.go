@@ -533,3 +533,41 @@ func TestPrecheckTargetUnavailable(t *testing.T) {
 		t.Fatalf("the key was journaled: %v", err)
 	}
 }
+
+// A replay of the very bytes of an earlier replay is answered from memory
+// exactly as the journal would answer it, and still only to a token that
+// may send the intent and to the agent that owns the key; a request that
+// differs in any byte goes through every check again.
+func TestReplayOfSameBytes(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:invoice.create:order-bytes:v1"
+	env := invoice("order-bytes", 2)
+	body, _ := json.Marshal(env)
+	h := map[string]string{"Idempotency-Key": key}
+	expect(t, g.do("POST", "/v1/operations", g.token, h, body), http.StatusOK, "succeeded", "")
+	second := g.do("POST", "/v1/operations", g.token, h, body)
+	third := g.do("POST", "/v1/operations", g.token, h, body)
+	expect(t, third, http.StatusOK, "succeeded", "")
+	if third.Raw != second.Raw || third.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replays differ:\n%s\n%s\n%v", second.Raw, third.Raw, third.Header)
+	}
+
+	reader := g.MustToken("agent-a", "read")
+	expect(t, g.do("POST", "/v1/operations", reader, h, body), http.StatusForbidden, "rejected", "PERMISSION_DENIED")
+	other := g.MustToken("agent-b", "read", "draft", "write", "post")
+	expect(t, g.do("POST", "/v1/operations", other, h, body), http.StatusConflict, "rejected", "IDEMPOTENCY_KEY_FOREIGN")
+
+	env["actor_id"] = "user-43"
+	changed, _ := json.Marshal(env)
+	expect(t, g.do("POST", "/v1/operations", g.token, h, changed), http.StatusOK, "succeeded", "")
+	bad := append([]byte(`{"extra":1,`), body[1:]...)
+	expect(t, g.do("POST", "/v1/operations", g.token, h, bad), http.StatusBadRequest, "rejected", "UNKNOWN_FIELD")
+	env["payload"].(map[string]any)["items"].([]any)[0].(map[string]any)["quantity"] = 3
+	mismatch, _ := json.Marshal(env)
+	expect(t, g.do("POST", "/v1/operations", g.token, h, mismatch), http.StatusUnprocessableEntity, "rejected", "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH")
+	expect(t, g.do("POST", "/v1/operations", g.token, h, append(body, ' ')), http.StatusOK, "succeeded", "")
+	if got := g.sim.Calls(sim.OneC, key); got != 1 {
+		t.Fatalf("calls to 1C = %d, want 1", got)
+	}
+}
