@@ -13,6 +13,21 @@ import (
 	"syscall"
 )
 
+// maxIdlePerHost is how many idle connections a target's client keeps
+// open to its host: as many as the requests the gateway may have in
+// flight there, so a busy target is not dialed anew for most calls (the
+// standard library keeps two).
+const maxIdlePerHost = 64
+
+// NewTransport is the transport of a target's client: the standard
+// library's defaults (proxy from the environment, dial and TLS timeouts,
+// HTTP/2), keeping enough idle connections for a busy gateway.
+func NewTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	return t
+}
+
 // Send performs req with client and classifies a transport failure:
 //
 //   - nothing was written (dial refused, DNS, TLS, a write that failed):

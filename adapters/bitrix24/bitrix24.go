@@ -108,7 +108,8 @@ func New(cfg Config) (*Client, error) {
 		base:   base,
 		userID: userID,
 		http: &http.Client{
-			Timeout: timeout,
+			Transport: adapters.NewTransport(),
+			Timeout:   timeout,
 			// A redirect would carry the secret path to wherever the
 			// answer points; refuse it and report the 3xx instead.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -117,13 +117,12 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Password != "" {
 		pairs = append(pairs, cfg.Password, "<secret>")
 	}
-	transport := http.DefaultTransport.(*http.Transport).Clone()
 	return &Client{
 		root:     strings.TrimRight(u.String(), "/") + servicePath,
 		user:     cfg.Username,
 		password: cfg.Password,
 		http: &http.Client{
-			Transport: transport,
+			Transport: adapters.NewTransport(),
 			Timeout:   timeout,
 			// A redirect from 1C (a login page, another publication) is
 			// answered as a status, never followed with the credentials.

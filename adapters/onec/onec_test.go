@@ -6,10 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -607,5 +611,46 @@ func TestNew(t *testing.T) {
 	}
 	if _, err := onec.New(onec.Config{BaseURL: "http://host/onec", Timeout: -time.Second}); err == nil {
 		t.Error("negative timeout accepted")
+	}
+}
+
+// A gateway with many operations in flight keeps its connections to 1C
+// open between them: a second wave of 32 parallel calls dials nothing.
+func TestConnectionsKept(t *testing.T) {
+	t.Parallel()
+	s := sim.New()
+	// The first wave's calls are held until all 32 are in flight, so it
+	// opens 32 connections; the second wave then finds them all idle.
+	var arrived atomic.Int64
+	all := make(chan struct{})
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := arrived.Add(1); n == 32 {
+			close(all)
+		} else if n < 32 {
+			<-all
+		}
+		s.ServeHTTP(w, r)
+	}))
+	var dialed atomic.Int64
+	ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			dialed.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	c := MustNew(t, ts.URL+"/onec", 5*time.Second)
+	wave := func(n int) {
+		var wg sync.WaitGroup
+		for i := range 32 {
+			wg.Go(func() { MustExecute(t, c, invoiceOp(t, fmt.Sprintf("test:invoice.create:conn-%d-%d:v1", n, i))) })
+		}
+		wg.Wait()
+	}
+	wave(1)
+	first := dialed.Load()
+	wave(2)
+	if again := dialed.Load() - first; again != 0 {
+		t.Fatalf("the second wave dialed %d new connections (the first %d)", again, first)
 	}
 }

@@ -123,7 +123,7 @@ func New(cfg Config) (*Client, error) {
 		base:   strings.TrimRight(cfg.BaseURL, "/"),
 		shopID: cfg.ShopID,
 		secret: cfg.SecretKey,
-		http:   &http.Client{Timeout: cfg.Timeout},
+		http:   &http.Client{Transport: adapters.NewTransport(), Timeout: cfg.Timeout},
 	}, nil
 }
 
