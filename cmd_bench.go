@@ -154,12 +154,13 @@ func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
 		{"bare Echo (reference, again)", refURL, func() string { return replayKey }},
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\t")
+	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tjournal batches/s × writes\t")
 	var ref float64
 	for _, p := range paths {
 		if only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(only)) && !strings.Contains(p.name, "reference") {
 			continue
 		}
+		before := st.WriteStats()
 		r, err := load(client, p.url, token, p.key, conns, dur)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
@@ -167,7 +168,12 @@ func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
 		if ref == 0 {
 			ref = r.rate
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref)
+		journal := "-"
+		if after := st.WriteStats(); p.url == gwURL && after.Batches > before.Batches {
+			b := float64(after.Batches - before.Batches)
+			journal = fmt.Sprintf("%.0f × %.1f", b/dur.Seconds(), float64(after.Writes-before.Writes)/b)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, journal)
 	}
 	return tw.Flush()
 }

@@ -27,5 +27,11 @@ func lockDataDir(dir string) (func(), error) {
 		}
 		return nil, fmt.Errorf("lock data directory: %w", err)
 	}
-	return func() { f.Close() }, nil
+	// Unlock before closing: a process another goroutine forks holds a
+	// copy of the descriptor until it execs, and closing ours alone would
+	// leave the lock held by that copy for a moment.
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

@@ -43,6 +43,7 @@ type Store struct {
 	Now          func() time.Time
 	beforeCommit atomic.Pointer[func() error] // SetBeforeCommit
 	batches      atomic.Int64                 // batches committed or failed
+	batched      atomic.Int64                 // writes those batches held
 	queued       atomic.Int64                 // writes waiting for the writer
 }
 

@@ -85,10 +85,16 @@ func (s *Store) SetBeforeCommit(fn func() error) {
 	s.beforeCommit.Store(&fn)
 }
 
-// WriteStats reports how many batches the writer has run and how many
-// writes wait for it now.
-func (s *Store) WriteStats() (batches, queued int64) {
-	return s.batches.Load(), s.queued.Load()
+// WriteStats is what the writer has done since the store opened.
+type WriteStats struct {
+	Batches int64 // transactions run (committed or failed)
+	Writes  int64 // writes those transactions held
+	Queued  int64 // writes waiting for the writer now
+}
+
+// WriteStats reports the writer's counts.
+func (s *Store) WriteStats() WriteStats {
+	return WriteStats{Batches: s.batches.Load(), Writes: s.batched.Load(), Queued: s.queued.Load()}
 }
 
 // writer runs the batches until the store closes.
@@ -142,6 +148,7 @@ func (s *Store) runExclusive(conn *sql.Conn, r *writeReq) error {
 // commit runs one batch as one transaction and answers each write.
 func (s *Store) commit(t *txn, batch []*writeReq) {
 	s.batches.Add(1)
+	s.batched.Add(int64(len(batch)))
 	errs := make([]error, len(batch))
 	defer func() {
 		for i, r := range batch {

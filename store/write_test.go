@@ -30,12 +30,11 @@ func holdWriter(s *store.Store) (held <-chan struct{}, release func()) {
 func waitQueued(tb testing.TB, s *store.Store, n int64) {
 	tb.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if _, q := s.WriteStats(); q >= n {
+		if s.WriteStats().Queued >= n {
 			return
 		}
 	}
-	_, q := s.WriteStats()
-	tb.Fatalf("%d writes queued, want %d", q, n)
+	tb.Fatalf("%d writes queued, want %d", s.WriteStats().Queued, n)
 }
 
 // Writes that queue while a batch is on its way to disk go together as
@@ -54,7 +53,7 @@ func TestGroupCommit(t *testing.T) {
 		first <- err
 	}()
 	<-held
-	batchesBefore, _ := s.WriteStats()
+	before := s.WriteStats()
 
 	const n = 40
 	type result struct {
@@ -86,8 +85,8 @@ func TestGroupCommit(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	if batches, _ := s.WriteStats(); batches-batchesBefore != 1 {
-		t.Errorf("%d queued writes took %d batches, want 1", n, batches-batchesBefore)
+	if after := s.WriteStats(); after.Batches-before.Batches != 1 || after.Writes-before.Writes != n {
+		t.Errorf("%d queued writes took %d batches holding %d writes, want 1 holding %d", n, after.Batches-before.Batches, after.Writes-before.Writes, n)
 	}
 
 	executes, held2, mismatches := 0, 0, 0
