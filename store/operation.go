@@ -245,8 +245,8 @@ func (s *Store) takeLease(ctx context.Context, tx *txn, op Operation, owner stri
 
 // Get returns the operation for key, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) (Operation, error) {
-	op, err := getOperation(ctx, s.rdb, key)
-	if err != nil {
+	op, err := scanOperation(s.getOp.QueryRowContext(ctx, key))
+	if err = interpretError(err); err != nil {
 		return Operation{}, fmt.Errorf("get operation: %w", err)
 	}
 	return op, nil
@@ -268,8 +268,10 @@ func (s *Store) ByObject(ctx context.Context, system, objectID string) (Operatio
 	return op, nil
 }
 
+const getOperationQuery = `SELECT ` + operationColumns + ` FROM operations WHERE operation_key = ?`
+
 func getOperation(ctx context.Context, q queryer, key string) (Operation, error) {
-	row := q.QueryRowContext(ctx, `SELECT `+operationColumns+` FROM operations WHERE operation_key = ?`, key)
+	row := q.QueryRowContext(ctx, getOperationQuery, key)
 	op, err := scanOperation(row)
 	return op, interpretError(err)
 }

@@ -30,9 +30,10 @@ const timeFormat = "2006-01-02T15:04:05.000000Z"
 
 // Store is the journal. It is safe for concurrent use.
 type Store struct {
-	db   *sql.DB // the one writer connection, held by the writer goroutine
-	rdb  *sql.DB // readers
-	path string
+	db    *sql.DB   // the one writer connection, held by the writer goroutine
+	rdb   *sql.DB   // readers
+	getOp *sql.Stmt // the look-up by key on the readers
+	path  string
 
 	writes    chan *writeReq
 	quit      chan struct{}
@@ -90,13 +91,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	rdb.SetMaxOpenConns(4)
 	rdb.SetMaxIdleConns(4)
+	// The look-up of a row by key runs twice for every new operation;
+	// prepared once, each reader connection parses it once.
+	getOp, err := rdb.PrepareContext(ctx, getOperationQuery)
+	if err != nil {
+		rdb.Close()
+		db.Close()
+		return nil, fmt.Errorf("open journal readers: %w", err)
+	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		rdb.Close()
 		db.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	s := &Store{db: db, rdb: rdb, path: path, Now: time.Now,
+	s := &Store{db: db, rdb: rdb, getOp: getOp, path: path, Now: time.Now,
 		writes: make(chan *writeReq), quit: make(chan struct{}), stopped: make(chan struct{})}
 	go s.writer(conn)
 	return s, nil
@@ -109,7 +118,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
 		<-s.stopped
-		err = errors.Join(s.rdb.Close(), s.db.Close())
+		err = errors.Join(s.getOp.Close(), s.rdb.Close(), s.db.Close())
 	})
 	return err
 }
