@@ -8,6 +8,33 @@ import (
 	"time"
 )
 
+// The journal's state machine. Every change of an operation's status is
+// one conditional UPDATE (or the claim's INSERT), in the writer's
+// transaction with its audit event; the condition is the fence, and a row
+// that no longer meets it changes nothing (ErrLeaseLost or ErrConflict).
+//
+//	method              from                                   to                                fence
+//	Claim (new key)     -                                      started | awaiting_approval |     ON CONFLICT DO NOTHING
+//	                                                           failed_final (refused at check)
+//	Claim (resume)      unknown | failed_retryable |           started                           status and lease owner as read
+//	                    started with an expired lease
+//	TakeForReconcile    unknown, check due | started, expired  started                           status, updated_at as read, no live lease
+//	TakeApproved        awaiting_approval (approval approved)  started                           status = awaiting_approval
+//	DecideApproval (no) awaiting_approval                      failed_final                      status = awaiting_approval
+//	ExpireApprovals     awaiting_approval (time ran out)       failed_final                      status = awaiting_approval
+//	RecordAttempt       started                                started (attempt, lease renewed)  status, lease_owner = owner
+//	Complete            started                                succeeded                         status, lease_owner = owner
+//	Fail                started                                failed_final | failed_retryable   status, lease_owner = owner
+//	MarkUnknown         started                                unknown                           status, lease_owner = owner
+//	LookupFailed        started                                unknown (failures counted)        status, lease_owner = owner
+//	OrphanLeases        started, leased by another run         unknown                           that run is dead (data directory lock)
+//	ResolveByHand       unknown, no lease                      succeeded | failed_retryable      status = unknown, lease_owner IS NULL
+//	PurgeTerminal       succeeded | failed_final               (row deleted)                     completed before the cutoff
+//
+// succeeded and failed_final never change (Status.Terminal); unknown is
+// never retried blind: only a look-up by key at the target, or a person,
+// moves it on.
+
 // Status is the state of an operation in the journal.
 type Status string
 

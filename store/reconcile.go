@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -145,4 +146,50 @@ func (s *Store) purgeTerminalTx(ctx context.Context, tx *txn, system string, cut
 		return 0, err
 	}
 	return n, nil
+}
+
+// ResolveByHand settles an unknown operation on a person's word, with a
+// mandatory reason: found at the target (objectID required) makes it
+// succeeded; not there makes it failed_retryable, safe for the agent to
+// send again. Only an unknown row whose lease is free can be resolved.
+func (s *Store) ResolveByHand(ctx context.Context, key string, found bool, objectID, reason string) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		return s.resolveByHandTx(ctx, tx, key, found, objectID, reason)
+	})
+}
+
+func (s *Store) resolveByHandTx(ctx context.Context, tx *txn, key string, found bool, objectID, reason string) error {
+	var err error
+	if reason == "" {
+		return fmt.Errorf("resolve by hand: %w: a reason is required", ErrInvalid)
+	}
+	if found && objectID == "" {
+		return fmt.Errorf("resolve by hand: %w: the target's object id is required", ErrInvalid)
+	}
+	now := formatTime(s.now())
+	var res sql.Result
+	if found {
+		res, err = tx.ExecContext(ctx, `
+			UPDATE operations SET status = 'succeeded', target_object_id = ?, result = NULL,
+				error_code = NULL, error_field = NULL, error_message = NULL, needs_review = 0,
+				next_check_at = NULL, updated_at = ?, completed_at = ?
+			WHERE operation_key = ? AND status = 'unknown' AND lease_owner IS NULL`, objectID, now, now, key)
+	} else {
+		res, err = tx.ExecContext(ctx, `
+			UPDATE operations SET status = 'failed_retryable', error_code = 'TARGET_UNAVAILABLE',
+				error_message = 'a person found no effect at the target; send the same request again to execute it',
+				needs_review = 0, next_check_at = NULL, updated_at = ?
+			WHERE operation_key = ? AND status = 'unknown' AND lease_owner IS NULL`, now, key)
+	}
+	if err != nil {
+		return fmt.Errorf("resolve by hand: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("resolve by hand %q: %w: the operation is not unknown (or is being reconciled right now)", key, ErrConflict)
+	}
+	detail := map[string]any{"found": found, "object_id": objectID, "reason": reason}
+	if err := s.appendAudit(ctx, tx, "operation.resolved_by_hand", key, detail); err != nil {
+		return err
+	}
+	return nil
 }
