@@ -8,13 +8,18 @@ import (
 	"time"
 )
 
+// ApprovalStatus is the state of an approval: pending until a person
+// decides or its time runs out; an approved one is consumed when the
+// executor takes its operation.
+type ApprovalStatus string
+
 // Approval states.
 const (
-	ApprovalPending  = "pending"
-	ApprovalApproved = "approved"
-	ApprovalDenied   = "denied"
-	ApprovalExpired  = "expired"
-	ApprovalConsumed = "consumed"
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalDenied   ApprovalStatus = "denied"
+	ApprovalExpired  ApprovalStatus = "expired"
+	ApprovalConsumed ApprovalStatus = "consumed"
 )
 
 // Errors of approval decisions.
@@ -31,7 +36,7 @@ type Approval struct {
 	ID           int64
 	OperationKey string
 	Fingerprint  string
-	Status       string
+	Status       ApprovalStatus
 	ExpiresAt    time.Time
 	DecidedBy    string
 	DecidedAt    time.Time
@@ -42,7 +47,7 @@ type Approval struct {
 
 // Approvals returns the approvals in status (all when ""), oldest first,
 // each with its operation.
-func (s *Store) Approvals(ctx context.Context, status string, limit int) ([]Approval, error) {
+func (s *Store) Approvals(ctx context.Context, status ApprovalStatus, limit int) ([]Approval, error) {
 	if limit <= 0 {
 		limit = 200
 	}
@@ -152,7 +157,7 @@ func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, approve
 		return fmt.Errorf("decide approval: %w", err)
 	}
 	detail := map[string]any{"approval_id": id, "comment": comment}
-	if err := s.appendAudit(ctx, tx, "approval."+status, key, detail); err != nil {
+	if err := s.appendAudit(ctx, tx, "approval."+string(status), key, detail); err != nil {
 		return err
 	}
 	if !approve {

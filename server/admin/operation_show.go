@@ -84,7 +84,7 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	switch {
 	case err == nil:
 		v.Approval = []views.Field{
-			{Label: l.ApprovalStatus, Value: l.ApprovalStateLabel(a.Status, string(op.Status)), TestID: "approval-status"},
+			{Label: l.ApprovalStatus, Value: l.ApprovalStateLabel(string(a.Status), string(op.Status)), TestID: "approval-status"},
 			{Label: l.Expires, Value: formatTime(a.ExpiresAt, h.d.Location, lg)},
 			{Label: l.DecidedBy, Value: orDash(a.DecidedBy), TestID: "approval-decided-by"},
 			{Label: l.DecidedAt, Value: formatSeconds(a.DecidedAt, h.d.Location, lg)},
