@@ -2,26 +2,19 @@ package yookassa
 
 import (
 	"errors"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/oncegate/oncegate/adapters"
 )
 
-// currencyExponents lists the currencies this adapter sends to YooKassa and
-// the number of digits after the point in each (ISO 4217 minor unit). The
-// table is deliberately small: a currency that is not here is refused before
+// currencies are the currencies this adapter sends to YooKassa. The list
+// is deliberately small: a currency that is not here is refused before
 // anything is sent, rather than guessed. It is also the gateway's list of
 // the currencies it knows (Currencies), which the configuration is checked
-// against.
-var currencyExponents = map[string]int{
-	"RUB": 2,
-	"USD": 2,
-	"EUR": 2,
-	"KZT": 2,
-	"BYN": 2,
-	"CNY": 2,
-}
+// against. Their minor units come from adapters.MinorDigits.
+var currencies = []string{"BYN", "CNY", "EUR", "KZT", "RUB", "USD"}
 
 // maxMinor bounds amounts so that formatting and parsing never overflow and
 // an absurd amount is refused locally (10^15 minor units).
@@ -29,12 +22,15 @@ const maxMinor = 1_000_000_000_000_000
 
 // Currencies are the upper-case ISO 4217 codes of the currencies the
 // adapter knows the minor unit of, sorted.
-func Currencies() []string { return slices.Sorted(maps.Keys(currencyExponents)) }
+func Currencies() []string { return slices.Clone(currencies) }
 
-// exponent returns the minor-unit exponent of an upper-case ISO 4217 code.
+// exponent returns the minor-unit exponent of an upper-case ISO 4217 code
+// this adapter sends.
 func exponent(currency string) (int, bool) {
-	e, ok := currencyExponents[currency]
-	return e, ok
+	if !slices.Contains(currencies, currency) {
+		return 0, false
+	}
+	return adapters.MinorDigits(currency)
 }
 
 // formatAmount renders minor units as YooKassa's amount.value: a decimal

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/views"
 )
 
@@ -19,19 +20,12 @@ const nbsp = "\u00a0"
 // currencySymbols are the currencies shown by symbol; others by code.
 var currencySymbols = map[string]string{"RUB": "₽", "USD": "$", "EUR": "€"}
 
-// currencyDigits are the minor-unit digits of currencies that do not
-// have two (ISO 4217).
-var currencyDigits = map[string]int{
-	"JPY": 0, "KRW": 0, "VND": 0, "CLP": 0, "ISK": 0, "UGX": 0, "XAF": 0, "XOF": 0,
-	"BHD": 3, "IQD": 3, "JOD": 3, "KWD": 3, "LYD": 3, "OMR": 3, "TND": 3,
-}
-
 // formatMoney formats an amount in minor units for people: in Russian
 // «1 250,00 ₽», in English «₽1,250.00»; a currency without a symbol
 // follows its amount as its code («1 250,00 CHF»).
 func formatMoney(minor int64, currency, lang string) string {
 	currency = strings.ToUpper(strings.TrimSpace(currency))
-	digits, ok := currencyDigits[currency]
+	digits, ok := adapters.MinorDigits(currency)
 	if !ok {
 		digits = 2
 	}
