@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The layering of the packages: the journal and the adapters know nothing
+// of the gateway or of each other, and the pages know neither.
+func TestDependencyRules(t *testing.T) {
+	t.Parallel()
+	const mod = "github.com/oncegate/oncegate/"
+	for _, rule := range []struct {
+		pkg    string
+		forbid []string
+	}{
+		{"store", []string{"server", "adapters"}},
+		{"adapters/...", []string{"server", "store"}},
+		{"views", []string{"store", "adapters", "server"}},
+	} {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./"+rule.pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %s: %v\n%s", rule.pkg, err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, f := range rule.forbid {
+				if dep == mod+f || strings.HasPrefix(dep, mod+f+"/") {
+					t.Errorf("%s depends on %s, which it must not", rule.pkg, dep)
+				}
+			}
+		}
+	}
+}
