@@ -183,15 +183,38 @@ func Misconfigured(code, message string, err error) *Error {
 }
 
 // ReadFailure classifies the failure of a request that only reads (a
-// look-up): a refusal stays Final; anything else, an answer that never
-// came included, is Retry: a read changes nothing, so it is simply made
-// again. Errors that are no *Error (ErrNotFound) pass through.
+// look-up, or a check before executing): a refusal stays Final; anything
+// else, an answer that never came included, is Retry: a read changes
+// nothing, so it is simply made again. ErrNotFound passes through.
 func ReadFailure(err error) error {
 	var e *Error
-	if !errors.As(err, &e) || e.Class == Final || e.Class == Retry {
+	switch {
+	case err == nil || errors.Is(err, ErrNotFound):
+		return err
+	case !errors.As(err, &e):
+		return &Error{Class: Retry, Code: CodeTargetUnavailable, Message: "the target could not be reached", Err: err}
+	case e.Class == Final || e.Class == Retry:
 		return err
 	}
 	m := *e
 	m.Class, m.Code = Retry, CodeTargetUnavailable
+	return &m
+}
+
+// LookupFailure classifies the failure of a look-up of an operation's
+// effect by its key. A target that could not be asked is asked again
+// (ReadFailure); a refusal to read is Reconcile, not Final: it tells
+// nothing about the effect, so the operation stays unknown. It is never
+// "not found", which only an answer can say.
+func LookupFailure(err error) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return &Error{Class: Reconcile, Code: CodeOutcomeUnknown, Message: "the target could not be asked about the operation", Err: err}
+	}
+	if e.Class != Final {
+		return ReadFailure(e)
+	}
+	m := *e
+	m.Class = Reconcile
 	return &m
 }

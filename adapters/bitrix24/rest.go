@@ -51,8 +51,11 @@ func (c *Client) call(ctx context.Context, method string, params any, write bool
 	// its own after a broken keep-alive connection, and Bitrix24 does not
 	// dedupe.
 	resp, err := adapters.Send(c.http, req, !write)
+	if err != nil && !write {
+		return nil, adapters.ReadFailure(err)
+	}
 	if err != nil {
-		return nil, forRead(err, write)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
@@ -71,17 +74,6 @@ func (c *Client) call(ctx context.Context, method string, params any, write bool
 		return &r, nil
 	}
 	return nil, interpret(method, resp, &r, write)
-}
-
-// forRead turns a transport Reconcile into Retry for a read: a read cannot
-// have made an effect, so sending it again is harmless.
-func forRead(err error, write bool) error {
-	var e *adapters.Error
-	if write || !errors.As(err, &e) || e.Class != adapters.Reconcile {
-		return err
-	}
-	return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
-		Message: "the CRM did not answer in time", Err: e.Err}
 }
 
 // Error codes of the REST layer (not of a method) that mean the webhook

@@ -221,7 +221,7 @@ func (c *Client) findPayment(ctx context.Context, op adapters.Op) (payment, erro
 	if op.ObjectID != "" {
 		p, err := c.getPayment(ctx, op.ObjectID)
 		if err != nil && !errors.Is(err, adapters.ErrNotFound) {
-			return p, lookupFailure(err)
+			return p, adapters.LookupFailure(err)
 		}
 		return p, err
 	}
@@ -234,7 +234,7 @@ func (c *Client) findRefund(ctx context.Context, op adapters.Op) (refund, error)
 	if op.ObjectID != "" {
 		r, err := c.getRefund(ctx, op.ObjectID)
 		if err != nil && !errors.Is(err, adapters.ErrNotFound) {
-			return r, lookupFailure(err)
+			return r, adapters.LookupFailure(err)
 		}
 		return r, err
 	}
@@ -266,7 +266,7 @@ func scan[T any](ctx context.Context, c *Client, path string, q url.Values, key 
 			if errors.Is(err, adapters.ErrNotFound) {
 				err = &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider did not list its objects", Err: errors.New("list answered 404")}
 			}
-			return zero, lookupFailure(err)
+			return zero, adapters.LookupFailure(err)
 		}
 		for _, it := range l.Items {
 			if matches(meta(it), key, derived) {
@@ -537,36 +537,4 @@ func unreadable(err error) *adapters.Error {
 	}
 	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
 		Message: "the payment provider sent an answer that could not be read", Err: err}
-}
-
-// lookupFailure classifies the failure of a lookup call: the provider
-// could not be asked (Retry, asked again), or refused the read (Reconcile:
-// nothing was learned about the effect). Never "not found".
-func lookupFailure(err error) error {
-	var e *adapters.Error
-	if errors.As(err, &e) {
-		if e.Class != adapters.Final {
-			return adapters.ReadFailure(e) // could not ask: ask again
-		}
-		m := *e // a refused read cannot tell
-		m.Class = adapters.Reconcile
-		return &m
-	}
-	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider could not be asked about the operation", Err: err}
-}
-
-// readFailure turns the failure of a read made by Validate into Retry: a
-// GET writes nothing, so it can be made again; refusals stay Final.
-func readFailure(err error) error {
-	var e *adapters.Error
-	if errors.As(err, &e) {
-		if e.Class == adapters.Final {
-			return e
-		}
-		m := *e
-		m.Class = adapters.Retry
-		m.Code = adapters.CodeTargetUnavailable
-		return &m
-	}
-	return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "the payment provider could not be reached", Err: err}
 }

@@ -264,7 +264,7 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		case errors.Is(err, adapters.ErrNotFound):
 			return adapters.Plan{}, final(CodeReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider", nil)
 		case err != nil:
-			return adapters.Plan{}, readFailure(err)
+			return adapters.Plan{}, adapters.ReadFailure(err)
 		case !pm.Saved || pm.Status != "active":
 			return adapters.Plan{}, final(CodeReferenceInactive, "account_id", "the saved payment method (account) is not active at the payment provider", nil)
 		}
@@ -289,7 +289,7 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 			return adapters.Plan{}, final(CodeReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", nil)
 		}
 		if err != nil {
-			return adapters.Plan{}, readFailure(err)
+			return adapters.Plan{}, adapters.ReadFailure(err)
 		}
 		left, err := refundable(pay, p)
 		if err != nil {
