@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/contract"
 )
 
 var checkCommand = command{
@@ -61,7 +62,7 @@ func (tc targetCheck) alone(cfg server.Config) server.TargetsConfig {
 }
 
 var targetChecks = []targetCheck{
-	{name: "onec", system: "onec", address: "targets.onec.base_url",
+	{name: "onec", system: contract.TargetOneC, address: "targets.onec.base_url",
 		creds: func(c server.Config) string {
 			t := c.Targets.OneC
 			if t.UsernameEnv == "" {
@@ -69,11 +70,11 @@ var targetChecks = []targetCheck{
 			}
 			return fmt.Sprintf("targets.onec.username_env (%s) and targets.onec.password_env (%s): the 1C user and its password", t.UsernameEnv, t.PasswordEnv)
 		}},
-	{name: "bitrix24", system: "crm", address: "targets.bitrix24.webhook_url_env",
+	{name: "bitrix24", system: contract.TargetCRM, address: "targets.bitrix24.webhook_url_env",
 		creds: func(c server.Config) string {
 			return fmt.Sprintf("targets.bitrix24.webhook_url_env (%s): the inbound webhook's URL, with its user id, its secret and the crm scope", c.Targets.Bitrix24.WebhookURLEnv)
 		}},
-	{name: "yookassa", system: "payments", address: "targets.yookassa.base_url",
+	{name: "yookassa", system: contract.TargetPayments, address: "targets.yookassa.base_url",
 		creds: func(c server.Config) string {
 			return fmt.Sprintf("targets.yookassa.shop_id (%q) and targets.yookassa.secret_key_env (%s): the shop id and its secret key", c.Targets.YooKassa.ShopID, c.Targets.YooKassa.SecretKeyEnv)
 		}},

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
 
 // systems are the target systems, by the journal's names.
-var systems = []string{"onec", "crm", "payments"}
+var systems = []string{contract.TargetOneC, contract.TargetCRM, contract.TargetPayments}
 
 // targetTimes are a target system's configured times.
 type targetTimes struct {
@@ -27,13 +28,13 @@ type targetTimes struct {
 func (s *Server) times(system string) targetTimes {
 	timeoutMS, settleMS, retention := 5000, 0, s.cfg.Retention.Default
 	switch system {
-	case "onec":
+	case contract.TargetOneC:
 		t := s.cfg.Targets.OneC
 		timeoutMS, settleMS, retention = t.TimeoutMS, t.SettleMS, cmp.Or(s.cfg.Retention.OneC, retention)
-	case "crm":
+	case contract.TargetCRM:
 		t := s.cfg.Targets.Bitrix24
 		timeoutMS, settleMS, retention = t.TimeoutMS, t.SettleMS, cmp.Or(s.cfg.Retention.Bitrix24, retention)
-	case "payments":
+	case contract.TargetPayments:
 		t := s.cfg.Targets.YooKassa
 		timeoutMS, settleMS, retention = t.TimeoutMS, t.SettleMS, cmp.Or(s.cfg.Retention.YooKassa, retention)
 	}

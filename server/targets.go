@@ -10,6 +10,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server/contract"
 )
 
 // SecretSetting is a configuration key naming the environment variable
@@ -139,7 +140,7 @@ func BuildTargets(c Config, simURL string, env func(string) string) (map[string]
 	if err != nil {
 		return nil, fmt.Errorf("targets.yookassa: %w", err)
 	}
-	return map[string]adapters.Target{"onec": one, "crm": crm, "payments": pay}, nil
+	return map[string]adapters.Target{contract.TargetOneC: one, contract.TargetCRM: crm, contract.TargetPayments: pay}, nil
 }
 
 // simSecret is the secret the built-in YooKassa simulator expects (as

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -121,7 +122,7 @@ func (s *Server) executeApproved(ctx context.Context) {
 		s.log.Info("executor: approvals expired", "count", len(keys))
 	}
 	for ctx.Err() == nil {
-		op, err := s.store.TakeApproved(wctx, s.leaseOwner(), s.lease("payments"))
+		op, err := s.store.TakeApproved(wctx, s.leaseOwner(), s.lease(contract.TargetPayments))
 		if errors.Is(err, store.ErrNotFound) {
 			return
 		}

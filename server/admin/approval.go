@@ -144,7 +144,7 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 	if pid := p.str("payment_id"); pid != "" {
 		// A refund: the charge it refunds, when it went through here,
 		// tells the accountant whose money goes back and for what.
-		if charge, err := h.d.Store.ByObject(c.Request().Context(), "payments", pid); err == nil && charge.Intent == "payment.charge" {
+		if charge, err := h.d.Store.ByObject(c.Request().Context(), contract.TargetPayments, pid); err == nil && charge.Intent == "payment.charge" {
 			cp := parsePayload(charge.Payload)
 			r.ChargeHref, r.Charged = operationHref(charge.Key), cp.amount(lg)
 			r.OrderID = cp.str("order_id")
