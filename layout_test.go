@@ -7,7 +7,8 @@ import (
 )
 
 // The layering of the packages: the journal and the adapters know nothing
-// of the gateway or of each other, and the pages know neither.
+// of the gateway or of each other, the pages know neither, and the
+// gateway does not know the simulators (main wires them in).
 func TestDependencyRules(t *testing.T) {
 	t.Parallel()
 	const mod = "github.com/oncegate/oncegate/"
@@ -18,6 +19,7 @@ func TestDependencyRules(t *testing.T) {
 		{"store", []string{"server", "adapters"}},
 		{"adapters/...", []string{"server", "store"}},
 		{"views", []string{"store", "adapters", "server"}},
+		{"server/...", []string{"adapters/sim"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./"+rule.pkg).CombinedOutput()
 		if err != nil {

@@ -201,7 +201,7 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
 			"targets", strings.Join(simulated, ","), "simulators", simURL)
 	}
-	targets, err := server.BuildTargets(cfg, simURL, env)
+	targets, err := server.BuildTargets(cfg, server.Simulators{URL: simURL, YooKassaSecret: sim.YooKassaSecret()}, env)
 	if err != nil {
 		return err
 	}

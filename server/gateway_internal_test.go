@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -187,7 +188,7 @@ func TestLeasePerClaim(t *testing.T) {
 func TestBudgetCoversLookupPages(t *testing.T) {
 	t.Parallel()
 	cfg := DefaultConfig()
-	targets, err := BuildTargets(cfg, "http://127.0.0.1:9", func(string) string { return "" })
+	targets, err := BuildTargets(cfg, Simulators{URL: "http://127.0.0.1:9", YooKassaSecret: sim.YooKassaSecret()}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
 	tb.Cleanup(simHTTP.Close)
 
 	env := func(string) string { return "" }
-	targets, err := server.BuildTargets(cfg, simHTTP.URL, env)
+	targets, err := server.BuildTargets(cfg, server.Simulators{URL: simHTTP.URL, YooKassaSecret: sim.YooKassaSecret()}, env)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/onec"
-	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/contract"
 )
@@ -91,13 +90,20 @@ func (c Config) Simulated(env func(string) string) []string {
 	return out
 }
 
+// Simulators are the built-in simulators that the targets the
+// configuration leaves out talk to.
+type Simulators struct {
+	URL            string // where they answer, e.g. http://127.0.0.1:9001
+	YooKassaSecret string // the secret key the YooKassa simulator accepts
+}
+
 // BuildTargets makes the adapters of the three target systems. Secrets
 // are read from the environment variables the configuration names; a
 // target configured at a real system without its secret is refused
-// (checkSecrets). A target the configuration leaves out talks to the
-// simulators at simURL, with the simulators' own credentials. Errors name
-// the configuration key, never a secret.
-func BuildTargets(c Config, simURL string, env func(string) string) (map[string]adapters.Target, error) {
+// (checkSecrets). A target the configuration leaves out talks to sims,
+// with the simulators' own credentials. Errors name the configuration
+// key, never a secret.
+func BuildTargets(c Config, sims Simulators, env func(string) string) (map[string]adapters.Target, error) {
 	if err := c.checkSecrets(env); err != nil {
 		return nil, err
 	}
@@ -106,7 +112,7 @@ func BuildTargets(c Config, simURL string, env func(string) string) (map[string]
 
 	oc := onec.Config{BaseURL: t.OneC.BaseURL, Timeout: ms(t.OneC.TimeoutMS)}
 	if oc.BaseURL == "" {
-		oc.BaseURL = simURL + "/onec"
+		oc.BaseURL = sims.URL + "/onec"
 	} else {
 		if t.OneC.UsernameEnv != "" {
 			oc.Username = env(t.OneC.UsernameEnv)
@@ -120,7 +126,7 @@ func BuildTargets(c Config, simURL string, env func(string) string) (map[string]
 		return nil, fmt.Errorf("targets.onec: %w", err)
 	}
 
-	webhook := simURL + "/bitrix24/rest/1/sim-webhook/"
+	webhook := sims.URL + "/bitrix24/rest/1/sim-webhook/"
 	if t.Bitrix24.WebhookURLEnv != "" {
 		webhook = env(t.Bitrix24.WebhookURLEnv)
 	}
@@ -132,7 +138,7 @@ func BuildTargets(c Config, simURL string, env func(string) string) (map[string]
 	yc := yookassa.Config{BaseURL: t.YooKassa.BaseURL, ShopID: t.YooKassa.ShopID, Timeout: ms(t.YooKassa.TimeoutMS)}
 	if yc.BaseURL == "" {
 		// The built-in simulator knows only its own secret.
-		yc.BaseURL, yc.SecretKey = simURL+"/yookassa/v3", simSecret(env)
+		yc.BaseURL, yc.SecretKey = sims.URL+"/yookassa/v3", sims.YooKassaSecret
 	} else {
 		yc.SecretKey = env(t.YooKassa.SecretKeyEnv)
 	}
@@ -141,14 +147,4 @@ func BuildTargets(c Config, simURL string, env func(string) string) (map[string]
 		return nil, fmt.Errorf("targets.yookassa: %w", err)
 	}
 	return map[string]adapters.Target{contract.TargetOneC: one, contract.TargetCRM: crm, contract.TargetPayments: pay}, nil
-}
-
-// simSecret is the secret the built-in YooKassa simulator expects (as
-// sim.YooKassaSecret reads it, from env here). It is given to the
-// simulator only, never to a configured base_url.
-func simSecret(env func(string) string) string {
-	if s := env("YOOKASSA_SECRET_KEY"); s != "" {
-		return s
-	}
-	return sim.DefaultYooKassaSecret
 }
