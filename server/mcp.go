@@ -1,292 +1,37 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/url"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/labstack/echo/v4"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/mcp"
 )
-
-// The MCP endpoint offers the same contract as tools: one tool per intent
-// of the whitelist the agent's token may use, with the intent's schema as
-// the payload's, plus get_operation. A tool call is answered by the agent
-// API itself (an in-process request to /v1/...), so keys, fingerprints,
-// scopes, rate limits, approvals and every answer code are exactly the
-// API's; MCP adds no path of its own to a target.
-
-const mcpInstructions = `oncegate performs business intents (1C documents, CRM tasks, payments) exactly once per operation key.
-Every mutating tool needs operation_key: <contour>:<intent>:<business id>:v<n>, e.g. %[1]s:invoice.create:order-48291:v1; this gateway's contour is %[1]s.
-Send the same key with the same payload on every retry of one intent: a retry returns the first result and never makes a second effect. A new key is a new effect.
-mode "validate" is a dry run: it checks everything, returns a plan and plan_hash, writes nothing and leaves the key free; pass plan_hash with mode "execute" to refuse a changed plan.
-awaiting_approval (money) and unknown are not failures: call again later with the same key and payload, or read the state with get_operation.
-Errors carry stable codes in errors[].code; retryable tells whether the same call may succeed later.`
-
-// mcpMaxBody bounds an MCP request; the envelope inside is bounded again
-// by the API's own 64 KiB limit.
-const mcpMaxBody = 256 << 10
 
 type mcpScopesKey struct{}
 
-// mcpHandler serves MCP over streamable HTTP, stateless: no session
-// outlives a request, so a restart or a second gateway loses nothing.
+// mcpHandler serves the MCP endpoint after authenticate: its tools are the
+// intents the token's scopes allow, each call answered by this API.
 func (s *Server) mcpHandler() echo.HandlerFunc {
-	var (
-		mu      sync.Mutex
-		servers = map[string]*mcp.Server{} // by the token's sorted scopes
-	)
-	serverFor := func(r *http.Request) *mcp.Server {
-		scopes, _ := r.Context().Value(mcpScopesKey{}).([]string)
-		scopes = slices.Sorted(slices.Values(scopes))
-		id := strings.Join(scopes, ",")
-		mu.Lock()
-		defer mu.Unlock()
-		if srv, ok := servers[id]; ok {
-			return srv
-		}
-		srv := s.newMCPServer(scopes)
-		servers[id] = srv
-		return srv
-	}
-	h := mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		JSONResponse:        true,
-		Logger:              s.log,
-		MaxRequestBodyBytes: mcpMaxBody,
-		// The SDK refuses a non-loopback Host arriving on loopback, against
-		// DNS rebinding of unauthenticated local servers. Every request
-		// here carries an agent token, checked before the SDK sees it, and
-		// a gateway on loopback behind the firm's reverse proxy is the
-		// usual deployment, whose Host is the public name.
-		DisableLocalhostProtection: true,
+	h := mcp.Handler(mcp.Config{
+		Contour: s.cfg.Contour,
+		Log:     s.log,
+		API:     s.echo,
+		Scopes: func(r *http.Request) []string {
+			scopes, _ := r.Context().Value(mcpScopesKey{}).([]string)
+			return scopes
+		},
+		InProcess: func(ctx context.Context) context.Context { return context.WithValue(ctx, inProcessKey{}, true) },
+		Refusal: func(code, field, message string) []byte {
+			body, _ := json.Marshal(answer{Status: "rejected", Errors: []ErrorItem{refuse(code, field, message).ErrorItem}})
+			return body
+		},
 	})
 	return func(c echo.Context) error {
 		r := c.Request()
-		r = r.WithContext(context.WithValue(r.Context(), mcpScopesKey{}, token(c).Scopes))
-		h.ServeHTTP(c.Response(), r)
+		h.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpScopesKey{}, token(c).Scopes)))
 		return nil
 	}
-}
-
-// newMCPServer builds the tools a token with scopes may call.
-func (s *Server) newMCPServer(scopes []string) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "oncegate", Version: "1.0"}, &mcp.ServerOptions{
-		Instructions: fmt.Sprintf(mcpInstructions, s.cfg.Contour),
-		Logger:       s.log,
-		// The tool list depends on the token: no shared cache may keep it.
-		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
-	})
-	for _, in := range contract.All() {
-		if !slices.Contains(scopes, in.Scope) {
-			continue
-		}
-		srv.AddTool(intentTool(in), s.callIntent(in))
-	}
-	srv.AddTool(&mcp.Tool{
-		Name:        "get_operation",
-		Description: "The current state of an operation by its key: the same answer as the intent's own call, without running anything.",
-		InputSchema: map[string]any{
-			"type":                 "object",
-			"additionalProperties": false,
-			"required":             []string{"operation_key"},
-			"properties":           map[string]any{"operation_key": keySchema},
-		},
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
-	}, s.callGetOperation)
-	return srv
-}
-
-var keySchema = map[string]any{
-	"type":        "string",
-	"minLength":   8,
-	"maxLength":   255,
-	"pattern":     `^[A-Za-z0-9._:-]+$`,
-	"description": "The operation key: the same on every retry of this one business intent.",
-}
-
-// intentTool describes in as a tool: the envelope's fields, with the
-// intent's own schema as the payload.
-func intentTool(in *contract.Intent) *mcp.Tool {
-	props := map[string]any{
-		"payload": in.Schema,
-		"actor_id": map[string]any{
-			"type": "string", "maxLength": 255,
-			"description": "The person on whose behalf the agent acts, for the audit trail.",
-		},
-	}
-	required := []string{"payload"}
-	desc := in.Effect + "."
-	ann := &mcp.ToolAnnotations{IdempotentHint: true}
-	if in.Journaled {
-		props["operation_key"] = keySchema
-		props["mode"] = map[string]any{
-			"type": "string", "enum": []string{"execute", "validate"}, "default": "execute",
-			"description": "validate: a dry run that writes nothing and returns plan and plan_hash; execute: do it.",
-		}
-		props["plan_hash"] = map[string]any{
-			"type":        "string",
-			"description": "From an earlier validate: execute is refused with PLAN_CHANGED if the plan differs now.",
-		}
-		required = append(required, "operation_key")
-		desc += " Needs operation_key; a retry with the same key and payload returns the first result."
-		if in.Money {
-			desc += " Money: a person approves it first; the first answer is awaiting_approval, call again later with the same key."
-		}
-	} else {
-		ann.ReadOnlyHint = true
-	}
-	return &mcp.Tool{
-		Name:        in.Name,
-		Description: desc,
-		InputSchema: map[string]any{
-			"type":                 "object",
-			"additionalProperties": false,
-			"required":             required,
-			"properties":           props,
-		},
-		Annotations: ann,
-	}
-}
-
-// callIntent answers a call of in's tool through POST /v1/operations.
-func (s *Server) callIntent(in *contract.Intent) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var args map[string]json.RawMessage
-		if err := json.Unmarshal(orEmpty(req.Params.Arguments), &args); err != nil || args == nil {
-			return refusedTool(contract.CodeValidation, "", "the arguments must be a JSON object"), nil
-		}
-		envelope := map[string]json.RawMessage{
-			"schema_version": json.RawMessage(`"1.0"`),
-			"intent":         mustJSON(in.Name),
-		}
-		header := http.Header{}
-		for name, v := range args {
-			switch name {
-			case "operation_key":
-				var key string
-				if err := json.Unmarshal(v, &key); err != nil {
-					return refusedTool(contract.CodeValidation, "operation_key", "operation_key must be a string"), nil
-				}
-				header.Set("Idempotency-Key", key)
-			case "payload", "actor_id", "mode", "plan_hash":
-				envelope[name] = v
-			default:
-				return refusedTool(contract.CodeUnknownField, name, "no such argument: "+name), nil
-			}
-		}
-		body, err := json.Marshal(envelope)
-		if err != nil {
-			return nil, err
-		}
-		header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
-		return s.callAPI(ctx, req, http.MethodPost, "/v1/operations", body, header), nil
-	}
-}
-
-// callGetOperation answers get_operation through GET /v1/operations/{key}.
-func (s *Server) callGetOperation(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var args struct {
-		Key string `json:"operation_key"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(orEmpty(req.Params.Arguments)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&args); err != nil {
-		return refusedTool(contract.CodeValidation, "", "the arguments must be {\"operation_key\": \"...\"}"), nil
-	}
-	if args.Key == "" {
-		return refusedTool(contract.CodeValidation, "operation_key", "operation_key is required"), nil
-	}
-	return s.callAPI(ctx, req, http.MethodGet, "/v1/operations/"+url.PathEscape(args.Key), nil, http.Header{}), nil
-}
-
-// callAPI runs one request through the gateway's own HTTP handler with the
-// caller's credentials and turns the answer into a tool result: the API's
-// JSON answer as the structured content (and as text for models that read
-// only text), an error result for any 4xx or 5xx, and the HTTP status and
-// Retry-After in _meta.
-func (s *Server) callAPI(ctx context.Context, req *mcp.CallToolRequest, method, path string, body []byte, header http.Header) *mcp.CallToolResult {
-	r, err := http.NewRequestWithContext(context.WithValue(ctx, inProcessKey{}, true), method, path, bytes.NewReader(body))
-	if err != nil {
-		return refusedTool(contract.CodeValidation, "", "the request could not be formed")
-	}
-	if req.Extra != nil {
-		header.Set(echo.HeaderAuthorization, req.Extra.Header.Get(echo.HeaderAuthorization))
-	}
-	r.Header = header
-	if len(body) > 0 {
-		r.ContentLength = int64(len(body))
-	}
-	w := &recorder{header: http.Header{}, status: http.StatusOK}
-	s.echo.ServeHTTP(w, r)
-	res := &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: w.body.String()}},
-		StructuredContent: json.RawMessage(w.body.Bytes()),
-		IsError:           w.status >= 400,
-		Meta:              mcp.Meta{"http_status": w.status},
-	}
-	if ra, err := strconv.Atoi(w.header.Get("Retry-After")); err == nil {
-		res.Meta["retry_after_seconds"] = ra
-	}
-	if w.header.Get("Idempotent-Replayed") == "true" {
-		res.Meta["replayed"] = true
-	}
-	return res
-}
-
-// refusedTool is a refusal made before the API is asked, in the API's
-// own answer shape.
-func refusedTool(code, field, message string) *mcp.CallToolResult {
-	body, _ := json.Marshal(answer{Status: "rejected", Errors: []ErrorItem{refuse(code, field, message).ErrorItem}})
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
-		StructuredContent: json.RawMessage(body),
-		IsError:           true,
-		Meta:              mcp.Meta{"http_status": http.StatusBadRequest},
-	}
-}
-
-func orEmpty(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return json.RawMessage(`{}`)
-	}
-	return raw
-}
-
-func mustJSON(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// recorder is the http.ResponseWriter of an in-process API request.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-	wrote  bool
-}
-
-func (w *recorder) Header() http.Header { return w.header }
-
-func (w *recorder) WriteHeader(status int) {
-	if !w.wrote {
-		w.status, w.wrote = status, true
-	}
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.body.Write(b)
 }
