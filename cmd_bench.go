@@ -93,7 +93,7 @@ func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
 		return err
 	}
 	defer simHTTP.Close()
-	targets, err := server.BuildTargets(cfg, server.Simulators{URL: simURL, YooKassaSecret: sim.YooKassaSecret()}, func(string) string { return "" })
+	targets, err := server.BuildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
 	if err != nil {
 		return err
 	}

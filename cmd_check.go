@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/contract"
 )
@@ -143,7 +142,7 @@ func checkTarget(cfg server.Config, tc targetCheck, env func(string) string) (ok
 		return false, fmt.Sprintf("$%s (named by %s) is empty or unset", s.Env, s.Key), fmt.Sprintf("put the secret in $%s in the service's environment (its env file), or pass --env-file", s.Env)
 	}
 	// The simulators' address is never called: the other targets are not probed.
-	targets, err := server.BuildTargets(one, server.Simulators{URL: "http://127.0.0.1:9", YooKassaSecret: sim.YooKassaSecret()}, env)
+	targets, err := server.BuildTargets(one, builtInSimulators("http://127.0.0.1:9"), env)
 	if err != nil {
 		return false, err.Error(), "correct the setting named"
 	}

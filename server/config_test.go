@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
 )
 
@@ -118,14 +117,14 @@ func TestMissingSecrets(t *testing.T) {
 		t.Fatalf("missing %v", got)
 	}
 	// A target at a real URL without its secret is refused at start.
-	if _, err := server.BuildTargets(cfg, server.Simulators{URL: "http://127.0.0.1:9001", YooKassaSecret: sim.YooKassaSecret()}, noEnv); err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env: $YOOKASSA_SECRET_KEY is empty or unset") {
+	if _, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9001"), noEnv); err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env: $YOOKASSA_SECRET_KEY is empty or unset") {
 		t.Fatalf("err = %v", err)
 	}
 	set := func(k string) string { return map[string]string{"YOOKASSA_SECRET_KEY": "s"}[k] }
 	if got := cfg.MissingSecrets(set); len(got) != 0 {
 		t.Fatalf("missing %v with the secret set", got)
 	}
-	if _, err := server.BuildTargets(cfg, server.Simulators{URL: "http://127.0.0.1:9001", YooKassaSecret: sim.YooKassaSecret()}, set); err != nil {
+	if _, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9001"), set); err != nil {
 		t.Fatal(err)
 	}
 }

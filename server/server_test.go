@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
 )
 
@@ -16,7 +15,7 @@ import (
 func TestNewLeavesTargetsAlone(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	targets, err := server.BuildTargets(cfg, server.Simulators{URL: "http://127.0.0.1:9", YooKassaSecret: sim.YooKassaSecret()}, noEnv)
+	targets, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9"), noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

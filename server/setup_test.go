@@ -63,6 +63,11 @@ func openJournal(tb testing.TB) *store.Store {
 	return st
 }
 
+// simulatorsAt is what BuildTargets needs of the simulators at url.
+func simulatorsAt(url string) server.Simulators {
+	return server.Simulators{URL: url, YooKassaSecret: sim.YooKassaSecret()}
+}
+
 // serveOver runs the gateway with cfg over the journal st.
 func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
 	tb.Helper()
@@ -72,7 +77,7 @@ func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
 	tb.Cleanup(simHTTP.Close)
 
 	env := func(string) string { return "" }
-	targets, err := server.BuildTargets(cfg, server.Simulators{URL: simHTTP.URL, YooKassaSecret: sim.YooKassaSecret()}, env)
+	targets, err := server.BuildTargets(cfg, simulatorsAt(simHTTP.URL), env)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestBuildTargetsRefusesMissingSecrets(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := testConfig()
 			c.set(&cfg)
-			_, err := server.BuildTargets(cfg, server.Simulators{URL: "http://127.0.0.1:9", YooKassaSecret: sim.YooKassaSecret()}, env)
+			_, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9"), env)
 			if err == nil {
 				t.Fatal("targets built without their secret")
 			}
@@ -136,7 +136,7 @@ func TestBuildTargetsSecrets(t *testing.T) {
 			// A variable the configuration does not name is never read.
 			"YOOKASSA_SECRET_KEY": "not-the-shop-secret",
 		}
-		targets, err := server.BuildTargets(cfg, server.Simulators{URL: "http://127.0.0.1:9", YooKassaSecret: sim.YooKassaSecret()}, func(k string) string { return vars[k] })
+		targets, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9"), func(k string) string { return vars[k] })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestBuildTargetsSecrets(t *testing.T) {
 		// A variable named for a secret does not make a target real.
 		cfg.Targets.YooKassa.SecretKeyEnv = "SHOP_SECRET"
 		vars := map[string]string{"SHOP_SECRET": "live-shop-secret"}
-		targets, err := server.BuildTargets(cfg, server.Simulators{URL: seen.url, YooKassaSecret: sim.YooKassaSecret()}, func(k string) string { return vars[k] })
+		targets, err := server.BuildTargets(cfg, simulatorsAt(seen.url), func(k string) string { return vars[k] })
 		if err != nil {
 			t.Fatal(err)
 		}

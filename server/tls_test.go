@@ -20,7 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/store"
 )
@@ -67,7 +66,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	targets, err := server.BuildTargets(cfg, server.Simulators{URL: "http://127.0.0.1:1", YooKassaSecret: sim.YooKassaSecret()}, func(string) string { return "" })
+	targets, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:1"), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

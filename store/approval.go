@@ -71,7 +71,7 @@ func (s *Store) Approvals(ctx context.Context, status ApprovalStatus, limit int)
 		return nil, fmt.Errorf("list approvals: %w", err)
 	}
 	for i := range out {
-		if out[i].Operation, err = getOperation(ctx, s.rdb, out[i].OperationKey); err != nil {
+		if out[i].Operation, err = s.Get(ctx, out[i].OperationKey); err != nil {
 			return nil, fmt.Errorf("list approvals: %w", err)
 		}
 	}
@@ -87,7 +87,7 @@ func (s *Store) ApprovalByID(ctx context.Context, id int64) (Approval, error) {
 	if err != nil {
 		return Approval{}, fmt.Errorf("get approval %d: %w", id, interpretError(err))
 	}
-	if a.Operation, err = getOperation(ctx, s.rdb, a.OperationKey); err != nil {
+	if a.Operation, err = s.Get(ctx, a.OperationKey); err != nil {
 		return Approval{}, fmt.Errorf("get approval %d: %w", id, err)
 	}
 	return a, nil

@@ -279,10 +279,6 @@ func (s *Store) Get(ctx context.Context, key string) (Operation, error) {
 	return op, nil
 }
 
-type queryer interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // ByObject returns the operation that made objectID at the target system,
 // e.g. the charge a refund names by its payment id.
 func (s *Store) ByObject(ctx context.Context, system, objectID string) (Operation, error) {
@@ -295,11 +291,13 @@ func (s *Store) ByObject(ctx context.Context, system, objectID string) (Operatio
 	return op, nil
 }
 
+// getOperationQuery reads one row by key: prepared once on the readers
+// (Store.Get) and kept prepared on the writer's connection (getOperation).
 const getOperationQuery = `SELECT ` + operationColumns + ` FROM operations WHERE operation_key = ?`
 
-func getOperation(ctx context.Context, q queryer, key string) (Operation, error) {
-	row := q.QueryRowContext(ctx, getOperationQuery, key)
-	op, err := scanOperation(row)
+// getOperation reads the row of key inside the writer's transaction.
+func getOperation(ctx context.Context, tx *txn, key string) (Operation, error) {
+	op, err := scanOperation(tx.QueryRowContext(ctx, getOperationQuery, key))
 	return op, interpretError(err)
 }
 

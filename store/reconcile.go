@@ -58,7 +58,7 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, r
 	now := formatTime(s.now())
 	// The row is leased by owner, so it cannot change between this read
 	// and the update: the failure that flags it is audited as such.
-	before, err := getOperation(ctx, s.rdb, key)
+	before, err := s.Get(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("lookup failed: %w", err)
 	}
@@ -78,7 +78,7 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, r
 	if err != nil {
 		return false, err
 	}
-	op, err := getOperation(ctx, s.rdb, key)
+	op, err := s.Get(ctx, key)
 	if err != nil {
 		return false, fmt.Errorf("lookup failed: %w", err)
 	}

@@ -51,10 +51,10 @@ func (c *Client) call(ctx context.Context, method string, params any, write bool
 	// its own after a broken keep-alive connection, and Bitrix24 does not
 	// dedupe.
 	resp, err := adapters.Send(c.http, req, !write)
-	if err != nil && !write {
-		return nil, adapters.ReadFailure(err)
-	}
 	if err != nil {
+		if !write {
+			err = adapters.ReadFailure(err)
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()

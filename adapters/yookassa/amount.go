@@ -21,7 +21,7 @@ var currencies = []string{"BYN", "CNY", "EUR", "KZT", "RUB", "USD"}
 const maxMinor = 1_000_000_000_000_000
 
 // Currencies are the upper-case ISO 4217 codes of the currencies the
-// adapter knows the minor unit of, sorted.
+// adapter sends, sorted.
 func Currencies() []string { return slices.Clone(currencies) }
 
 // exponent returns the minor-unit exponent of an upper-case ISO 4217 code
