@@ -197,7 +197,7 @@ func (s *Store) ExpireApprovals(ctx context.Context) ([]string, error) {
 
 func (s *Store) expireApprovalsTx(ctx context.Context, tx *txn) ([]string, error) {
 	now := formatTime(s.now())
-	rows, err := tx.QueryContext(ctx, `SELECT id, operation_key FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY id LIMIT 500`, now)
+	rows, err := tx.QueryContext(ctx, `SELECT id, operation_key FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY id LIMIT 500`+tx.skipLocked(), now)
 	if err != nil {
 		return nil, fmt.Errorf("expire approvals: %w", err)
 	}
@@ -220,8 +220,12 @@ func (s *Store) expireApprovalsTx(ctx context.Context, tx *txn) ([]string, error
 	}
 	var keys []string
 	for _, d := range list {
-		if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'expired' WHERE id = ? AND status = 'pending'`, d.id); err != nil {
+		res, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'expired' WHERE id = ? AND status = 'pending'`, d.id)
+		if err != nil {
 			return nil, fmt.Errorf("expire approvals: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			continue // decided meanwhile
 		}
 		if err := s.appendAudit(ctx, tx, "approval.expired", d.key, map[string]any{"approval_id": d.id}); err != nil {
 			return nil, err
@@ -256,15 +260,19 @@ func (s *Store) takeApprovedTx(ctx context.Context, tx *txn, owner string, lease
 		SELECT a.id, a.operation_key FROM approvals a
 		JOIN operations o ON o.operation_key = a.operation_key
 		WHERE a.status = 'approved' AND o.status = 'awaiting_approval' AND o.fingerprint = a.fingerprint
-		ORDER BY a.decided_at LIMIT 1`).Scan(&id, &key)
+		ORDER BY a.decided_at LIMIT 1`+tx.skipLocked()).Scan(&id, &key)
 	if err != nil {
 		return Operation{}, fmt.Errorf("take approved: %w", interpretError(err))
 	}
 	now := s.now()
-	if _, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'consumed' WHERE id = ? AND status = 'approved'`, id); err != nil {
+	res, err := tx.ExecContext(ctx, `UPDATE approvals SET status = 'consumed' WHERE id = ? AND status = 'approved'`, id)
+	if err != nil {
 		return Operation{}, fmt.Errorf("take approved: %w", err)
 	}
-	res, err := tx.ExecContext(ctx, `
+	if n, _ := res.RowsAffected(); n != 1 {
+		return Operation{}, fmt.Errorf("take approved %d: %w", id, ErrConflict)
+	}
+	res, err = tx.ExecContext(ctx, `
 		UPDATE operations
 		SET status = 'started', lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
 			last_attempt_at = ?, updated_at = ?

@@ -77,15 +77,10 @@ func chainHash(prev string, e AuditEvent) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// appendAudit adds an event inside the caller's write transaction, chained
-// to the last one. detail is marshalled as JSON (maps sort their keys).
+// appendAudit adds an event to the caller's write, chained to the last
+// one when the write is done (flushAudit). detail is marshalled as JSON
+// (maps sort their keys).
 func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, detail map[string]any) error {
-	var prevID int64
-	prev := genesis
-	err := tx.QueryRowContext(ctx, `SELECT id, hash FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&prevID, &prev)
-	if err != nil && err != sql.ErrNoRows {
-		return fmt.Errorf("append audit: %w", err)
-	}
 	if detail == nil {
 		detail = map[string]any{}
 	}
@@ -93,14 +88,48 @@ func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, det
 	if err != nil {
 		return fmt.Errorf("append audit: %w", err)
 	}
-	e := AuditEvent{ID: prevID + 1, At: s.now(), Actor: actorOf(ctx), Event: event, OperationKey: key, Detail: d}
-	e.Hash = chainHash(prev, e)
-	_, err = tx.ExecContext(ctx, `
-		INSERT INTO audit_events (id, at, actor_kind, actor, event, operation_key, detail, prev_hash, hash)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.ID, formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, nullString(key), string(d), prev, e.Hash)
-	if err != nil {
-		return fmt.Errorf("append audit: %w", interpretError(err))
+	tx.audit = append(tx.audit, AuditEvent{At: s.now(), Actor: actorOf(ctx), Event: event, OperationKey: key, Detail: d})
+	return nil
+}
+
+// auditLock is the PostgreSQL advisory lock that orders appends to the
+// chain: each event names its predecessor's hash, so two instances must
+// not both read one head. A transaction takes it as its last step, after
+// its row locks, and holds it until it commits (pg_advisory_xact_lock), so
+// appends are serialized for no longer than a commit and cannot deadlock
+// with the rows' locks. A sequence would order the ids but not give an
+// event its predecessor's hash before that one commits.
+const auditLock = 0x6f6e636567617465 // "oncegate"
+
+// flushAudit writes the events the write added, chained to the head, in
+// the write's transaction.
+func (s *Store) flushAudit(ctx context.Context, tx *txn) error {
+	if len(tx.audit) == 0 {
+		return nil
+	}
+	defer func() { tx.audit = tx.audit[:0] }()
+	if tx.pg {
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(auditLock)); err != nil {
+			return fmt.Errorf("append audit: %w", err)
+		}
+	}
+	var prevID int64
+	prev := genesis
+	err := tx.QueryRowContext(ctx, `SELECT id, hash FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&prevID, &prev)
+	if err != nil && err != sql.ErrNoRows {
+		return fmt.Errorf("append audit: %w", err)
+	}
+	for _, e := range tx.audit {
+		e.ID = prevID + 1
+		e.Hash = chainHash(prev, e)
+		_, err = tx.ExecContext(ctx, `
+			INSERT INTO audit_events (id, at, actor_kind, actor, event, operation_key, detail, prev_hash, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			e.ID, formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, nullString(e.OperationKey), string(e.Detail), prev, e.Hash)
+		if err != nil {
+			return fmt.Errorf("append audit: %w", interpretError(err))
+		}
+		prevID, prev = e.ID, e.Hash
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"testing"
 	"time"
@@ -58,11 +57,7 @@ func TestAudit(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		db, err := sql.Open("sqlite", s.Path())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
+		db := store.RawDB(t, s)
 		if _, err := db.Exec(`UPDATE audit_events SET detail = '{"n":99}' WHERE id = 3`); err != nil {
 			t.Fatal(err)
 		}

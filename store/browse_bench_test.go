@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // BenchmarkListOperations pages through a journal of a million rows
@@ -19,6 +20,7 @@ func BenchmarkListOperations(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("BROWSE_ROWS")); err == nil && n > 0 {
 		rows = n
 	}
+	storetest.SQLiteOnly(b, "rows are made by a recursive SQLite statement")
 	s := MustOpenStore(b)
 	db, err := sql.Open("sqlite", s.Path())
 	if err != nil {

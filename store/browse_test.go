@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 func TestListOperations(t *testing.T) {
@@ -115,6 +116,7 @@ func TestResolveByHand(t *testing.T) {
 func TestSummarizeReadFailsMidway(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	storetest.SQLiteOnly(t, "damages a page of the journal's file")
 	s := MustOpenStore(t)
 	path := s.Path()
 	MustClaim(t, s, claimReq("test:invoice.create:sum-started:v1", fp1, "run-1"), store.DecisionExecute)

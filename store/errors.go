@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -38,6 +39,15 @@ func interpretError(err error) error {
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case "23505": // unique_violation
+			return errors.Join(ErrConflict, err)
+		case "23514", "23502": // check_violation, not_null_violation
+			return errors.Join(ErrInvalid, err)
+		}
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {

@@ -1,6 +1,12 @@
 package store
 
-import "context"
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+)
 
 // Store tests hash with the cheapest parameters: production cost (64 MiB,
 // 3 passes) makes every hash take most of a second under -race.
@@ -15,3 +21,45 @@ func HashPasswordWith(password string, memoryKiB, passes uint32, lanes uint8) st
 	}
 	return h
 }
+
+// LocationOf is where s's journal is, as Open takes it.
+func LocationOf(s *Store) string {
+	if s.pg {
+		return s.url
+	}
+	return s.path
+}
+
+// Raw is a connection to a journal beside its store, for tests that look
+// at or edit rows behind the store's back; "?" placeholders are bound for
+// the journal's backend.
+type Raw struct{ d db }
+
+// RawDB opens s's journal beside s.
+func RawDB(tb testing.TB, s *Store) Raw {
+	tb.Helper()
+	driver, dsn := "sqlite", "file:"+s.path+"?_pragma=busy_timeout(5000)"
+	if s.pg {
+		driver, dsn = "pgx", s.url
+	}
+	sqldb, err := sql.Open(driver, dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { sqldb.Close() })
+	return Raw{db{DB: sqldb, pg: s.pg}}
+}
+
+func (r Raw) Exec(q string, args ...any) (sql.Result, error) {
+	return r.d.ExecContext(context.Background(), q, args...)
+}
+
+func (r Raw) Query(q string, args ...any) (*sql.Rows, error) {
+	return r.d.QueryContext(context.Background(), q, args...)
+}
+
+func (r Raw) QueryRow(q string, args ...any) *sql.Row {
+	return r.d.QueryRowContext(context.Background(), q, args...)
+}
+
+func (r Raw) Close() error { return r.d.Close() }

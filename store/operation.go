@@ -197,9 +197,12 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision,
 	if err != nil {
 		return 0, Operation{}, err
 	}
-	op, err := getOperation(ctx, tx, req.Key)
+	// The row, locked until the claim commits: a concurrent claim of the
+	// same key on another instance waits here, then reads what this one
+	// decided.
+	op, err := scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
 	if err != nil {
-		return 0, Operation{}, err
+		return 0, Operation{}, interpretError(err)
 	}
 	if inserted == 1 {
 		detail := map[string]any{"intent": req.Intent, "fingerprint": req.Fingerprint, "target": req.TargetSystem, "request_id": req.RequestID, "actor_id": req.ActorID}
@@ -340,9 +343,10 @@ func (s *Store) RecordAttempt(ctx context.Context, key, owner string, n int, lea
 	now := s.now()
 	return s.transition(ctx, "operation.attempt", key, owner, map[string]any{"attempt": n}, `
 		UPDATE operations
-		SET attempt_count = max(attempt_count, ?), last_attempt_at = ?, lease_until = ?, updated_at = ?
+		SET attempt_count = CASE WHEN attempt_count > ? THEN attempt_count ELSE ? END,
+			last_attempt_at = ?, lease_until = ?, updated_at = ?
 		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
-		n, formatTime(now), formatTime(now.Add(lease)), formatTime(now), key, owner)
+		n, n, formatTime(now), formatTime(now.Add(lease)), formatTime(now), key, owner)
 }
 
 // Complete moves a started operation held by owner to succeeded.
@@ -444,8 +448,13 @@ func (s *Store) transitionTx(ctx context.Context, tx *txn, event, key, owner str
 // than run into unknown: that run is dead (serve holds the data
 // directory's lock), so whatever it sent may or may not have been applied.
 // A lease of run is owned by run itself or by "run/<claim>". It returns
-// how many rows it moved.
+// how many rows it moved. On a shared journal (PostgreSQL) another run may
+// be alive: it does nothing there, and a dead run's rows are taken by the
+// reconciler when their leases run out.
 func (s *Store) OrphanLeases(ctx context.Context, run string) (int, error) {
+	if s.pg {
+		return 0, nil
+	}
 	var r0 int
 	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, err = s.orphanLeasesTx(ctx, tx, run)
@@ -457,7 +466,7 @@ func (s *Store) OrphanLeases(ctx context.Context, run string) (int, error) {
 func (s *Store) orphanLeasesTx(ctx context.Context, tx *txn, run string) (int, error) {
 	rows, err := tx.QueryContext(ctx, `
 		SELECT operation_key FROM operations
-		WHERE status = 'started' AND lease_owner IS NOT ? AND substr(coalesce(lease_owner, ''), 1, ?) <> ?`,
+		WHERE status = 'started' AND lease_owner <> ? AND substr(lease_owner, 1, ?) <> ?`,
 		run, len(run)+1, run+"/")
 	if err != nil {
 		return 0, fmt.Errorf("orphan leases: %w", err)

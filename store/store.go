@@ -1,7 +1,9 @@
 // Package store is the durable journal of oncegate: operations bound to
 // their keys and fingerprints, agent tokens, and everything else that must
-// survive a crash. It is one SQLite file in WAL mode with synchronous=FULL,
-// written through a single connection and read through a small pool.
+// survive a crash. By default it is one SQLite file in WAL mode with
+// synchronous=FULL, written through a single connection and read through
+// a small pool; several gateways share one journal on PostgreSQL
+// (postgres.go).
 package store
 
 import (
@@ -30,10 +32,13 @@ const timeFormat = "2006-01-02T15:04:05.000000Z"
 
 // Store is the journal. It is safe for concurrent use.
 type Store struct {
-	db    *sql.DB   // the one writer connection, held by the writer goroutine
-	rdb   *sql.DB   // readers
-	getOp *sql.Stmt // the look-up by key on the readers
-	path  string
+	db       db        // SQLite: the one writer connection, held by the writer goroutine; PostgreSQL: the pool
+	rdb      db        // readers (PostgreSQL: the same pool)
+	getOp    *sql.Stmt // the look-up by key on the readers
+	pg       bool      // the journal is on PostgreSQL
+	path     string    // SQLite: the journal's file
+	location string    // the file, or the URL without its password
+	url      string    // PostgreSQL: the URL as given (for pg_dump); never logged
 
 	writes    chan *writeReq
 	quit      chan struct{}
@@ -65,30 +70,40 @@ func dsn(path string, readOnly bool, busyMS int) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
-// Open opens (creating if needed) the journal at path and applies pending
-// migrations.
-func Open(ctx context.Context, path string) (*Store, error) {
+// Open opens (creating if needed) the journal at location and applies
+// pending migrations. location is a SQLite file's path, or a postgres://
+// URL (IsPostgres).
+func Open(ctx context.Context, location string) (*Store, error) {
+	if IsPostgres(location) {
+		return openPostgres(ctx, location)
+	}
+	return openSQLite(ctx, location)
+}
+
+func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if _, err := Migrate(ctx, path, "up"); err != nil {
 		return nil, err
 	}
 	// The writer waits for the lock itself (lockWait), so its
 	// connection's busy handler gives up at once.
-	db, err := sql.Open("sqlite", dsn(path, false, 0))
+	wdb, err := sql.Open("sqlite", dsn(path, false, 0))
 	if err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
+	w := db{DB: wdb}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	rdb, err := sql.Open("sqlite", dsn(path, true, 5000))
+	rsql, err := sql.Open("sqlite", dsn(path, true, 5000))
 	if err != nil {
-		db.Close()
+		w.Close()
 		return nil, fmt.Errorf("open journal readers: %w", err)
 	}
+	rdb := db{DB: rsql}
 	rdb.SetMaxOpenConns(4)
 	rdb.SetMaxIdleConns(4)
 	// The look-up of a row by key runs twice for every new operation;
@@ -96,16 +111,16 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	getOp, err := rdb.PrepareContext(ctx, getOperationQuery)
 	if err != nil {
 		rdb.Close()
-		db.Close()
+		w.Close()
 		return nil, fmt.Errorf("open journal readers: %w", err)
 	}
-	conn, err := db.Conn(ctx)
+	conn, err := w.Conn(ctx)
 	if err != nil {
 		rdb.Close()
-		db.Close()
+		w.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	s := &Store{db: db, rdb: rdb, getOp: getOp, path: path, Now: time.Now,
+	s := &Store{db: w, rdb: rdb, getOp: getOp, path: path, location: path, Now: time.Now,
 		writes: make(chan *writeReq), quit: make(chan struct{}), stopped: make(chan struct{})}
 	go s.writer(conn)
 	return s, nil
@@ -117,14 +132,26 @@ func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.quit)
+		if s.pg {
+			err = errors.Join(s.getOp.Close(), s.db.Close())
+			return
+		}
 		<-s.stopped
 		err = errors.Join(s.getOp.Close(), s.rdb.Close(), s.db.Close())
 	})
 	return err
 }
 
-// Path is the journal's file.
+// Path is the journal's file; "" for a journal on PostgreSQL.
 func (s *Store) Path() string { return s.path }
+
+// Location names the journal for logs and messages: its file, or its URL
+// without the password.
+func (s *Store) Location() string { return s.location }
+
+// Shared reports whether other gateways may use the journal at once (it
+// is on PostgreSQL): a lease of another run is not known to be dead.
+func (s *Store) Shared() bool { return s.pg }
 
 // Ready reports an error unless the journal is writable and its schema is
 // the one this binary expects.
@@ -137,7 +164,8 @@ func (s *Store) Ready(ctx context.Context) error {
 	if want := LatestVersion(); version != want || dirty {
 		return fmt.Errorf("journal schema is at version %d (dirty %v), this binary needs %d", version, dirty, want)
 	}
-	// An empty write: the writer's BEGIN IMMEDIATE takes the write lock.
+	// An empty write: the writer's BEGIN IMMEDIATE takes the write lock
+	// (on PostgreSQL: a transaction begins and commits).
 	if err := s.write(ctx, func(context.Context, *txn) error { return nil }); err != nil {
 		return fmt.Errorf("journal not writable: %w", err)
 	}
@@ -147,10 +175,16 @@ func (s *Store) Ready(ctx context.Context) error {
 // now returns the store's clock in UTC.
 func (s *Store) now() time.Time { return s.Now().UTC() }
 
-// Migrate applies the journal's migrations at path in direction "up" or
-// "down" (one step), or only reports the version for "version". It returns
-// the schema version after the change.
-func Migrate(ctx context.Context, path, direction string) (uint, error) {
+// Migrate applies the journal's migrations at location (a SQLite file or
+// a postgres:// URL) in direction "up" or "down" (one step), or only
+// reports the version for "version". It returns the schema version after
+// the change. A journal whose schema is newer than this binary's is
+// refused, not changed.
+func Migrate(ctx context.Context, location, direction string) (uint, error) {
+	if IsPostgres(location) {
+		return migratePostgres(ctx, location, direction)
+	}
+	path := location
 	db, err := sql.Open("sqlite", dsn(path, false, 5000))
 	if err != nil {
 		return 0, fmt.Errorf("open journal for migration: %w", err)
@@ -172,7 +206,15 @@ func Migrate(ctx context.Context, path, direction string) (uint, error) {
 		return 0, fmt.Errorf("migrate journal: %w", err)
 	}
 	defer m.Close() // closes the driver and with it db
+	return runMigration(m, direction)
+}
 
+// runMigration moves m's journal one way and reports where it ends.
+func runMigration(m *migrate.Migrate, direction string) (uint, error) {
+	if v, _, err := m.Version(); err == nil && int(v) > LatestVersion() && direction != "version" {
+		return v, fmt.Errorf("the journal's schema is at version %d, newer than this oncegate's (%d): run the newer oncegate, or its migrate down, first", v, LatestVersion())
+	}
+	var err error
 	switch direction {
 	case "up":
 		err = m.Up()
@@ -247,8 +289,12 @@ func nullString(s string) any {
 }
 
 // Backup writes a consistent copy of the journal to path, which must not
-// exist yet; serve may keep running meanwhile.
+// exist yet; serve may keep running meanwhile. A journal on PostgreSQL is
+// dumped by pg_dump (custom format, for pg_restore) when it is installed.
 func (s *Store) Backup(ctx context.Context, path string) error {
+	if s.pg {
+		return backupPostgres(ctx, s.url, path)
+	}
 	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("backup: directory %s does not exist", filepath.Dir(path))
 	}

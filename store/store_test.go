@@ -2,17 +2,20 @@ package store_test
 
 import (
 	"context"
-	"path/filepath"
+	"io/fs"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/migrations"
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // MustOpenStore opens a journal in a fresh temp file with a pinned clock.
 func MustOpenStore(tb testing.TB) *store.Store {
 	tb.Helper()
-	s, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "journal.db"))
+	s, err := store.Open(context.Background(), storetest.Location(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -41,7 +44,7 @@ func TestOpen(t *testing.T) {
 		}
 	})
 	t.Run("Reopen", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "journal.db")
+		path := storetest.Location(t)
 		for range 2 {
 			s, err := store.Open(context.Background(), path)
 			if err != nil {
@@ -54,7 +57,7 @@ func TestOpen(t *testing.T) {
 		}
 	})
 	t.Run("MigrateDownAndUp", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "journal.db")
+		path := storetest.Location(t)
 		ctx := context.Background()
 		v, err := store.Migrate(ctx, path, "up")
 		if err != nil {
@@ -73,4 +76,44 @@ func TestOpen(t *testing.T) {
 			t.Fatal("unknown direction accepted")
 		}
 	})
+	// A journal a newer oncegate migrated is refused, not served or
+	// changed: its rows may follow rules this binary does not know.
+	t.Run("SchemaAhead", func(t *testing.T) {
+		s := MustOpenStore(t)
+		if _, err := store.RawDB(t, s).Exec(`UPDATE schema_migrations SET version = ?`, store.LatestVersion()+1); err != nil {
+			t.Fatal(err)
+		}
+		location := store.LocationOf(s)
+		s.Close()
+		_, err := store.Open(context.Background(), location)
+		if err == nil || !strings.Contains(err.Error(), "newer than this oncegate's") {
+			t.Fatalf("open of a journal ahead of this binary: %v", err)
+		}
+		if _, err := store.Migrate(context.Background(), location, "down"); err == nil {
+			t.Fatal("migrate down of a journal ahead of this binary was accepted")
+		}
+		if v, err := store.Migrate(context.Background(), location, "version"); err != nil || int(v) != store.LatestVersion()+1 {
+			t.Fatalf("version = %d, %v", v, err)
+		}
+	})
+}
+
+// The PostgreSQL schema is the SQLite one, version for version.
+func TestBothSchemasEndTogether(t *testing.T) {
+	sqlite, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := fs.Glob(migrations.PostgresFS, "postgres/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sqlite) != len(pg) {
+		t.Fatalf("%d SQLite migration files, %d PostgreSQL ones", len(sqlite), len(pg))
+	}
+	for i := range sqlite {
+		if want := "postgres/" + sqlite[i]; pg[i] != want {
+			t.Errorf("PostgreSQL migration %s, want %s", pg[i], want)
+		}
+	}
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Login throttling: every failed sign-in is a row per scope (the name
@@ -102,11 +104,13 @@ func (s *Store) ClearLoginFailures(ctx context.Context, name string) error {
 	return nil
 }
 
-// nameSubject is what a user name is counted as (the column compares
-// without letter case, like user names).
+// nameSubject is what a user name is counted as: in lower case, as user
+// names compare.
 func nameSubject(name string) string {
-	if len(name) > maxSubject {
-		return name[:maxSubject]
+	name = strings.ToLower(strings.ToValidUTF8(name, "\uFFFD"))
+	for len(name) > maxSubject {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
 	}
 	return name
 }

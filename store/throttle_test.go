@@ -112,7 +112,7 @@ func TestLoginThrottle(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		s2, err := store.Open(ctx, s.Path())
+		s2, err := store.Open(ctx, store.LocationOf(s))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -104,15 +104,12 @@ func (s *Store) createTokenTx(ctx context.Context, tx *txn, agent string, scopes
 	secret := TokenPrefix + base64.RawURLEncoding.EncodeToString(buf)
 
 	now := s.now()
-	res, err := tx.ExecContext(ctx, `
-		INSERT INTO tokens (agent, hash, scopes, created_at) VALUES (?, ?, ?, ?)`,
-		agent, HashToken(secret), strings.Join(scopes, ","), formatTime(now))
+	var id int64
+	err = tx.QueryRowContext(ctx, `
+		INSERT INTO tokens (agent, hash, scopes, created_at) VALUES (?, ?, ?, ?) RETURNING id`,
+		agent, HashToken(secret), strings.Join(scopes, ","), formatTime(now)).Scan(&id)
 	if err != nil {
 		return "", Token{}, fmt.Errorf("create token: %w", interpretError(err))
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return "", Token{}, fmt.Errorf("create token: %w", err)
 	}
 	if err := s.appendAudit(ctx, tx, "token.created", "", map[string]any{"token_id": id, "agent": agent, "scopes": scopes}); err != nil {
 		return "", Token{}, err

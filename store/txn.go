@@ -5,12 +5,20 @@ import (
 	"database/sql"
 )
 
-// txn is the writer's transaction on the write connection. Its statements
-// are prepared once and kept for the life of the connection: preparing
-// (parsing and planning) was a good part of every write's time.
+// txn is one write's transaction. On SQLite it is the writer's
+// transaction on the write connection, whose statements are prepared once
+// and kept for the life of the connection (preparing was a good part of
+// every write's time). On PostgreSQL it is a transaction of its own on a
+// pooled connection (the driver keeps the prepared statements).
 type txn struct {
-	conn  *sql.Conn
+	conn  *sql.Conn // SQLite
 	stmts map[string]*sql.Stmt
+	tx    *sql.Tx // PostgreSQL
+	pg    bool
+
+	// audit holds the write's audit events until it is done (flushAudit),
+	// so the chain's head is read, and on PostgreSQL locked, last.
+	audit []AuditEvent
 }
 
 // maxStmts bounds the kept statements; the journal's writes use a few
@@ -43,6 +51,9 @@ func (t *txn) close() {
 }
 
 func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if t.tx != nil {
+		return t.tx.ExecContext(ctx, numbered(query), args...)
+	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -51,6 +62,9 @@ func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 }
 
 func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if t.tx != nil {
+		return t.tx.QueryContext(ctx, numbered(query), args...)
+	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -59,6 +73,9 @@ func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql
 }
 
 func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if t.tx != nil {
+		return t.tx.QueryRowContext(ctx, numbered(query), args...)
+	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
 		return t.conn.QueryRowContext(ctx, query, args...) // reports the same error
@@ -68,5 +85,10 @@ func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *s
 
 // rollback ends the transaction, if one is open, discarding it.
 func (t *txn) rollback() {
+	t.audit = t.audit[:0]
+	if t.tx != nil {
+		t.tx.Rollback()
+		return
+	}
 	t.conn.ExecContext(context.Background(), `ROLLBACK`)
 }

@@ -102,17 +102,14 @@ func (s *Store) CreateUser(ctx context.Context, name, role, password string) (Us
 
 func (s *Store) createUserTx(ctx context.Context, tx *txn, name, role, hash string) (User, error) {
 	now := s.now().Truncate(time.Microsecond) // as stored
-	res, err := tx.ExecContext(ctx, `
+	var id int64
+	err := tx.QueryRowContext(ctx, `
 		INSERT INTO users (name, role, password_hash, created_at, updated_at, password_changed_at)
-		VALUES (?, ?, ?, ?, ?, ?)`,
-		name, role, hash, formatTime(now), formatTime(now), formatTime(now))
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		name, role, hash, formatTime(now), formatTime(now), formatTime(now)).Scan(&id)
 	if err := interpretError(err); errors.Is(err, ErrConflict) {
 		return User{}, fmt.Errorf("create user %q: %w: the name is taken", name, ErrConflict)
 	} else if err != nil {
-		return User{}, fmt.Errorf("create user: %w", err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
 		return User{}, fmt.Errorf("create user: %w", err)
 	}
 	if err := s.appendAudit(ctx, tx, "user.created", "", map[string]any{"name": name, "role": role}); err != nil {
@@ -140,7 +137,7 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 func (s *Store) setPasswordTx(ctx context.Context, tx *txn, name, hash string) error {
 	now := formatTime(s.now())
 	res, err := tx.ExecContext(ctx, `
-		UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE name = ?`,
+		UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE lower(name) = lower(?)`,
 		hash, now, now, name)
 	if err := mustAffect(res, err, name); err != nil {
 		return fmt.Errorf("set password: %w", err)
@@ -199,7 +196,7 @@ func (s *Store) EnableUser(ctx context.Context, name string) error {
 func (s *Store) enableUserTx(ctx context.Context, tx *txn, name string) error {
 	now := formatTime(s.now())
 	res, err := tx.ExecContext(ctx, `
-		UPDATE users SET disabled_at = NULL, updated_at = ? WHERE name = ?`, now, name)
+		UPDATE users SET disabled_at = NULL, updated_at = ? WHERE lower(name) = lower(?)`, now, name)
 	if err := mustAffect(res, err, name); err != nil {
 		return fmt.Errorf("enable user: %w", err)
 	}
@@ -293,7 +290,7 @@ func (s *Store) Authenticate(ctx context.Context, name, password string) (User, 
 	var disabled, created, changed sql.NullString
 	err := s.rdb.QueryRowContext(ctx, `
 		SELECT id, name, role, password_hash, disabled_at, created_at, password_changed_at
-		FROM users WHERE name = ?`, name).
+		FROM users WHERE lower(name) = lower(?)`, strings.ToValidUTF8(name, "\uFFFD")).
 		Scan(&u.ID, &u.Name, &u.Role, &hash, &disabled, &created, &changed)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Spend the time a real check would, so timing does not tell
@@ -354,7 +351,7 @@ func scanUser(sc scanner) (User, error) {
 }
 
 func userByName(ctx context.Context, tx *txn, name string) (User, error) {
-	u, err := scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE name = ?`, name))
+	u, err := scanUser(tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE lower(name) = lower(?)`, name))
 	return u, interpretError(err)
 }
 
@@ -374,7 +371,7 @@ func keepAnAdmin(ctx context.Context, tx *txn, id int64) error {
 
 func deleteUserSessions(ctx context.Context, tx *txn, name string) error {
 	_, err := tx.ExecContext(ctx, `
-		DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE name = ?)`, name)
+		DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE lower(name) = lower(?))`, name)
 	return err
 }
 

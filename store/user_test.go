@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -26,14 +25,9 @@ func MustCreateUser(tb testing.TB, s *store.Store, name, role string) store.User
 }
 
 // openRawJournal opens the store's file directly, to see what is stored.
-func openRawJournal(tb testing.TB, s *store.Store) *sql.DB {
+func openRawJournal(tb testing.TB, s *store.Store) store.Raw {
 	tb.Helper()
-	db, err := sql.Open("sqlite", "file:"+s.Path()+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return db
+	return store.RawDB(tb, s)
 }
 
 func storedHash(tb testing.TB, s *store.Store, name string) string {

@@ -51,6 +51,9 @@ type writeReq struct {
 // when the batch did not commit. It waits for the batch even when ctx is
 // done meanwhile: a write that may have landed is never reported as not.
 func (s *Store) write(ctx context.Context, fn txFunc) error {
+	if s.pg {
+		return s.writePG(ctx, fn)
+	}
 	return s.submit(ctx, &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
 }
 
@@ -184,7 +187,12 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 				return
 			}
 		}
-		err := r.fn(context.WithoutCancel(r.ctx), t)
+		wctx := context.WithoutCancel(r.ctx)
+		err := r.fn(wctx, t)
+		if err == nil {
+			err = s.flushAudit(wctx, t)
+		}
+		t.audit = t.audit[:0]
 		if journalFailure(err) {
 			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}

@@ -1,0 +1,3 @@
+DROP TABLE login_failures;
+DROP TABLE sessions;
+DROP TABLE users;

@@ -1,0 +1,95 @@
+// Package storetest gives tests a fresh journal on either backend. The
+// store's suite runs once per backend: on the embedded SQLite by default,
+// on PostgreSQL with ONCEGATE_TEST_JOURNAL=postgres. PostgreSQL comes from
+// ONCEGATE_TEST_PG, an admin URL of a server the tests may create schemas
+// and databases on (.ci/postgres starts one); without it those tests are
+// skipped with a message, except in CI (CI set), where they fail.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+)
+
+// Postgres reports whether the suite runs on PostgreSQL.
+func Postgres() bool { return os.Getenv("ONCEGATE_TEST_JOURNAL") == "postgres" }
+
+// Location returns where a fresh, empty journal for tb is: a file in a
+// temp directory, or on PostgreSQL a schema of its own (dropped when tb
+// ends) in ONCEGATE_TEST_PG's database.
+func Location(tb testing.TB) string {
+	tb.Helper()
+	if !Postgres() {
+		return filepath.Join(tb.TempDir(), "journal.db")
+	}
+	admin := adminURL(tb)
+	name := "t_" + random()
+	exec(tb, admin, `CREATE SCHEMA `+name)
+	tb.Cleanup(func() { exec(tb, admin, `DROP SCHEMA `+name+` CASCADE`) })
+	u, _ := url.Parse(admin)
+	q := u.Query()
+	q.Set("search_path", name)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Database returns the URL of a fresh PostgreSQL database for tb (dropped
+// when tb ends), for tests that run gateways on PostgreSQL whatever the
+// suite's backend is.
+func Database(tb testing.TB) string {
+	tb.Helper()
+	admin := adminURL(tb)
+	name := "oncegate_" + random()
+	exec(tb, admin, `CREATE DATABASE `+name)
+	tb.Cleanup(func() { exec(tb, admin, `DROP DATABASE `+name+` WITH (FORCE)`) })
+	u, _ := url.Parse(admin)
+	u.Path = "/" + name
+	return u.String()
+}
+
+// SQLiteOnly skips tb on PostgreSQL: what it checks is the embedded
+// journal's alone (its file, its single writer).
+func SQLiteOnly(tb testing.TB, why string) {
+	tb.Helper()
+	if Postgres() {
+		tb.Skip("SQLite journal only: " + why)
+	}
+}
+
+func adminURL(tb testing.TB) string {
+	tb.Helper()
+	admin := os.Getenv("ONCEGATE_TEST_PG")
+	if admin == "" {
+		if os.Getenv("CI") != "" {
+			tb.Fatal("ONCEGATE_TEST_PG is not set: CI must run the PostgreSQL tests (.ci/postgres starts a server)")
+		}
+		tb.Skip("PostgreSQL tests skipped: set ONCEGATE_TEST_PG to an admin URL (e.g. the one .ci/postgres prints)")
+	}
+	return admin
+}
+
+func exec(tb testing.TB, admin, stmt string) {
+	tb.Helper()
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(context.Background(), stmt); err != nil {
+		tb.Fatalf("%s: %v", stmt, err)
+	}
+}
+
+func random() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
