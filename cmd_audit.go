@@ -92,7 +92,8 @@ var backupCommand = command{
 	},
 }
 
-// backup copies the journal to file (VACUUM INTO).
+// backup copies the journal to file (SQLite: VACUUM INTO; PostgreSQL:
+// pg_dump's custom format, when pg_dump is installed).
 func backup(c common, file string, stdout io.Writer, env func(string) string) error {
 	ctx := context.Background()
 	st, err := c.open(ctx, env, false)

@@ -52,6 +52,9 @@ func restore(c common, file string, stdout io.Writer, env func(string) string) e
 	} else if !fi.Mode().IsRegular() {
 		return fmt.Errorf("restore: %s is not a file", file)
 	}
+	if cfg.JournalURL(env) != "" {
+		return errors.New("restore: the journal is in PostgreSQL: restore a pg_dump backup with pg_restore (oncegate backup makes one with pg_dump)")
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}

@@ -90,15 +90,20 @@ func (c common) open(ctx context.Context, env func(string) string, create bool) 
 	if err != nil {
 		return nil, err
 	}
+	journal, err := journalLocation(cfg, env)
+	if err != nil {
+		return nil, err
+	}
 	if !create {
-		if err := journalExists(cfg); err != nil {
+		if err := journalExists(journal); err != nil {
 			return nil, err
 		}
 	}
 	// Opening applies pending migrations; the schema must not change under
 	// a running gateway, so a journal behind this binary needs serve
-	// stopped first.
-	if v, err := store.Migrate(ctx, journalPath(cfg), "version"); err == nil && int(v) < store.LatestVersion() {
+	// stopped first. (A shared journal has no data directory to tell: its
+	// gateways migrate it themselves when they start.)
+	if v, err := store.Migrate(ctx, journal, "version"); err == nil && int(v) < store.LatestVersion() && !store.IsPostgres(journal) {
 		unlock, err := lockDataDir(cfg.DataDir)
 		if errors.Is(err, errServing) {
 			return nil, fmt.Errorf("the journal's schema (version %d) is older than this oncegate's (%d) and serve is running on %s: stop it and run oncegate migrate up first", v, store.LatestVersion(), cfg.DataDir)
@@ -108,26 +113,46 @@ func (c common) open(ctx context.Context, env func(string) string, create bool) 
 		}
 		defer unlock()
 	}
-	return openStore(ctx, cfg)
+	return openStore(ctx, cfg, journal)
 }
 
-// journalExists refuses a data directory that holds no journal.
-func journalExists(cfg server.Config) error {
-	if _, err := os.Stat(journalPath(cfg)); err != nil {
-		return fmt.Errorf("no journal at %s: check --data (serve or migrate up makes a new one)", journalPath(cfg))
+// journalExists refuses a data directory that holds no journal. A
+// PostgreSQL journal is there when its server answers.
+func journalExists(journal string) error {
+	if store.IsPostgres(journal) {
+		return nil
+	}
+	if _, err := os.Stat(journal); err != nil {
+		return fmt.Errorf("no journal at %s: check --data (serve or migrate up makes a new one)", journal)
 	}
 	return nil
 }
 
-// openStore opens the journal in the configured data directory.
-func openStore(ctx context.Context, cfg server.Config) (*store.Store, error) {
+// openStore opens the journal (in the configured data directory, or on
+// PostgreSQL).
+func openStore(ctx context.Context, cfg server.Config, journal string) (*store.Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	return store.Open(ctx, journalPath(cfg))
+	return store.Open(ctx, journal)
 }
 
 func journalPath(cfg server.Config) string { return filepath.Join(cfg.DataDir, "journal.db") }
+
+// journalLocation is where the configured journal is: the PostgreSQL URL
+// in journal.url_env's variable when it is set, else the SQLite file in
+// the data directory. The URL is never repeated in an error: it may hold
+// a password.
+func journalLocation(cfg server.Config, env func(string) string) (string, error) {
+	url := cfg.JournalURL(env)
+	if url == "" {
+		return journalPath(cfg), nil
+	}
+	if !store.IsPostgres(url) {
+		return "", fmt.Errorf("config: %s must hold a postgres:// URL (its value is not repeated here)", cfg.Journal.URLEnv)
+	}
+	return url, nil
+}
 
 var serveCommand = command{
 	name:    "serve",
@@ -183,13 +208,22 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	unlock, err := lockDataDir(cfg.DataDir)
+	journal, err := journalLocation(cfg, env)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	// One serve per embedded journal; the lock also tells a new run that
+	// every lease left in it is a dead run's. Gateways sharing a journal
+	// on PostgreSQL rely on their leases alone.
+	if !store.IsPostgres(journal) {
+		unlock, err := lockDataDir(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 
-	st, err := openStore(ctx, cfg)
+	st, err := openStore(ctx, cfg, journal)
 	if err != nil {
 		return err
 	}
@@ -235,7 +269,7 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		scheme = "https://"
 	}
 	log.Info("oncegate is serving", "api", scheme+ln.Addr().String()+"/v1", "mcp", scheme+ln.Addr().String()+"/mcp", "admin", scheme+ln.Addr().String()+"/admin/", "contour", cfg.Contour,
-		"journal", journalPath(cfg), "run", srv.Owner())
+		"journal", st.Location(), "run", srv.Owner())
 	notify("READY=1")
 	stopping := context.AfterFunc(ctx, func() { notify("STOPPING=1") })
 	defer stopping()
@@ -281,17 +315,24 @@ func migrate(c common, step string, stdout io.Writer, env func(string) string) e
 	if err != nil {
 		return err
 	}
+	journal, err := journalLocation(cfg, env)
+	if err != nil {
+		return err
+	}
 	switch step {
 	case "version", "down":
-		if err := journalExists(cfg); err != nil {
+		if err := journalExists(journal); err != nil {
 			return err
 		}
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	if step != "version" {
-		// The schema must not change under a running gateway.
+	if step != "version" && !store.IsPostgres(journal) {
+		// The schema must not change under a running gateway. (On a
+		// shared journal that is the operator's to ensure: stop every
+		// instance before migrate down; golang-migrate's advisory lock
+		// keeps two migrations from running at once.)
 		unlock, err := lockDataDir(cfg.DataDir)
 		if errors.Is(err, errServing) {
 			return fmt.Errorf("migrate %s: oncegate serve is running on %s; stop it first", step, cfg.DataDir)
@@ -301,7 +342,7 @@ func migrate(c common, step string, stdout io.Writer, env func(string) string) e
 		}
 		defer unlock()
 	}
-	v, err := store.Migrate(context.Background(), journalPath(cfg), step)
+	v, err := store.Migrate(context.Background(), journal, step)
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ type Config struct {
 	Reconciler ReconcilerConfig `yaml:"reconciler"`
 	RateLimit  RateLimitConfig  `yaml:"rate_limit"`
 	TLS        TLSConfig        `yaml:"tls"`
+	Journal    JournalConfig    `yaml:"journal"`
 	// TrustedProxies are the addresses or CIDR ranges of the firm's own
 	// reverse proxies: from them, and only from them, X-Forwarded-For
 	// names the client (for sign-in throttling and the audit trail).
@@ -66,6 +67,22 @@ func (c Config) ProxyNets() ([]*net.IPNet, error) {
 		nets = append(nets, n)
 	}
 	return nets, nil
+}
+
+// JournalConfig says where the journal is. By default it is the embedded
+// SQLite file in data_dir; a postgres:// URL in the environment variable
+// URLEnv (ONCEGATE_JOURNAL_URL unless set) names a PostgreSQL database that several gateways share.
+type JournalConfig struct {
+	URLEnv string `yaml:"url_env"`
+}
+
+// JournalURL is the PostgreSQL journal's URL from env, "" for the
+// embedded journal. It holds a password: never log it.
+func (c Config) JournalURL(env func(string) string) string {
+	if c.Journal.URLEnv == "" {
+		return ""
+	}
+	return env(c.Journal.URLEnv)
 }
 
 // TLSConfig names a certificate and key (PEM files); with both set the
@@ -184,6 +201,7 @@ func DefaultConfig() Config {
 		Retention:  RetentionConfig{Default: Duration(720 * time.Hour)},
 		Reconciler: ReconcilerConfig{IntervalMS: 1000, ReviewAfter: 5, MaxBackoffMS: 300000},
 		RateLimit:  RateLimitConfig{PerSecond: 50, Burst: 100},
+		Journal:    JournalConfig{URLEnv: "ONCEGATE_JOURNAL_URL"},
 		Limits:     DefaultLimits(),
 	}
 }
@@ -367,6 +385,7 @@ func (c Config) validate() error {
 	checkTimeout("targets.bitrix24.timeout_ms", t.Bitrix24.TimeoutMS)
 	checkURL("targets.yookassa.base_url", t.YooKassa.BaseURL)
 	checkEnv("targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv)
+	checkEnv("journal.url_env", c.Journal.URLEnv)
 	checkTimeout("targets.yookassa.timeout_ms", t.YooKassa.TimeoutMS)
 	if t.YooKassa.BaseURL != "" && (t.YooKassa.ShopID == "" || t.YooKassa.SecretKeyEnv == "") {
 		bad("targets.yookassa", "base_url needs shop_id and secret_key_env")
