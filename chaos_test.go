@@ -87,6 +87,13 @@ func TestChaos(t *testing.T) {
 		t.Skip("chaos test skipped in -short mode")
 	}
 	t.Parallel()
+	runChaos(t, newChaosRig(t), 4)
+}
+
+// runChaos is the chaos scenario on r: faults, kills of r's first
+// gateway (at most kills of them), agents retrying over every gateway of
+// r, an accountant approving; then the invariants.
+func runChaos(t *testing.T, r *chaosRig, maxKills int64) {
 	seed := uint64(time.Now().UnixNano())
 	if v, err := strconv.ParseUint(os.Getenv("CHAOS_SEED"), 10, 64); err == nil {
 		seed = v
@@ -99,7 +106,6 @@ func TestChaos(t *testing.T) {
 			t.Logf("chaos summary (CHAOS_SEED=%d): %d problems\n%s", seed, len(rep.lines), strings.Join(rep.lines, "\n"))
 		}
 	})
-	r := newChaosRig(t)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	ops := makeChaosOps(chaosOps(), rng)
 
@@ -139,7 +145,7 @@ func TestChaos(t *testing.T) {
 		defer wg.Done()
 		for !stopChaos.Load() {
 			time.Sleep(time.Duration(2500+rand.IntN(2500)) * time.Millisecond)
-			if stopChaos.Load() || kills.Load() >= 4 {
+			if stopChaos.Load() || kills.Load() >= maxKills {
 				continue
 			}
 			r.gateway.kill9()
@@ -157,7 +163,7 @@ func TestChaos(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		st, err := store.Open(ctx, filepath.Join(r.dataDir, "journal.db"))
+		st, err := store.Open(ctx, r.journal)
 		if err != nil {
 			t.Error(err)
 			return
@@ -229,8 +235,8 @@ func TestChaos(t *testing.T) {
 	for _, op := range ops {
 		counts[op.target+"/"+op.final]++
 	}
-	t.Logf("chaos: %d operations in %v; %d faults injected; %d kill -9 + restart; %d approvals retried on a busy journal; final %v; answers seen: 200=%d 202=%d 409=%d 422=%d 503=%d transport-errors=%d",
-		len(ops), elapsed.Round(time.Millisecond), faults.Load(), kills.Load(), busy.Load(), counts,
+	t.Logf("chaos on %d gateways: %d operations in %v; %d faults injected; %d kill -9 + restart; %d approvals retried on a busy journal; final %v; answers seen: 200=%d 202=%d 409=%d 422=%d 503=%d transport-errors=%d",
+		1+len(r.others), len(ops), elapsed.Round(time.Millisecond), faults.Load(), kills.Load(), busy.Load(), counts,
 		answers[200].Load(), answers[202].Load(), answers[409].Load(), answers[422].Load(), answers[503].Load(), answers[0].Load())
 	fmt.Printf("chaos: %d operations, %d faults, %d kill -9, final %v\n", len(ops), faults.Load(), kills.Load(), counts)
 }
@@ -254,8 +260,35 @@ func (r *chaosReport) Errorf(format string, args ...any) {
 
 type chaosRig struct {
 	*rig
-	addr string
-	mu   sync.Mutex
+	addr   string
+	mu     sync.Mutex
+	others []*instance // gateways beside the first, on the same (shared) journal
+}
+
+// instance is a further gateway of a rig: its own data directory and
+// address, the rig's configuration and journal.
+type instance struct {
+	addr, dataDir string
+	gateway       *proc
+}
+
+// addInstance starts one more gateway on the rig's journal.
+func (c *chaosRig) addInstance(t *testing.T) *instance {
+	t.Helper()
+	in := &instance{addr: freeAddr(t), dataDir: filepath.Join(t.TempDir(), "data")}
+	in.gateway = start(t, c.env, "serve", "--config", c.config, "--data", in.dataDir, "--listen", in.addr)
+	waitHTTP(t, "http://"+in.addr+"/readyz")
+	c.others = append(c.others, in)
+	return in
+}
+
+// pick is the address an agent's next request goes to: any of the rig's
+// gateways, as a load balancer would spread them.
+func (c *chaosRig) pick() string {
+	if n := rand.IntN(1 + len(c.others)); n > 0 {
+		return c.others[n-1].addr
+	}
+	return c.addr
 }
 
 // loadConfig is the configuration of the rigs that load the gateway:
@@ -274,7 +307,12 @@ func newChaosRig(t *testing.T) *chaosRig {
 // newLoadRig is a rig with loadConfig, the targets' timeout timeoutMS and
 // Bitrix24's settle time settleMS; serve is not started yet.
 func newLoadRig(t *testing.T, timeoutMS, settleMS int) *chaosRig {
-	r := newRigWith(t, timeoutMS, loadConfig, fmt.Sprintf("settle_ms: %d", settleMS))
+	return newLoadRigOn(t, "", timeoutMS, settleMS)
+}
+
+// newLoadRigOn is newLoadRig on the PostgreSQL journal at journalURL.
+func newLoadRigOn(t *testing.T, journalURL string, timeoutMS, settleMS int) *chaosRig {
+	r := newRigOn(t, journalURL, timeoutMS, loadConfig, fmt.Sprintf("settle_ms: %d", settleMS))
 	return &chaosRig{rig: r, addr: freeAddr(t)}
 }
 
@@ -328,7 +366,7 @@ func (c *chaosRig) restartGatewaySameAddr() error {
 // drive sends op with its key until the answer is final.
 func (c *chaosRig) drive(ctx context.Context, t *chaosReport, op *chaosOp, answers map[int]*atomic.Int64) {
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+c.addr+"/v1/operations", strings.NewReader(op.body))
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+c.pick()+"/v1/operations", strings.NewReader(op.body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		req.Header.Set("Idempotency-Key", op.key)
@@ -381,7 +419,7 @@ func (c *chaosRig) check(ft *testing.T, t *chaosReport, ops []*chaosOp) {
 			}
 		}
 	}
-	st, err := store.Open(context.Background(), filepath.Join(c.dataDir, "journal.db"))
+	st, err := store.Open(context.Background(), c.journal)
 	if err != nil {
 		ft.Fatal(err)
 	}

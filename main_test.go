@@ -165,6 +165,7 @@ type rig struct {
 	simURL  string
 	apiURL  string
 	dataDir string
+	journal string // where the journal is, as store.Open takes it
 	config  string
 	env     []string
 	token   string
@@ -184,7 +185,15 @@ func newRig(t testing.TB) *rig {
 // start the gateway.
 func newRigWith(t testing.TB, timeoutMS int, extra, bitrix24 string) *rig {
 	t.Helper()
+	return newRigOn(t, "", timeoutMS, extra, bitrix24)
+}
+
+// newRigOn is newRigWith on the PostgreSQL journal at journalURL ("": the
+// embedded one in the rig's data directory).
+func newRigOn(t testing.TB, journalURL string, timeoutMS int, extra, bitrix24 string) *rig {
+	t.Helper()
 	r := &rig{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
+	r.journal = filepath.Join(r.dataDir, "journal.db")
 	simAddr := freeAddr(t)
 	start(t, nil, "sim", "--listen", simAddr)
 	r.simURL = "http://" + simAddr
@@ -203,6 +212,10 @@ targets:
 	r.env = []string{
 		"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/e2e-secret/",
 		"E2E_YOOKASSA_SECRET=sim-secret-key",
+	}
+	if journalURL != "" {
+		r.journal = journalURL
+		r.env = append(r.env, "ONCEGATE_JOURNAL_URL="+journalURL)
 	}
 	out := runBinary(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "e2e-agent", "--scopes", "read,draft,write,post,pay")
 	r.token = lastLine(out)
