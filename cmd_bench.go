@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,19 +31,30 @@ import (
 
 var benchCommand = command{
 	name:    "bench",
-	args:    "[--connections N] [--duration D]",
+	args:    "[--connections N] [--duration D] [--journal-url-env VAR [--instances N]]",
 	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request",
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
 		dur := fs.Duration("duration", 8*time.Second, "how long each path is loaded (`D`)")
 		profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 		only := fs.String("only", "", "load only the paths whose name contains `WORD` (echo, replay, new)")
+		urlEnv := fs.String("journal-url-env", "", "the environment variable `VAR` holding a postgres:// URL of a scratch database to bench the shared journal on (default: a new SQLite journal)")
+		instances := fs.Int("instances", 1, "`N` gateways on the one journal (PostgreSQL only), the load spread over them")
 		return func(cl cli, args []string) error {
 			if len(args) != 0 {
 				return badUsage("bench", "takes no arguments")
 			}
 			if *conns < 1 || *dur <= 0 {
 				return badUsage("bench", "--connections and --duration must be positive")
+			}
+			journal := ""
+			if *urlEnv != "" {
+				if journal = cl.env(*urlEnv); !store.IsPostgres(journal) {
+					return badUsage("bench", "%s must hold a postgres:// URL", *urlEnv)
+				}
+			}
+			if *instances < 1 || (*instances > 1 && journal == "") {
+				return badUsage("bench", "--instances above 1 needs a shared journal (--journal-url-env)")
 			}
 			if *profile != "" {
 				f, err := os.Create(*profile)
@@ -55,7 +67,7 @@ var benchCommand = command{
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench(cl.stdout, *conns, *dur, *only)
+			return bench(cl.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances})
 		}
 	},
 }
@@ -65,13 +77,25 @@ var benchBody = []byte(`{"schema_version":"1.0","intent":"invoice.create","actor
 	`"payload":{"order_id":"order-bench","organization_id":"org-main","customer_id":"customer-1042","currency":"RUB",` +
 	`"items":[{"product_id":"product-778","quantity":2,"unit":"pcs","price_minor":62500}]}}`)
 
+// benchSetup is what one bench run loads.
+type benchSetup struct {
+	conns     int
+	dur       time.Duration
+	only      string
+	journal   string // a postgres:// URL, or "" for a new SQLite journal
+	instances int    // gateways on the journal
+}
+
 // bench runs the gateway in this process on a journal in a new temporary
-// directory (WAL, synchronous=FULL, as serve), its targets the built-in
-// simulators, and loads it over loopback HTTP; the reference is a bare
-// Echo handler that binds the same JSON body, loaded the same way in the
-// same run. The paths are loaded in turn, the reference twice (first and
-// last), so a machine that changes speed shows.
-func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
+// directory (WAL, synchronous=FULL, as serve) or on the PostgreSQL journal
+// it is given (then as several gateways, each with its own connections,
+// if asked), its targets the built-in simulators, and loads it over
+// loopback HTTP; the reference is a bare Echo handler that binds the same
+// JSON body, loaded the same way in the same run. The paths are loaded in
+// turn, the reference twice (first and last), so a machine that changes
+// speed shows.
+func bench(stdout io.Writer, b benchSetup) error {
+	conns, dur, only := b.conns, b.dur, b.only
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, err := os.MkdirTemp("", "oncegate-bench-")
@@ -83,11 +107,11 @@ func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
 	cfg := server.DefaultConfig()
 	cfg.DataDir = dir
 	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 1e9, 1e9 // the limiter is not what is measured
-	st, err := store.Open(ctx, filepath.Join(dir, "journal.db"))
-	if err != nil {
-		return err
+	journal, journalName := b.journal, store.Redact(b.journal)
+	if journal == "" {
+		journal = filepath.Join(dir, "journal.db")
+		journalName = journal + " (WAL, synchronous=FULL)"
 	}
-	defer st.Close()
 	_, simHTTP, simURL, err := sim.Start("127.0.0.1:0")
 	if err != nil {
 		return err
@@ -97,15 +121,33 @@ func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(cfg, st, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := srv.Start(ctx); err != nil {
-		return err
+	var stores []*store.Store
+	var gwURLs []string
+	for range b.instances {
+		st, err := store.Open(ctx, journal)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		srv := server.New(cfg, st, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err := srv.Start(ctx); err != nil {
+			return err
+		}
+		u, stopGW, err := listenAndServe(func(ln net.Listener) error { return srv.Serve(ctx, ln) })
+		if err != nil {
+			return err
+		}
+		defer stopGW()
+		stores, gwURLs = append(stores, st), append(gwURLs, u)
 	}
-	gwURL, stopGW, err := listenAndServe(func(ln net.Listener) error { return srv.Serve(ctx, ln) })
-	if err != nil {
-		return err
+	st := stores[0]
+	writeStats := func() (w store.WriteStats) {
+		for _, s := range stores {
+			ws := s.WriteStats()
+			w.Batches, w.Writes = w.Batches+ws.Batches, w.Writes+ws.Writes
+		}
+		return w
 	}
-	defer stopGW()
 	token, _, err := st.CreateToken(ctx, "bench-agent", store.Scopes)
 	if err != nil {
 		return err
@@ -134,24 +176,27 @@ func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
 	var seq atomic.Int64
-	newKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%d:v1", seq.Add(1)) }
-	const replayKey = "test:invoice.create:bench-replay:v1"
-	if err := send(client, gwURL, token, replayKey); err != nil {
+	// Keys of this run only: a shared journal may hold an earlier run's.
+	// (In base 36: a long run of digits could look like a card number.)
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	newKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-%d:v1", run, seq.Add(1)) }
+	replayKey := fmt.Sprintf("test:invoice.create:bench-%s-replay:v1", run)
+	if err := send(client, gwURLs[0], token, replayKey); err != nil {
 		return fmt.Errorf("first request: %w", err)
 	}
 
-	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; journal %s (WAL, synchronous=FULL)\n",
-		conns, dur, runtime.GOMAXPROCS(0), dir)
+	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; %d gateway(s) on journal %s\n",
+		conns, dur, runtime.GOMAXPROCS(0), b.instances, journalName)
 	type path struct {
 		name string
-		url  string
+		urls []string
 		key  func() string
 	}
 	paths := []path{
-		{"bare Echo (reference)", refURL, func() string { return replayKey }},
-		{"replay of a final operation", gwURL, func() string { return replayKey }},
-		{"new operation (1C simulator)", gwURL, newKey},
-		{"bare Echo (reference, again)", refURL, func() string { return replayKey }},
+		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }},
+		{"replay of a final operation", gwURLs, func() string { return replayKey }},
+		{"new operation (1C simulator)", gwURLs, newKey},
+		{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }},
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tjournal batches/s × writes\t")
@@ -160,8 +205,8 @@ func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
 		if only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(only)) && !strings.Contains(p.name, "reference") {
 			continue
 		}
-		before := st.WriteStats()
-		r, err := load(client, p.url, token, p.key, conns, dur)
+		before := writeStats()
+		r, err := load(client, p.urls, token, p.key, conns, dur)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -169,7 +214,7 @@ func bench(stdout io.Writer, conns int, dur time.Duration, only string) error {
 			ref = r.rate
 		}
 		journal := "-"
-		if after := st.WriteStats(); p.url == gwURL && after.Batches > before.Batches {
+		if after := writeStats(); p.urls[0] != refURL && after.Batches > before.Batches {
 			b := float64(after.Batches - before.Batches)
 			journal = fmt.Sprintf("%.0f × %.1f", b/dur.Seconds(), float64(after.Writes-before.Writes)/b)
 		}
@@ -195,9 +240,9 @@ type loadResult struct {
 	p50, p99 time.Duration
 }
 
-// load sends requests from conns clients for dur and measures them; any
-// answer but 200 stops it with an error.
-func load(client *http.Client, url, token string, key func() string, conns int, dur time.Duration) (loadResult, error) {
+// load sends requests from conns clients for dur, client i to urls[i %
+// len(urls)], and measures them; any answer but 200 stops it with an error.
+func load(client *http.Client, urls []string, token string, key func() string, conns int, dur time.Duration) (loadResult, error) {
 	var wg sync.WaitGroup
 	lat := make([][]time.Duration, conns)
 	errs := make([]error, conns)
@@ -207,7 +252,7 @@ func load(client *http.Client, url, token string, key func() string, conns int, 
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				t0 := time.Now()
-				if err := send(client, url, token, key()); err != nil {
+				if err := send(client, urls[i%len(urls)], token, key()); err != nil {
 					errs[i] = err
 					return
 				}

@@ -1,16 +1,38 @@
 package main
 
 import (
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // bench loads the gateway and the reference for real and prints a row per
 // path with its rate and latencies, and for new operations the journal's
 // batches per second and writes per batch.
 func TestBenchCommand(t *testing.T) {
-	out := runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4")
+	checkBenchRows(t, runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4"))
+}
+
+// The same bench on a shared PostgreSQL journal with two gateways, the
+// load spread over both; more than one gateway needs a shared journal.
+func TestBenchCommandSharedJournal(t *testing.T) {
+	env := []string{"BENCH_JOURNAL=" + storetest.Database(t)}
+	out := runBinary(t, env, "bench", "--duration", "300ms", "--connections", "4", "--journal-url-env", "BENCH_JOURNAL", "--instances", "2")
+	if !strings.Contains(out, "2 gateway(s) on journal postgres://") {
+		t.Errorf("the bench does not say it ran two gateways on PostgreSQL:\n%s", out)
+	}
+	checkBenchRows(t, out)
+	cmd := exec.Command(binary, "bench", "--instances", "2")
+	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "needs a shared journal") {
+		t.Errorf("two gateways on a SQLite journal: %v\n%s", err, msg)
+	}
+}
+
+func checkBenchRows(t *testing.T, out string) {
+	t.Helper()
 	for _, path := range []string{"bare Echo (reference)", "replay of a final operation", "new operation (1C simulator)", "bare Echo (reference, again)"} {
 		row := ""
 		for _, l := range strings.Split(out, "\n") {
