@@ -12,8 +12,11 @@ import (
 // finalCache keeps final journal rows for replays. A final row never
 // changes, so a replay answered from here is the one the journal would
 // give; only a retention purge removes final rows, and each purge clears
-// the cache. Rows are kept without their payload (an answer does not
-// carry it), bounded in number and in bytes.
+// the cache. A purge by another gateway on a shared journal clears
+// nothing here, so a row past its target's retention (one any purge may
+// have removed: stale) is not answered from memory either. Rows are kept
+// without their payload (an answer does not carry it), bounded in number
+// and in bytes.
 //
 // A row also remembers the digest of the last request replayed from it:
 // the agent, the Idempotency-Key header and the body's bytes. Checking a
@@ -22,6 +25,8 @@ import (
 // same digest would pass every check and reach this row again; it is
 // answered without decoding, validating or canonicalizing its body.
 type finalCache struct {
+	stale func(store.Operation) bool // nil: no row is
+
 	mu    sync.Mutex
 	rows  map[string]finalEntry
 	seen  map[digest]string // request digest → key of its row
@@ -76,6 +81,10 @@ func (f *finalCache) get(key string) (store.Operation, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.rows[key]
+	if ok && f.stale != nil && f.stale(e.op) {
+		f.drop(key, e)
+		return store.Operation{}, false
+	}
 	return e.op, ok
 }
 
@@ -89,6 +98,10 @@ func (f *finalCache) byRequest(d digest) (store.Operation, *seenRequest, bool) {
 		return store.Operation{}, nil, false
 	}
 	e := f.rows[key]
+	if f.stale != nil && f.stale(e.op) {
+		f.drop(key, e)
+		return store.Operation{}, nil, false
+	}
 	return e.op, e.req, true
 }
 

@@ -56,6 +56,12 @@ func (s *Server) settle(system string) time.Duration { return s.times(system).se
 // retention is how long system's terminal operations are kept.
 func (s *Server) retention(system string) time.Duration { return s.times(system).retention }
 
+// purgeable reports whether a final row is past its target's retention,
+// so that any gateway's purge may have removed it from the journal.
+func (s *Server) purgeable(op store.Operation) bool {
+	return !op.CompletedAt.After(s.store.Now().Add(-s.retention(op.TargetSystem)))
+}
+
 // lookupBudget is the longest one look-up at system's target may take: a
 // call timeout for each call it may make, which for a target that pages
 // through a list (adapters.Pager) is one per page it may read.

@@ -105,6 +105,7 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	for system, t := range targets {
 		s.targets[system] = instrumented{Target: t, m: s.metrics}
 	}
+	s.finals.stale = s.purgeable
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.Use(s.countRequests, s.recoverPanics)
 	if cfg.TLS.Enabled() {
