@@ -9,7 +9,8 @@ import (
 // The layering of the packages: the journal and the adapters know nothing
 // of the gateway or of each other, the pages know neither, and the
 // gateway does not know the simulators (main wires them in); the MCP
-// endpoint is an http.Handler over the API, without Echo.
+// endpoint is an http.Handler over the API, without Echo, and the engine
+// does not know Echo either.
 func TestDependencyRules(t *testing.T) {
 	t.Parallel()
 	const mod = "github.com/oncegate/oncegate/"
@@ -22,6 +23,7 @@ func TestDependencyRules(t *testing.T) {
 		{"views", []string{"store", "adapters", "server"}},
 		{"server/...", []string{"adapters/sim"}},
 		{"server/mcp", []string{"github.com/labstack/echo/v4"}},
+		{"server/engine", []string{"github.com/labstack/echo/v4"}},
 	} {
 		out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./"+rule.pkg).CombinedOutput()
 		if err != nil {

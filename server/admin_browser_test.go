@@ -261,7 +261,7 @@ func TestAdminInBrowser(t *testing.T) {
 			chromedp.WaitNotPresent(chromedp.CSS(row("approval-row", key))),
 			chromedp.WaitVisible(tid("flash")),
 		)
-		eventually(t, "the executor to charge", func() bool { return g.row(key).Status == store.StatusSucceeded })
+		await(t, "the executor to charge", g.executed, func() bool { return g.row(key).Status == store.StatusSucceeded })
 		if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(key)); got != 1 {
 			t.Fatalf("payments made = %d, want 1", got)
 		}
@@ -311,7 +311,7 @@ func TestAdminInBrowser(t *testing.T) {
 		if msg := b2.text(tid("form-error")); !strings.Contains(msg, "уже принято") {
 			t.Fatalf("second approval message %q", msg)
 		}
-		eventually(t, "the executor to charge", func() bool { return g.row(twice).Status == store.StatusSucceeded })
+		await(t, "the executor to charge", g.executed, func() bool { return g.row(twice).Status == store.StatusSucceeded })
 		if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(twice)); got != 1 {
 			t.Fatalf("payments made = %d, want 1", got)
 		}
@@ -449,7 +449,7 @@ func TestApprovalExpiresInBrowser(t *testing.T) {
 	if left := b.text(tid("approval-left", row("approval-row", key))); !strings.Contains(left, "осталось") {
 		t.Fatalf("time left shown as %q", left)
 	}
-	eventually(t, "the approval to expire", func() bool { return g.row(key).Status == store.StatusFailedFinal })
+	await(t, "the approval to expire", g.expired, func() bool { return g.row(key).Status == store.StatusFailedFinal })
 	b.open("/admin/approvals")
 	b.do(chromedp.WaitVisible(tid("approval-count")))
 	if n := b.count(row("approval-row", key)); n != 0 {

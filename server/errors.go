@@ -9,26 +9,27 @@ import (
 
 	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
 
 // Stable machine codes of the agent API (API.md section 5) that the server
-// itself produces; the contract package and the adapters add theirs.
+// and its engine produce; the contract package and the adapters add theirs.
 const (
-	CodeKeyMismatch       = "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH"
-	CodeKeyForeign        = "IDEMPOTENCY_KEY_FOREIGN"
+	CodeKeyMismatch       = engine.CodeKeyMismatch
+	CodeKeyForeign        = engine.CodeKeyForeign
 	CodeKeyInUse          = "IDEMPOTENCY_KEY_IN_USE"
 	CodeApprovalRequired  = "APPROVAL_REQUIRED"
 	CodeApprovalDenied    = "APPROVAL_DENIED"
 	CodeApprovalExpired   = "APPROVAL_EXPIRED"
-	CodeOutcomeUnknown    = "OUTCOME_UNKNOWN"
-	CodeTargetUnavailable = "TARGET_UNAVAILABLE"
+	CodeOutcomeUnknown    = engine.CodeOutcomeUnknown
+	CodeTargetUnavailable = engine.CodeTargetUnavailable
 	CodeUnauthenticated   = "UNAUTHENTICATED"
-	CodePermissionDenied  = "PERMISSION_DENIED"
+	CodePermissionDenied  = engine.CodePermissionDenied
 	CodePayloadTooLarge   = "PAYLOAD_TOO_LARGE"
 	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA_TYPE"
 	CodeRateLimited       = "RATE_LIMITED"
-	CodePlanChanged       = "PLAN_CHANGED"
+	CodePlanChanged       = engine.CodePlanChanged
 	CodeOperationNotFound = "OPERATION_NOT_FOUND"
 	CodeNotFound          = "NOT_FOUND"
 	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"
@@ -126,19 +127,23 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	var ae *apiError
 	var ce *contract.Error
+	var re *engine.Refusal
 	var he *echo.HTTPError
-	var whole *answerError
-	if errors.As(err, &whole) {
-		if whole.retryAfter > 0 {
-			c.Response().Header().Set("Retry-After", itoa(whole.retryAfter))
+	var tr *engine.TargetRefusal
+	if errors.As(err, &tr) {
+		status, retryAfter, a := targetRefusalAnswer(tr)
+		if retryAfter > 0 {
+			c.Response().Header().Set("Retry-After", itoa(retryAfter))
 		}
-		s.writeAnswer(c, whole.status, whole.a)
+		s.writeAnswer(c, status, a)
 		return
 	}
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &ce):
 		ae = refuse(ce.Code, ce.Field, ce.Message)
+	case errors.As(err, &re):
+		ae = refuse(re.Code, re.Field, re.Message)
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:

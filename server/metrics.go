@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -97,10 +98,10 @@ func (t instrumented) Lookup(ctx context.Context, op adapters.Op) (adapters.Resu
 	return res, err
 }
 
-// Validate implements Validator; a target without checks of its own has
+// Validate implements engine.Validator; a target without checks of its own has
 // nothing to refuse.
 func (t instrumented) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error) {
-	v, ok := t.Target.(Validator)
+	v, ok := t.Target.(engine.Validator)
 	if !ok {
 		return adapters.Plan{Data: map[string]any{}}, nil
 	}
@@ -110,9 +111,9 @@ func (t instrumented) Validate(ctx context.Context, op adapters.Op) (adapters.Pl
 	return p, err
 }
 
-// OrderStatus implements OrderReader.
+// OrderStatus implements engine.OrderReader.
 func (t instrumented) OrderStatus(ctx context.Context, id string) (adapters.Result, error) {
-	r, ok := t.Target.(OrderReader)
+	r, ok := t.Target.(engine.OrderReader)
 	if !ok {
 		return adapters.Result{}, errors.New("this target cannot read orders")
 	}

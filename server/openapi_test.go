@@ -381,14 +381,14 @@ func TestOpenAPI_Deterministic(t *testing.T) {
 	}
 }
 
-// TestOpenAPI_ErrorCodes checks that every code constant of the server and
-// of the contract package is documented.
+// TestOpenAPI_ErrorCodes checks that every code constant of the server, of
+// its engine and of the contract package is documented.
 func TestOpenAPI_ErrorCodes(t *testing.T) {
 	t.Parallel()
 	ec := at(t, mustOpenAPI(t), "components", "schemas", "ErrorCode").(map[string]any)
 	desc := ec["description"].(string)
 	enum := at(t, ec, "anyOf").([]any)[0].(map[string]any)["enum"].([]any)
-	codes := codeConstants(t, "errors.go", "contract/errors.go")
+	codes := codeConstants(t, "errors.go", "engine/errors.go", "contract/errors.go")
 	if len(codes) < 20 {
 		t.Fatalf("found only %d code constants: %v", len(codes), codes)
 	}

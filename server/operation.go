@@ -1,188 +1,67 @@
 package server
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
 
 // maxBody is the largest request body accepted (API.md section 3).
 const maxBody = 64 << 10
 
-// request is an operation request that passed the contract.
-type request struct {
-	env  contract.Envelope
-	in   *contract.Intent
-	key  string // "" only for read-only intents and validate without a key
-	norm contract.Normalized
-}
-
-// parseRequest checks a request's body against the contract — envelope,
-// intent, scope, key, payload — before anything is journaled, so a
-// refusal binds nothing.
-func (s *Server) parseRequest(c echo.Context, body []byte) (request, error) {
-	var (
-		r   request
-		err error
-	)
-	if r.env, err = contract.DecodeEnvelope(body); err != nil {
-		return request{}, err
-	}
-	in, ok := contract.Lookup(r.env.Intent)
-	if !ok {
-		return request{}, contract.ErrIntentNotAllowed(r.env.Intent)
-	}
-	r.in = in
-	c.Set(ctxIntent, in.Name)
-	if !token(c).Has(in.Scope) {
-		return request{}, refuse(CodePermissionDenied, "", fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name))
-	}
-	hv, hasKey := c.Request().Header[http.CanonicalHeaderKey("Idempotency-Key")]
-	header := ""
-	if hasKey {
-		header = hv[0]
-	}
-	if r.key, err = contract.KeyFromRequest(header, hasKey, r.env.RequestID); err != nil {
-		return request{}, err
-	}
-	if r.key == "" && in.Journaled && r.env.Mode != contract.ModeValidate {
-		return request{}, contract.ErrKeyMissing()
-	}
-	if r.key != "" {
-		if err := contract.CheckKey(r.key, s.cfg.Contour, in.Name); err != nil {
-			return request{}, err
-		}
-		c.Set(ctxKey, r.key)
-	}
-	if r.norm, err = in.Normalize(r.env.Payload); err != nil {
-		return request{}, err
-	}
-	c.Set(ctxFingerprint, r.norm.Fingerprint)
-	if _, ok := s.targets[in.Target]; !ok {
-		return request{}, fmt.Errorf("no target configured for system %q", in.Target)
-	}
-	return r, nil
-}
-
-// handleOperationCreate serves POST /v1/operations: checks the request
-// against the contract, binds its key to its fingerprint in the journal,
-// and drives the operation to the target exactly once.
+// handleOperationCreate serves POST /v1/operations: reads the body, hands
+// the request to the engine — which checks it against the contract, binds
+// its key to its fingerprint in the journal and drives the operation to
+// the target exactly once — and renders what the engine made of it.
 func (s *Server) handleOperationCreate(c echo.Context) error {
-	ctx, tok := c.Request().Context(), token(c)
 	body, err := readJSON(c)
 	if err != nil {
 		return err
 	}
-	seen := &seenRequest{digest: requestDigest(tok.Agent, c.Request().Header, body)}
-	if final, req, ok := s.finals.byRequest(seen.digest); ok && tok.Has(req.intent.Scope) {
-		// These very bytes were checked and replayed from this row before.
-		c.Set(ctxIntent, req.intent.Name)
-		c.Set(ctxKey, final.Key)
-		c.Set(ctxFingerprint, final.Fingerprint)
-		s.metrics.decisions.WithLabelValues(req.intent.Name, store.DecisionReplay.String()).Inc()
-		return s.writeOperation(c, final, req.requestID, true)
+	hv, hasKey := c.Request().Header[http.CanonicalHeaderKey("Idempotency-Key")]
+	sub := engine.Submission{Token: token(c), HasKeyHeader: hasKey, Body: body}
+	if hasKey {
+		sub.KeyHeader = hv[0]
 	}
-	r, err := s.parseRequest(c, body)
+	out, err := s.engine.Submit(c.Request().Context(), sub)
+	noteRequest(c, out)
 	if err != nil {
 		return err
 	}
-	env, in, key, norm := r.env, r.in, r.key, r.norm
-	seen.intent, seen.requestID = in, env.RequestID
-
-	switch {
-	case env.Mode == contract.ModeValidate:
-		if err := s.checkLimits(in, norm); err != nil {
+	switch out.Kind {
+	case engine.KindValidated:
+		return s.writeAnswer(c, http.StatusOK, validatedAnswer(out))
+	case engine.KindRead:
+		a, err := readAnswer(out)
+		if err != nil {
 			return err
 		}
-		if err := s.keyStillFits(ctx, key, tok.Agent, norm.Fingerprint); err != nil {
-			return err
-		}
-		return s.validate(c, in, norm, key, env.RequestID)
-	case !in.Journaled:
-		return s.read(c, in, norm)
+		return s.writeAnswer(c, http.StatusOK, a)
 	}
+	return s.writeOperation(c, out.Op, out.RequestID, out.Replayed)
+}
 
-	var refused *adapters.Error
-	if final, ok := s.finals.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
-		s.finals.remember(key, seen)
-		s.metrics.decisions.WithLabelValues(in.Name, store.DecisionReplay.String()).Inc()
-		return s.writeOperation(c, final, env.RequestID, true)
+// noteRequest keeps what the engine learned of a request for the error
+// handler, which names the intent, key and fingerprint in a refusal.
+func noteRequest(c echo.Context, out engine.Outcome) {
+	if out.Intent != nil {
+		c.Set(ctxIntent, out.Intent.Name)
 	}
-	existing, err := s.store.Get(ctx, key)
-	switch {
-	case err == nil && existing.Status.Terminal() && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint:
-		// Fast path: a final row of this agent with this fingerprint is
-		// replayed from a read, without taking the journal's writer. Final
-		// rows never change, so the read is as good as the claim's; the
-		// row is kept for the next replay.
-		s.finals.put(existing)
-		s.finals.remember(key, seen)
-		s.metrics.decisions.WithLabelValues(in.Name, store.DecisionReplay.String()).Inc()
-		return s.writeOperation(c, existing, env.RequestID, true)
-	case errors.Is(err, store.ErrNotFound):
-		// A key never seen: the business limits, then every check at the
-		// target (references, business rules), which writes nothing. The
-		// target's refusal is journaled failed_final below, before anything
-		// was sent to execute. (A key seen before was accepted then: its
-		// retries and replays are not refused by limits changed since.)
-		if err := s.checkLimits(in, norm); err != nil {
-			return err
-		}
-		if refused, err = s.precheck(ctx, in, norm, key, env.PlanHash); err != nil {
-			return err
-		}
-	case err != nil:
-		return err
+	if out.Key != "" {
+		c.Set(ctxKey, out.Key)
 	}
-
-	ctx = store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: tok.Agent})
-	d, op, err := s.store.Claim(ctx, store.ClaimRequest{
-		Key:           key,
-		Intent:        in.Name,
-		Fingerprint:   norm.Fingerprint,
-		TargetSystem:  in.Target,
-		Agent:         tok.Agent,
-		ActorID:       env.ActorID,
-		RequestID:     env.RequestID,
-		Payload:       norm.Payload,
-		AwaitApproval: in.Money,
-		ApprovalTTL:   time.Duration(s.cfg.Approval.TTL),
-		Refused:       failureOf(refused),
-		Owner:         s.leaseOwner(),
-		Lease:         s.lease(in.Target),
-	})
-	if err != nil {
-		return err
+	if out.Fingerprint != "" {
+		c.Set(ctxFingerprint, out.Fingerprint)
 	}
-	s.log.Info("operation claimed", "key", key, "intent", in.Name, "agent", tok.Agent, "decision", d.String())
-	s.metrics.decisions.WithLabelValues(in.Name, d.String()).Inc()
-
-	switch d {
-	case store.DecisionMismatch:
-		return keyMismatch()
-	case store.DecisionForeign:
-		return keyForeign()
-	case store.DecisionReplay:
-		return s.writeOperation(c, op, env.RequestID, true)
-	case store.DecisionInProgress, store.DecisionAwaitingApproval, store.DecisionRefused:
-		return s.writeOperation(c, op, env.RequestID, false)
-	}
-	op, found, err := s.drive(ctx, d, op)
-	if err != nil {
-		return err
-	}
-	return s.writeOperation(c, op, env.RequestID, found)
 }
 
 // handleOperationGet serves GET /v1/operations/{key}: the operation's
@@ -192,8 +71,8 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 	if err != nil {
 		return refuse(CodeOperationNotFound, "", "no operation with this key")
 	}
-	op, err := s.store.Get(c.Request().Context(), key)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && op.Agent != token(c).Agent) {
+	op, err := s.engine.Operation(c.Request().Context(), token(c).Agent, key)
+	if errors.Is(err, store.ErrNotFound) {
 		// Another agent's key is not found either: keys are not shared.
 		return refuse(CodeOperationNotFound, "", "no operation with this key")
 	}
@@ -227,41 +106,39 @@ func readJSON(c echo.Context) ([]byte, error) {
 	return body, nil
 }
 
-// failureOf is how a refusal by the target's checks is journaled.
-func failureOf(ae *adapters.Error) *store.Failure {
-	if ae == nil {
-		return nil
+// validatedAnswer is the answer of mode validate: the plan and its hash.
+func validatedAnswer(out engine.Outcome) answer {
+	in := out.Intent
+	a := answer{OperationKey: out.Key, RequestID: out.RequestID, Operation: in.Name, TargetSystem: nullable(in.Target),
+		Fingerprint: nullable(out.Fingerprint), Result: json.RawMessage("null"), Status: "valid", Plan: out.Plan, PlanHash: out.PlanHash}
+	if a.RequestID == "" {
+		a.RequestID = out.Key
 	}
-	return &store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: maskSecrets(errText(ae.Err))}
+	return a
 }
 
-// keyStillFits refuses a validate whose key an execute would refuse: a
-// key first used by another agent, or with another request. A key never
-// seen, or seen with this very request, fits.
-func (s *Server) keyStillFits(ctx context.Context, key, agent, fingerprint string) error {
-	if key == "" {
-		return nil
-	}
-	op, err := s.store.Get(ctx, key)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
-		return err
-	case op.Agent != agent:
-		return keyForeign()
-	case op.Fingerprint != fingerprint:
-		return keyMismatch()
-	}
-	return nil
+// readAnswer is the answer of a read-only intent: what the target read.
+func readAnswer(out engine.Outcome) (answer, error) {
+	id := out.Read.ObjectID
+	a := answer{Operation: out.Intent.Name, TargetSystem: nullable(out.Intent.Target), Fingerprint: nullable(out.Fingerprint), Status: "succeeded", TargetObjectID: &id}
+	var err error
+	a.Result, err = json.Marshal(out.Read.Data)
+	return a, err
 }
 
-// keyMismatch and keyForeign are the refusals of a key that was first
-// used with another request, or by another agent.
-func keyMismatch() error {
-	return refuse(CodeKeyMismatch, "", "this key was first used with a different request; a changed request needs a new key")
-}
-
-func keyForeign() error {
-	return refuse(CodeKeyForeign, "", "this key was first used by another agent")
+// targetRefusalAnswer is the answer to a check at the target that failed
+// before anything was journaled: a business refusal is 422 rejected with
+// the target's code; a target that could not be asked is API.md's row for
+// a transient target failure, 503 failed_retryable, the key still free
+// for the retry.
+func targetRefusalAnswer(r *engine.TargetRefusal) (status, retryAfter int, a answer) {
+	a = answer{OperationKey: r.Key, RequestID: r.Key, Operation: r.Intent.Name, TargetSystem: nullable(r.Intent.Target),
+		Fingerprint: nullable(r.Fingerprint), Result: json.RawMessage("null"), Status: "rejected"}
+	if !r.Unavailable {
+		a.Errors = []ErrorItem{{Code: r.Code, Field: r.Field, Message: r.Message}}
+		return http.StatusUnprocessableEntity, 0, a
+	}
+	a.Status = string(store.StatusFailedRetryable)
+	a.Errors = []ErrorItem{{Code: CodeTargetUnavailable, Message: "the target could not be asked; send the same request again later", Retryable: true}}
+	return http.StatusServiceUnavailable, 5, a
 }

@@ -1,12 +1,13 @@
-// Package server is the gateway: the Echo app with the agent API, the flow
-// that binds each operation key to one effect, and the background work.
+// Package server is the gateway's HTTP side: the Echo app with the agent
+// API, its single error path and OpenAPI document, authentication, the
+// admin UI and the MCP endpoint, over the operation engine
+// (server/engine) that binds each operation key to one effect and runs
+// the background work.
 package server
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,13 +15,14 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/server/admin"
+	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/static"
 	"github.com/oncegate/oncegate/store"
 )
@@ -30,70 +32,25 @@ type Server struct {
 	cfg     Config
 	store   *store.Store
 	targets map[string]adapters.Target // by target system: onec, crm, payments
-	policy  adapters.RetryPolicy
-	owner   string // lease owner id of this run
+	engine  *engine.Engine
 	log     *slog.Logger
 	echo    *echo.Echo
 
-	// inflight counts operations being driven, so shutdown can wait for them.
-	inflight work
-	// wake pokes the executor when an approval was decided.
-	wake chan struct{}
 	// limiters bound each agent token's request rate.
 	limiters *limiters
 	tokens   tokenCache
-	finals   finalCache // final rows, for replays
 	metrics  *metrics
-	plans    planCache // validate mode only
-}
-
-// work counts the operations being driven, so that shutdown can wait for
-// them. Once shutdown waits, no more start: a sync.WaitGroup must not be
-// added to while it is waited on, and a request or look-up that outlived
-// the HTTP shutdown's grace would otherwise start one then.
-type work struct {
-	mu      sync.Mutex
-	closed  bool
-	running sync.WaitGroup
-}
-
-// start counts one more operation being driven, and reports false, counting
-// nothing, once shutdown waits.
-func (w *work) start() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return false
-	}
-	w.running.Add(1)
-	return true
-}
-
-// done ends what start counted.
-func (w *work) done() { w.running.Done() }
-
-// closeAndWait refuses new work, then waits for the work running.
-func (w *work) closeAndWait() {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
-	w.running.Wait()
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
 // target system ("onec", "crm", "payments").
 func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *slog.Logger) *Server {
-	buf := make([]byte, 8)
-	rand.Read(buf)
 	s := &Server{
 		cfg:      cfg,
 		store:    st,
 		targets:  make(map[string]adapters.Target, len(targets)),
-		policy:   cfg.RetryPolicy(),
-		owner:    "run-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(buf),
 		log:      log,
 		echo:     echo.New(),
-		wake:     make(chan struct{}, 1),
 		limiters: newLimiters(cfg.RateLimit),
 	}
 	s.echo.HideBanner = true
@@ -105,7 +62,7 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	for system, t := range targets {
 		s.targets[system] = instrumented{Target: t, m: s.metrics}
 	}
-	s.finals.stale = s.purgeable
+	s.engine = engine.New(engineConfig(cfg, s.metrics), st, s.targets, log)
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.Use(s.countRequests, s.recoverPanics)
 	if cfg.TLS.Enabled() {
@@ -113,6 +70,31 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	}
 	s.routes()
 	return s
+}
+
+// engineConfig is what the engine needs of cfg; its decisions are
+// counted in m.
+func engineConfig(cfg Config, m *metrics) engine.Config {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t, r := cfg.Targets, cfg.Retention
+	return engine.Config{
+		Contour: cfg.Contour,
+		Retry:   cfg.RetryPolicy(),
+		Targets: map[string]engine.TargetConfig{
+			contract.TargetOneC:     {Timeout: ms(t.OneC.TimeoutMS), Settle: ms(t.OneC.SettleMS), Retention: time.Duration(r.OneC)},
+			contract.TargetCRM:      {Timeout: ms(t.Bitrix24.TimeoutMS), Settle: ms(t.Bitrix24.SettleMS), Retention: time.Duration(r.Bitrix24)},
+			contract.TargetPayments: {Timeout: ms(t.YooKassa.TimeoutMS), Settle: ms(t.YooKassa.SettleMS), Retention: time.Duration(r.YooKassa)},
+		},
+		Retention:         time.Duration(r.Default),
+		ReconcileInterval: ms(cfg.Reconciler.IntervalMS),
+		MaxBackoff:        ms(cfg.Reconciler.MaxBackoffMS),
+		ReviewAfter:       cfg.Reconciler.ReviewAfter,
+		ApprovalTTL:       time.Duration(cfg.Approval.TTL),
+		Limits:            cfg.Limits,
+		OnDecision: func(intent string, d store.Decision) {
+			m.decisions.WithLabelValues(intent, d.String()).Inc()
+		},
+	}
 }
 
 // strictTransport tells browsers to come back over HTTPS only (HSTS), for
@@ -140,16 +122,15 @@ func clientIP(cfg Config) echo.IPExtractor {
 }
 
 // Owner is this run's id, the prefix of every lease it takes.
-func (s *Server) Owner() string { return s.owner }
+func (s *Server) Owner() string { return s.engine.Owner() }
 
-// leaseOwner is a fresh owner for one claim of a lease: this run's id and
-// a random suffix. Every transition of the claim names it, so a driver
-// whose lease expired and was taken again, even by another driver of this
-// run, can no longer change the row.
-func (s *Server) leaseOwner() string {
-	buf := make([]byte, 6)
-	rand.Read(buf)
-	return s.owner + "/" + hex.EncodeToString(buf)
+// Wake tells the executor that an approval was decided.
+func (s *Server) Wake() { s.engine.Wake() }
+
+// ReconcileNow looks one unknown operation up at its target at once, as a
+// person asked from the admin UI; the actor in ctx is audited.
+func (s *Server) ReconcileNow(ctx context.Context, key string) (store.Operation, error) {
+	return s.engine.ReconcileNow(ctx, key)
 }
 
 // Handler is the HTTP handler of the gateway.
@@ -162,7 +143,7 @@ func (s *Server) routes() {
 	s.echo.GET("/metrics", s.handleMetrics)
 	s.echo.GET("/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
-	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.Wake, ReconcileNow: s.ReconcileNow, Contour: s.cfg.Contour,
+	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, Contour: s.cfg.Contour,
 		Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
@@ -178,16 +159,7 @@ func (s *Server) routes() {
 // Start prepares the journal for this run: rows left started by a
 // previous run, which is known dead, become unknown so they are
 // reconciled at once instead of waiting for their leases to expire.
-func (s *Server) Start(ctx context.Context) error {
-	n, err := s.store.OrphanLeases(ctx, s.owner)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		s.log.Warn("operations left in flight by a previous run are now unknown and will be reconciled", "count", n)
-	}
-	return nil
-}
+func (s *Server) Start(ctx context.Context) error { return s.engine.Start(ctx) }
 
 // Serve answers on ln until ctx is done, then shuts down gracefully: it
 // stops accepting, lets requests in progress finish (each settles its
@@ -201,7 +173,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
-	waitWorkers := s.runWorkers(workCtx)
+	waitWorkers := s.engine.Run(workCtx)
 	errc := make(chan error, 1)
 	if s.cfg.TLS.Enabled() {
 		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -218,14 +190,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// operations; workers finish their current item; then wait for the
 	// drives in flight, starting no more (a request that outlived the
 	// grace answers in progress, and the next run reconciles its row).
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.maxLease())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), s.engine.MaxLease())
 	defer cancel()
 	if serr := hs.Shutdown(shutdownCtx); err == nil {
 		err = serr
 	}
 	stopWork()
 	waitWorkers()
-	s.inflight.closeAndWait()
+	s.engine.Drain()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
@@ -31,6 +32,63 @@ type gateway struct {
 	client *http.Client
 	// stop shuts the gateway down gracefully and returns Serve's error.
 	stop func() error
+	// The workers' events: the reconciler settled a row, the executor ran
+	// an approved operation or ended an expired approval, retention
+	// finished a pass over a target.
+	reconciled, executed, expired, purged *event
+}
+
+// event tells every test waiting on one kind of worker event that one
+// happened.
+type event struct {
+	mu   sync.Mutex
+	next chan struct{} // closed at the next event
+}
+
+func newEvent() *event { return &event{next: make(chan struct{})} }
+
+// wait returns a channel closed at the next event.
+func (e *event) wait() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.next
+}
+
+func (e *event) fire() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	close(e.next)
+	e.next = make(chan struct{})
+}
+
+// relay fires e at each value sig carries, until done is closed.
+func relay[T any](sig <-chan T, e *event, done <-chan struct{}) {
+	for {
+		select {
+		case <-sig:
+			e.fire()
+		case <-done:
+			return
+		}
+	}
+}
+
+// await waits for cond to hold, checking it at each event e, and fails
+// after 10 s of events that did not make it hold.
+func await(tb testing.TB, what string, e *event, cond func() bool) {
+	tb.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		next := e.wait() // before cond: an event in between is not missed
+		if cond() {
+			return
+		}
+		select {
+		case <-next:
+		case <-timeout:
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }
 
 // testConfig is the default configuration with timeouts and delays small
@@ -83,9 +141,17 @@ func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(cfg, st, targets, log)
+	signals := srv.InitTestSignals()
 	if err := srv.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
+	reconciled, executed, expired, purged := newEvent(), newEvent(), newEvent(), newEvent()
+	relaying := make(chan struct{})
+	tb.Cleanup(func() { close(relaying) })
+	go relay(signals.Reconciled, reconciled, relaying)
+	go relay(signals.Executed, executed, relaying)
+	go relay(signals.Expired, expired, relaying)
+	go relay(signals.Purged, purged, relaying)
 	// Serve for real: the HTTP server and the background workers.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -110,7 +176,8 @@ func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &gateway{t: tb, srv: srv, store: st, sim: simulators, simURL: simHTTP.URL, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown}
+	return &gateway{t: tb, srv: srv, store: st, sim: simulators, simURL: simHTTP.URL, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown,
+		reconciled: reconciled, executed: executed, expired: expired, purged: purged}
 }
 
 // MustToken makes another agent token.

@@ -28,7 +28,8 @@ func fastConfig() server.Config {
 	return cfg
 }
 
-// eventually polls cond until it holds or the time is up.
+// eventually polls cond until it holds or the time is up, for what no
+// worker reports (await waits for a worker).
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -83,7 +84,7 @@ func TestApprovedChargeRunsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.srv.Wake()
-	eventually(t, "the executor to charge", func() bool { return g.row(key).Status == store.StatusSucceeded })
+	await(t, "the executor to charge", g.executed, func() bool { return g.row(key).Status == store.StatusSucceeded })
 
 	r := g.charge(payer, key, "order-7001", 125000)
 	expect(t, r, http.StatusOK, "succeeded", "")
@@ -126,7 +127,7 @@ func TestExpiredApproval(t *testing.T) {
 	const key = "test:payment.charge:order-7003:v1"
 	expect(t, g.charge(payer, key, "order-7003", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 	id := g.approval(key).ID
-	eventually(t, "the approval to expire", func() bool { return g.row(key).Status == store.StatusFailedFinal })
+	await(t, "the approval to expire", g.expired, func() bool { return g.row(key).Status == store.StatusFailedFinal })
 	expect(t, g.charge(payer, key, "order-7003", 5000), http.StatusUnprocessableEntity, "failed_final", "APPROVAL_EXPIRED")
 	if err := g.store.DecideApproval(context.Background(), id, true, "late", ""); !errors.Is(err, store.ErrApprovalExpired) {
 		t.Fatalf("approve after expiry: %v, want ErrApprovalExpired", err)
@@ -143,7 +144,7 @@ func TestReconcilerFindsEffect(t *testing.T) {
 	const key = "test:invoice.create:order-rec-1:v1"
 	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDropResponse, Times: 1})
 	expect(t, g.post(key, invoice("order-rec-1", 1)), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
-	eventually(t, "the reconciler to find the effect", func() bool { return g.row(key).Status == store.StatusSucceeded })
+	await(t, "the reconciler to find the effect", g.reconciled, func() bool { return g.row(key).Status == store.StatusSucceeded })
 	if got := g.sim.Calls(sim.OneC, key); got != 1 {
 		t.Fatalf("execute calls = %d, want 1", got)
 	}
@@ -168,7 +169,7 @@ func TestReconcilerNothingThere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the reconciler to mark it retryable", func() bool { return g.row(key).Status == store.StatusFailedRetryable })
+	await(t, "the reconciler to mark it retryable", g.reconciled, func() bool { return g.row(key).Status == store.StatusFailedRetryable })
 	if got := g.sim.Calls(sim.OneC, key); got != 0 {
 		t.Fatalf("the reconciler executed: %d calls", got)
 	}
@@ -186,7 +187,7 @@ func TestReconcilerFlagsForReview(t *testing.T) {
 	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDropResponse, Times: 1})
 	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 503, Times: 1000, On: sim.OnLookup})
 	expect(t, g.post(key, invoice("order-rec-3", 1)), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
-	eventually(t, "the review flag", func() bool { return g.row(key).NeedsReview })
+	await(t, "the review flag", g.reconciled, func() bool { return g.row(key).NeedsReview })
 	op := g.row(key)
 	if op.Status != store.StatusUnknown || op.LookupFailures < 2 {
 		t.Fatalf("row = %+v", op)
@@ -235,7 +236,7 @@ func TestApprovedChargeUnderFaults(t *testing.T) {
 	expect(t, g.charge(payer, lost, "order-7101", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 	g.inject(sim.Fault{Target: sim.YooKassa, Fault: sim.FaultDropResponse, Times: 1})
 	approve(lost)
-	eventually(t, "the reconciler to find the payment", func() bool { return g.row(lost).Status == store.StatusSucceeded })
+	await(t, "the reconciler to find the payment", g.reconciled, func() bool { return g.row(lost).Status == store.StatusSucceeded })
 	r := g.charge(payer, lost, "order-7101", 5000)
 	expect(t, r, http.StatusOK, "succeeded", "")
 	if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(lost)); got != 1 {
@@ -246,7 +247,7 @@ func TestApprovedChargeUnderFaults(t *testing.T) {
 	expect(t, g.charge(payer, down, "order-7102", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 	g.inject(sim.Fault{Target: sim.YooKassa, Fault: sim.FaultStatus, Status: 503, Times: 4})
 	approve(down)
-	eventually(t, "the executor to give up for now", func() bool { return g.row(down).Status == store.StatusFailedRetryable })
+	await(t, "the executor to give up for now", g.executed, func() bool { return g.row(down).Status == store.StatusFailedRetryable })
 	r = g.charge(payer, down, "order-7102", 5000)
 	expect(t, r, http.StatusOK, "succeeded", "")
 	if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(down)); got != 1 {
@@ -283,20 +284,13 @@ func TestRetentionPerTarget(t *testing.T) {
 
 	cfg := testConfig()
 	cfg.Retention.OneC = server.Duration(48 * time.Hour) // the default stays 720h
-	serveOver(t, cfg, st)
+	g := serveOver(t, cfg, st)
 
 	// Retention runs as the gateway starts.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	await(t, "retention to purge the old 1C operation", g.purged, func() bool {
 		_, err := st.Get(ctx, "test:invoice.create:ret-old:v1")
-		if errors.Is(err, store.ErrNotFound) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the old 1C operation was not purged: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return errors.Is(err, store.ErrNotFound)
+	})
 	for _, key := range []string{"test:invoice.create:ret-recent:v1", "test:invoice.create:ret-open:v1", "test:crm.callback:create:ret-old:v1"} {
 		if _, err := st.Get(ctx, key); err != nil {
 			t.Errorf("%s was purged: %v", key, err)
@@ -317,7 +311,7 @@ func TestReconcilerWaitsForSlowCommit(t *testing.T) {
 	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDelay, DelayMS: 700, Times: 1})
 	expect(t, g.post(key, invoice("slow-commit", 1)), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
 	seen := map[store.Status]bool{}
-	eventually(t, "the slow document found", func() bool {
+	await(t, "the slow document found", g.reconciled, func() bool {
 		op := g.row(key)
 		seen[op.Status] = true
 		return op.Status == store.StatusSucceeded
@@ -371,7 +365,7 @@ func TestDeclinedChargeKeepsPaymentID(t *testing.T) {
 		t.Fatal(err)
 	}
 	g.srv.Wake()
-	eventually(t, "the executor to charge", func() bool { return g.row(key).Status == store.StatusFailedFinal })
+	await(t, "the executor to charge", g.executed, func() bool { return g.row(key).Status == store.StatusFailedFinal })
 	r := g.charge(payer, key, "declined", sim.YooKassaInsufficientFundsMinor)
 	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "INSUFFICIENT_FUNDS")
 	if id := g.row(key).TargetObjectID; id == "" || r.str("target_object_id") != id {

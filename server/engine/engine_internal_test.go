@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"context"
@@ -53,13 +53,13 @@ func TestNoDriveStartsOnceShutdownWaits(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	target := &gated{gate: make(chan struct{}), calls: map[string]int{}}
-	s := New(DefaultConfig(), st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e := New(testConfig(), st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 
 	const running, late = "test:payment.charge:shut-running:v1", "test:payment.charge:shut-late:v1"
-	first := claimed(t, s, st, running)
+	first := claimed(t, e, st, running)
 	driven := make(chan store.Operation, 1)
 	go func() {
-		op, _, _ := s.drive(ctx, store.DecisionExecute, first)
+		op, _, _ := e.drive(ctx, store.DecisionExecute, first)
 		driven <- op
 	}()
 	for target.executes(running) == 0 {
@@ -68,17 +68,17 @@ func TestNoDriveStartsOnceShutdownWaits(t *testing.T) {
 	// Shutdown, as Serve does once the HTTP server and the workers stopped.
 	waited := make(chan struct{})
 	go func() {
-		s.inflight.closeAndWait()
+		e.inflight.closeAndWait()
 		close(waited)
 	}()
 	for closed := false; !closed; time.Sleep(time.Millisecond) {
-		s.inflight.mu.Lock()
-		closed = s.inflight.closed
-		s.inflight.mu.Unlock()
+		e.inflight.mu.Lock()
+		closed = e.inflight.closed
+		e.inflight.mu.Unlock()
 	}
 
 	// A request that outlived the HTTP shutdown's grace reaches its drive.
-	second := claimed(t, s, st, late)
+	second := claimed(t, e, st, late)
 	type outcome struct {
 		op    store.Operation
 		found bool
@@ -86,7 +86,7 @@ func TestNoDriveStartsOnceShutdownWaits(t *testing.T) {
 	}
 	lateDrive := make(chan outcome, 1)
 	go func() {
-		op, found, err := s.drive(ctx, store.DecisionExecute, second)
+		op, found, err := e.drive(ctx, store.DecisionExecute, second)
 		lateDrive <- outcome{op, found, err}
 	}()
 	select {

@@ -1,8 +1,7 @@
-package server
+package engine
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 )
@@ -13,7 +12,7 @@ import (
 // retention still is.
 func TestFinalCacheForgetsPurgeableRows(t *testing.T) {
 	t.Parallel()
-	s, st := scriptedServer(t, &scripted{})
+	e, st := scriptedEngine(t, &scripted{})
 	ctx := context.Background()
 	for _, c := range []struct {
 		key  string
@@ -21,10 +20,10 @@ func TestFinalCacheForgetsPurgeableRows(t *testing.T) {
 		kept bool
 	}{
 		{"test:payment.charge:fresh:v1", time.Hour, true},
-		{"test:payment.charge:past-retention:v1", s.retention("payments") + time.Hour, false},
+		{"test:payment.charge:past-retention:v1", e.retention("payments") + time.Hour, false},
 	} {
 		st.Now = func() time.Time { return time.Now().Add(-c.age) }
-		op := claimed(t, s, st, c.key)
+		op := claimed(t, e, st, c.key)
 		if err := st.Complete(ctx, c.key, op.LeaseOwner, "pay-"+c.key, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -33,13 +32,13 @@ func TestFinalCacheForgetsPurgeableRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.finals.put(final)
-		seen := &seenRequest{digest: requestDigest("agent-a", http.Header{}, []byte(c.key))}
-		s.finals.remember(c.key, seen)
-		if _, _, ok := s.finals.byRequest(seen.digest); ok != c.kept {
+		e.finals.put(final)
+		seen := &seenRequest{digest: requestDigest("agent-a", "", false, []byte(c.key))}
+		e.finals.remember(c.key, seen)
+		if _, _, ok := e.finals.byRequest(seen.digest); ok != c.kept {
 			t.Errorf("%s: a request replayed from memory: %v, want %v", c.key, ok, c.kept)
 		}
-		if _, ok := s.finals.get(c.key); ok != c.kept {
+		if _, ok := e.finals.get(c.key); ok != c.kept {
 			t.Errorf("%s: replayed from memory: %v, want %v", c.key, ok, c.kept)
 		}
 	}

@@ -1,9 +1,8 @@
-package server
+package engine
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +45,11 @@ func TestFinalCacheBounds(t *testing.T) {
 // never replayed from memory once the journal forgot it.
 func TestPurgeClearsFinalCache(t *testing.T) {
 	t.Parallel()
-	s, st := scriptedServer(t, &scripted{})
+	e, st := scriptedEngine(t, &scripted{})
 	ctx := context.Background()
 	const key = "test:payment.charge:purged:v1"
 	st.Now = func() time.Time { return time.Now().Add(-1000 * time.Hour) }
-	op := claimed(t, s, st, key)
+	op := claimed(t, e, st, key)
 	if err := st.Complete(ctx, key, op.LeaseOwner, "pay-1", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -59,18 +58,18 @@ func TestPurgeClearsFinalCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.finals.put(final)
-	seen := &seenRequest{digest: requestDigest("agent-a", http.Header{}, []byte(`{}`))}
-	s.finals.remember(key, seen)
-	s.finals.put(store.Operation{Key: "test:payment.charge:other:v1", Status: store.StatusSucceeded})
-	s.purge(ctx)
+	e.finals.put(final)
+	seen := &seenRequest{digest: requestDigest("agent-a", "", false, []byte(`{}`))}
+	e.finals.remember(key, seen)
+	e.finals.put(store.Operation{Key: "test:payment.charge:other:v1", Status: store.StatusSucceeded})
+	e.purge(ctx)
 	if _, err := st.Get(ctx, key); err == nil {
 		t.Fatal("the old row was not purged")
 	}
-	if _, ok := s.finals.get(key); ok {
+	if _, ok := e.finals.get(key); ok {
 		t.Fatal("the purged row is still replayed from the cache")
 	}
-	if _, _, ok := s.finals.byRequest(seen.digest); ok {
+	if _, _, ok := e.finals.byRequest(seen.digest); ok {
 		t.Fatal("a request of the purged row is still replayed from the cache")
 	}
 }
@@ -81,16 +80,14 @@ func TestPurgeClearsFinalCache(t *testing.T) {
 func TestFinalCacheRemembersRequests(t *testing.T) {
 	var f finalCache
 	body := []byte(`{"intent":"invoice.create"}`)
-	withKey := http.Header{"Idempotency-Key": {"k"}}
-	emptyKey := http.Header{"Idempotency-Key": {""}}
 	digests := map[digest]string{}
 	for name, d := range map[string]digest{
-		"agent a, key":      requestDigest("agent-a", withKey, body),
-		"agent b, key":      requestDigest("agent-b", withKey, body),
-		"agent a, no key":   requestDigest("agent-a", http.Header{}, body),
-		"agent a, empty":    requestDigest("agent-a", emptyKey, body),
-		"agent a, key, ws":  requestDigest("agent-a", withKey, append(body, ' ')),
-		"agent-a + k split": requestDigest("agent-", http.Header{"Idempotency-Key": {"ak"}}, body),
+		"agent a, key":      requestDigest("agent-a", "k", true, body),
+		"agent b, key":      requestDigest("agent-b", "k", true, body),
+		"agent a, no key":   requestDigest("agent-a", "", false, body),
+		"agent a, empty":    requestDigest("agent-a", "", true, body),
+		"agent a, key, ws":  requestDigest("agent-a", "k", true, append(body, ' ')),
+		"agent-a + k split": requestDigest("agent-", "ak", true, body),
 	} {
 		if other, ok := digests[d]; ok {
 			t.Fatalf("%s and %s have one digest", name, other)
@@ -98,8 +95,8 @@ func TestFinalCacheRemembersRequests(t *testing.T) {
 		digests[d] = name
 	}
 
-	first := &seenRequest{digest: requestDigest("agent-a", withKey, body)}
-	second := &seenRequest{digest: requestDigest("agent-a", withKey, append(body, ' '))}
+	first := &seenRequest{digest: requestDigest("agent-a", "k", true, body)}
+	second := &seenRequest{digest: requestDigest("agent-a", "k", true, append(body, ' '))}
 	f.remember("k", first) // no row: nothing to remember
 	if _, _, ok := f.byRequest(first.digest); ok {
 		t.Fatal("a request was remembered for a row not kept")

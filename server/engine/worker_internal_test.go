@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 // A take that fails is logged with the key of the row it was for.
 func TestReconcilerLogsKeyOfFailedTake(t *testing.T) {
 	t.Parallel()
-	s, st := scriptedServer(t, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
+	e, st := scriptedEngine(t, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
 	var logged bytes.Buffer
-	s.log = slog.New(slog.NewTextHandler(&logged, nil))
+	e.log = slog.New(slog.NewTextHandler(&logged, nil))
 	const key = "test:payment.charge:take-fails:v1"
-	op := claimed(t, s, st, key)
+	op := claimed(t, e, st, key)
 	// The journal cannot be written under a context that is done.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	s.reconcileOne(ctx, op)
+	e.reconcileOne(ctx, op)
 	line := logged.String()
 	if !strings.Contains(line, "reconciler: take operation") || !strings.Contains(line, "key="+key+" ") {
 		t.Fatalf("log %q does not name the key %s", line, key)

@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"context"
@@ -12,7 +12,10 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -35,27 +38,46 @@ func (t *scripted) Lookup(context.Context, adapters.Op) (adapters.Result, error)
 	return t.lookup()
 }
 
-// scriptedServer is a gateway over a new journal whose payments target
+// testConfig is the engine's part of the gateway's default configuration.
+func testConfig() Config {
+	return Config{
+		Contour: "test",
+		Retry:   adapters.RetryPolicy{MaxAttempts: 4, InitialDelay: 500 * time.Millisecond, Multiplier: 2, MaxDelay: 5 * time.Second, Jitter: true},
+		Targets: map[string]TargetConfig{
+			"onec":     {Timeout: 5 * time.Second},
+			"crm":      {Timeout: 5 * time.Second, Settle: 30 * time.Second},
+			"payments": {Timeout: 5 * time.Second},
+		},
+		Retention:         720 * time.Hour,
+		ReconcileInterval: time.Second,
+		MaxBackoff:        300 * time.Second,
+		ReviewAfter:       5,
+		ApprovalTTL:       24 * time.Hour,
+		Limits:            DefaultLimits(),
+	}
+}
+
+// scriptedEngine is an engine over a new journal whose payments target
 // is scripted; its workers do not run.
-func scriptedServer(t *testing.T, target *scripted) (*Server, *store.Store) {
+func scriptedEngine(t *testing.T, target *scripted) (*Engine, *store.Store) {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := DefaultConfig()
-	cfg.Reconciler.ReviewAfter = 3
-	s := New(cfg, st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	return s, st
+	cfg := testConfig()
+	cfg.ReviewAfter = 3
+	e := New(cfg, st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return e, st
 }
 
-// claimed journals a charge that was sent and is now held by s.
-func claimed(t *testing.T, s *Server, st *store.Store, key string) store.Operation {
+// claimed journals a charge that was sent and is now held by e.
+func claimed(t *testing.T, e *Engine, st *store.Store, key string) store.Operation {
 	t.Helper()
 	_, op, err := st.Claim(context.Background(), store.ClaimRequest{
 		Key: key, Intent: "payment.charge", Fingerprint: strings.Repeat("ab", 32), TargetSystem: "payments",
-		Agent: "agent-a", Payload: []byte(`{}`), Owner: s.leaseOwner(), Lease: time.Minute,
+		Agent: "agent-a", Payload: []byte(`{}`), Owner: e.leaseOwner(), Lease: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,20 +93,20 @@ func TestLookUpPendingKeepsObject(t *testing.T) {
 	target := &scripted{lookup: func() (adapters.Result, error) {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: "pay-17", Message: "not final yet"}
 	}}
-	s, st := scriptedServer(t, target)
+	e, st := scriptedEngine(t, target)
 	const key = "test:payment.charge:pending:v1"
-	op := claimed(t, s, st, key)
+	op := claimed(t, e, st, key)
 	ctx := context.Background()
-	for i := 1; i <= s.cfg.Reconciler.ReviewAfter; i++ {
-		if _, _, err := s.lookUp(ctx, ctx, op, false); err != nil {
+	for i := 1; i <= e.cfg.ReviewAfter; i++ {
+		if _, _, err := e.lookUp(ctx, ctx, op, false); err != nil {
 			t.Fatal(err)
 		}
 		row, _ := st.Get(ctx, key)
-		if row.Status != store.StatusUnknown || row.TargetObjectID != "pay-17" || row.LookupFailures != i || row.NeedsReview != (i == s.cfg.Reconciler.ReviewAfter) {
+		if row.Status != store.StatusUnknown || row.TargetObjectID != "pay-17" || row.LookupFailures != i || row.NeedsReview != (i == e.cfg.ReviewAfter) {
 			t.Fatalf("row after pending look-up %d: %+v", i, row)
 		}
 		var err error
-		if op, err = st.TakeForReconcile(ctx, row, s.leaseOwner(), time.Minute); err != nil {
+		if op, err = st.TakeForReconcile(ctx, row, e.leaseOwner(), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,19 +120,19 @@ func TestLookUpThatCannotTellIsCounted(t *testing.T) {
 	target := &scripted{lookup: func() (adapters.Result, error) {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "too many payments to scan"}
 	}}
-	s, st := scriptedServer(t, target)
+	e, st := scriptedEngine(t, target)
 	ctx := context.Background()
 	const key = "test:payment.charge:cannot-tell:v1"
-	first := claimed(t, s, st, key)
+	first := claimed(t, e, st, key)
 	if err := st.Fail(ctx, key, first.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable}); err != nil {
 		t.Fatal(err)
 	}
 	row, _ := st.Get(ctx, key)
-	op := claimed(t, s, st, key) // the agent's retry resumes it
+	op := claimed(t, e, st, key) // the agent's retry resumes it
 	if op.ResumedFrom != store.StatusFailedRetryable {
 		t.Fatalf("resumed from %s, want failed_retryable (row %+v)", op.ResumedFrom, row)
 	}
-	if _, _, err := s.lookUp(ctx, ctx, op, true); err != nil {
+	if _, _, err := e.lookUp(ctx, ctx, op, true); err != nil {
 		t.Fatal(err)
 	}
 	row, _ = st.Get(ctx, key)
@@ -125,10 +147,10 @@ func TestLookUpThatCannotTellIsCounted(t *testing.T) {
 	}
 	target.mu.Unlock()
 	const down = "test:payment.charge:down:v1"
-	first = claimed(t, s, st, down)
+	first = claimed(t, e, st, down)
 	st.Fail(ctx, down, first.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable})
-	op = claimed(t, s, st, down)
-	if _, _, err := s.lookUp(ctx, ctx, op, true); err != nil {
+	op = claimed(t, e, st, down)
+	if _, _, err := e.lookUp(ctx, ctx, op, true); err != nil {
 		t.Fatal(err)
 	}
 	if row, _ := st.Get(ctx, down); row.Status != store.StatusFailedRetryable || row.LookupFailures != 0 {
@@ -155,27 +177,27 @@ func TestJournalContextOutlastsCalls(t *testing.T) {
 // run, can no longer change the row.
 func TestLeasePerClaim(t *testing.T) {
 	t.Parallel()
-	s, st := scriptedServer(t, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
+	e, st := scriptedEngine(t, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
 	ctx := context.Background()
 	const key = "test:payment.charge:fenced:v1"
-	first := claimed(t, s, st, key) // a one-minute lease
+	first := claimed(t, e, st, key) // a one-minute lease
 	// The first driver is still out when its lease runs out (a paused VM,
 	// a clock step); the reconciler of the same run takes the row.
 	later := time.Now().Add(2 * time.Minute)
 	st.Now = func() time.Time { return later }
 	row, _ := st.Get(ctx, key)
-	second, err := st.TakeForReconcile(ctx, row, s.leaseOwner(), time.Minute)
+	second, err := st.TakeForReconcile(ctx, row, e.leaseOwner(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.LeaseOwner == first.LeaseOwner || !strings.HasPrefix(second.LeaseOwner, s.Owner()+"/") {
+	if second.LeaseOwner == first.LeaseOwner || !strings.HasPrefix(second.LeaseOwner, e.Owner()+"/") {
 		t.Fatalf("owners %q and %q", first.LeaseOwner, second.LeaseOwner)
 	}
 	// The first driver comes back late with its outcome.
-	if err := s.complete(ctx, first, adapters.Result{ObjectID: "pay-late"}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := e.complete(ctx, first, adapters.Result{ObjectID: "pay-late"}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("a stale driver's completion: %v, want ErrLeaseLost", err)
 	}
-	if err := s.complete(ctx, second, adapters.Result{ObjectID: "pay-1"}); err != nil {
+	if err := e.complete(ctx, second, adapters.Result{ObjectID: "pay-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if row, _ := st.Get(ctx, key); row.TargetObjectID != "pay-1" {
@@ -187,23 +209,40 @@ func TestLeasePerClaim(t *testing.T) {
 // page it may (a call timeout each) before the retry policy's attempts.
 func TestBudgetCoversLookupPages(t *testing.T) {
 	t.Parallel()
-	cfg := DefaultConfig()
-	targets, err := BuildTargets(cfg, Simulators{URL: "http://127.0.0.1:9", YooKassaSecret: sim.YooKassaSecret()}, func(string) string { return "" })
+	cfg := testConfig()
+	targets := builtTargets(t, cfg)
+	e := New(cfg, nil, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	for system, pages := range map[string]int{"onec": 1, "crm": 20, "payments": 20} {
+		timeout := e.timeout(system)
+		if got, want := e.lookupBudget(system), time.Duration(pages)*timeout; got != want {
+			t.Errorf("%s: look-up budget %v, want %v", system, got, want)
+		}
+		attempts := time.Duration(e.policy.MaxAttempts)*timeout + e.policy.MaxTotalDelay()
+		if got, want := e.budget(system), time.Duration(pages)*timeout+attempts; got != want {
+			t.Errorf("%s: budget %v, want %v", system, got, want)
+		}
+		if e.lease(system) <= e.budget(system) {
+			t.Errorf("%s: lease %v does not outlast the budget %v", system, e.lease(system), e.budget(system))
+		}
+	}
+}
+
+// builtTargets are the three real adapters, at the built-in simulators'
+// paths on an address nothing answers, with cfg's call timeouts.
+func builtTargets(t *testing.T, cfg Config) map[string]adapters.Target {
+	t.Helper()
+	const base = "http://127.0.0.1:9"
+	one, err := onec.New(onec.Config{BaseURL: base + "/onec", Timeout: cfg.Targets["onec"].Timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(cfg, nil, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	for system, pages := range map[string]int{"onec": 1, "crm": 20, "payments": 20} {
-		timeout := s.timeout(system)
-		if got, want := s.lookupBudget(system), time.Duration(pages)*timeout; got != want {
-			t.Errorf("%s: look-up budget %v, want %v", system, got, want)
-		}
-		attempts := time.Duration(s.policy.MaxAttempts)*timeout + s.policy.MaxTotalDelay()
-		if got, want := s.budget(system), time.Duration(pages)*timeout+attempts; got != want {
-			t.Errorf("%s: budget %v, want %v", system, got, want)
-		}
-		if s.lease(system) <= s.budget(system) {
-			t.Errorf("%s: lease %v does not outlast the budget %v", system, s.lease(system), s.budget(system))
-		}
+	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: base + "/bitrix24/rest/1/sim-webhook/", Timeout: cfg.Targets["crm"].Timeout})
+	if err != nil {
+		t.Fatal(err)
 	}
+	pay, err := yookassa.New(yookassa.Config{BaseURL: base + "/yookassa/v3", ShopID: "demo-shop", SecretKey: sim.YooKassaSecret(), Timeout: cfg.Targets["payments"].Timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]adapters.Target{"onec": one, "crm": crm, "payments": pay}
 }

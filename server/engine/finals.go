@@ -1,8 +1,7 @@
-package server
+package engine
 
 import (
 	"crypto/sha256"
-	"net/http"
 	"sync"
 
 	"github.com/oncegate/oncegate/server/contract"
@@ -52,13 +51,14 @@ type seenRequest struct {
 type digest [sha256.Size]byte
 
 // requestDigest is the digest of a body sent by agent with the
-// Idempotency-Key header as the request carries it.
-func requestDigest(agent string, h http.Header, body []byte) digest {
+// Idempotency-Key header as the request carries it (hasKey: it carries
+// one, keyHeader its first value).
+func requestDigest(agent, keyHeader string, hasKey bool, body []byte) digest {
 	d := sha256.New()
 	d.Write([]byte(agent))
-	if v, ok := h[http.CanonicalHeaderKey("Idempotency-Key")]; ok {
+	if hasKey {
 		d.Write([]byte{0, 1})
-		d.Write([]byte(v[0]))
+		d.Write([]byte(keyHeader))
 	}
 	d.Write([]byte{0})
 	d.Write(body)

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/store"
+)
+
+// journalCtx is the context for journal writes that record what a target
+// did, in a drive whose target calls may take up to calls: detached from
+// the call budget, which may be spent by then, and lasting the calls and
+// 30 s more, so the outcome is never lost to a deadline meant for the
+// network.
+func journalCtx(ctx context.Context, calls time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), calls+30*time.Second)
+}
+
+// drive takes an operation whose lease the caller holds to its next
+// resting state in the journal and returns the row as it is then. A
+// resumed operation is first looked up by key at the target; found
+// reports that the effect was found there rather than made now.
+//
+// Target calls run detached from the agent's request: an agent that hangs
+// up must not turn a call in flight into an unknown outcome.
+func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation) (store.Operation, bool, error) {
+	if !e.inflight.start() {
+		// Shutdown is waiting for the drives in flight: this one sends
+		// nothing. The row keeps this run's lease (the agent is told it is
+		// in progress); the next run finds it orphaned and reconciles it.
+		e.log.Warn("shutting down: operation not driven", "key", op.Key)
+		return op, false, nil
+	}
+	defer e.inflight.done()
+	// Target calls run under the budget; journal writes under their own.
+	jctx, jcancel := journalCtx(ctx, e.budget(op.TargetSystem))
+	defer jcancel()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.budget(op.TargetSystem))
+	defer cancel()
+
+	target := e.targets[op.TargetSystem]
+	aop := targetOp(op)
+
+	found := false
+	err := func() error {
+		// Look the key up before anything is sent again.
+		if d == store.DecisionResume {
+			clear, ok, err := e.lookUp(ctx, jctx, op, true)
+			if !clear || err != nil {
+				found = ok
+				return err
+			}
+			aop.Attempt = op.AttemptCount + 1
+		}
+		res, _, err := e.policy.Execute(ctx, target, aop, func(n int) error {
+			if n <= op.AttemptCount {
+				return nil // recorded by the claim
+			}
+			return e.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, e.lease(op.TargetSystem))
+		})
+		return e.settleOutcome(jctx, op, res, err)
+	}()
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		return store.Operation{}, false, err
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		e.log.Warn("lease lost while driving an operation", "key", op.Key)
+	}
+	after, err := e.store.Get(jctx, op.Key)
+	return after, found && after.Status == store.StatusSucceeded, err
+}
+
+// targetOp is a journal row as its target sees it.
+func targetOp(op store.Operation) adapters.Op {
+	return adapters.Op{
+		Key:         op.Key,
+		Intent:      op.Intent,
+		Fingerprint: op.Fingerprint,
+		Payload:     op.Payload,
+		Attempt:     max(op.AttemptCount, 1),
+		ObjectID:    op.TargetObjectID,
+		CreatedAt:   op.CreatedAt,
+	}
+}
+
+// lookUp asks the target, by key, for the effect of an operation whose
+// lease the caller took back (an agent's retry, byAgent, or the
+// reconciler), and journals what the answer settles, with jctx:
+//
+//   - found → succeeded (found reports it); found and failed → failed_final;
+//   - certainly nothing there, but the last unclear attempt may still land
+//     (inFlightUntil) → still unknown, checked again once it could have;
+//   - the target could not tell → back to failed_retryable when it was
+//     unavailable after an attempt that had no effect, else still unknown
+//     with the failed look-up counted (backoff, then a person's review),
+//     keeping the object the target named (a payment not final yet).
+//
+// clear reports the one case left to the caller, the row still held:
+// nothing at the target, and nothing on its way. The agent's retry then
+// sends the operation again; the reconciler marks it safe to retry.
+func (e *Engine) lookUp(ctx, jctx context.Context, op store.Operation, byAgent bool) (clear, found bool, err error) {
+	lctx, cancel := context.WithTimeout(ctx, e.lookupBudget(op.TargetSystem))
+	res, err := e.targets[op.TargetSystem].Lookup(lctx, targetOp(op))
+	cancel()
+	ctx = jctx // from here on, only journal writes
+	switch {
+	case err == nil:
+		e.log.Info("look-up: the target has the effect", "key", op.Key, "object", res.ObjectID)
+		return false, true, e.complete(ctx, op, res)
+	case finalAtTarget(err):
+		var ae *adapters.Error
+		errors.As(err, &ae)
+		e.log.Info("look-up: the target has the effect, failed", "key", op.Key, "object", ae.ObjectID, "code", ae.Code)
+		return false, false, e.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, ObjectID: ae.ObjectID})
+	case errors.Is(err, adapters.ErrNotFound):
+		// Nothing there now. That is the answer once nothing can still be
+		// on its way: after an attempt classified Retry (it had no effect),
+		// to an agent's retry at a target that dedupes the key (sending it
+		// again is harmless), or else once every send of the last attempt
+		// could have landed. Before that a "not found" is no answer: the
+		// row would say "no effect" of an effect about to appear.
+		safe := op.ResumedFrom == store.StatusFailedRetryable || (byAgent && e.dedupes(op.TargetSystem))
+		if wait := e.inFlightUntil(op).Sub(e.store.Now()); wait > 0 && !safe {
+			return false, false, e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, e.store.Now().Add(wait))
+		}
+		e.log.Info("look-up: the target has no effect", "key", op.Key)
+		return true, false, nil
+	case op.ResumedFrom == store.StatusFailedRetryable && adapters.ClassOf(err) == adapters.Retry:
+		e.log.Warn("look-up failed", "key", op.Key, "err", maskSecrets(errText(err)))
+		return false, false, e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+	default:
+		// Not known yet (the target could not be asked, could not tell, or
+		// holds the effect not final yet, such as a pending payment, whose
+		// id is kept): counted, with backoff, and after review_after times a
+		// person is asked to look.
+		var objectID string
+		if ae := (*adapters.Error)(nil); errors.As(err, &ae) {
+			objectID = ae.ObjectID
+		}
+		next := e.store.Now().Add(max(e.lookupBackoff(op.LookupFailures+1), e.settle(op.TargetSystem)))
+		flagged, ferr := e.store.LookupFailed(ctx, op.Key, op.LeaseOwner, objectID, e.cfg.ReviewAfter, next)
+		e.log.Warn("look-up failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", maskSecrets(errText(err)))
+		return false, false, ferr
+	}
+}
+
+// settleOutcome journals the outcome of the execute attempts.
+func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adapters.Result, err error) error {
+	if err == nil {
+		return e.complete(ctx, op, res)
+	}
+	var ae *adapters.Error
+	if !errors.As(err, &ae) {
+		if errors.Is(err, store.ErrLeaseLost) {
+			return err
+		}
+		ae = &adapters.Error{Class: adapters.ClassOf(err), Code: CodeOutcomeUnknown, Err: err}
+	}
+	detail := maskSecrets(errText(ae.Err))
+	e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
+	switch ae.Class {
+	case adapters.Final:
+		return e.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail, ObjectID: ae.ObjectID})
+	case adapters.Retry:
+		// The cause (an outage, or the target refusing the gateway's own
+		// credentials) goes to the audit trail for the operator.
+		return e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable", Detail: ae.Code + ": " + detail})
+	default:
+		return e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: "the request was sent but its outcome is not known"}, e.nextCheck(op.TargetSystem))
+	}
+}
+
+func (e *Engine) complete(ctx context.Context, op store.Operation, res adapters.Result) error {
+	var data json.RawMessage
+	if len(res.Data) > 0 {
+		b, err := json.Marshal(res.Data)
+		if err != nil {
+			return err
+		}
+		data = b
+	}
+	return e.store.Complete(ctx, op.Key, op.LeaseOwner, res.ObjectID, data)
+}
+
+// finalAtTarget reports whether a lookup found the effect ended in failure
+// at the target: a Final error naming the target's object.
+func finalAtTarget(err error) bool {
+	var ae *adapters.Error
+	return errors.As(err, &ae) && ae.Class == adapters.Final && ae.ObjectID != ""
+}

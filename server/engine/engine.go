@@ -1,0 +1,170 @@
+// Package engine is the gateway's operation engine: it checks a request
+// against the contract and the business limits, binds its key to one
+// effect in the journal, drives the operation to its target, looks
+// unclear outcomes up by key, and runs the background work (the
+// reconciler, the executor of approved money operations, retention). It
+// knows nothing of HTTP: the server hands it a request and renders what
+// it returns.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/store"
+)
+
+// Config is what the engine needs of the gateway's configuration.
+type Config struct {
+	// Contour is the contour every operation key must name.
+	Contour string
+	// Retry is the retry policy of a drive's attempts.
+	Retry adapters.RetryPolicy
+	// Targets are each target system's times, by system; a system not
+	// listed has a 5 s call timeout and the default retention.
+	Targets map[string]TargetConfig
+	// Retention is how long terminal operations are kept where their
+	// target names no retention of its own.
+	Retention time.Duration
+	// ReconcileInterval is how often the reconciler and the executor run;
+	// MaxBackoff caps the wait between failed look-ups of one operation,
+	// and after ReviewAfter failed look-ups a person is asked to look.
+	ReconcileInterval time.Duration
+	MaxBackoff        time.Duration
+	ReviewAfter       int
+	// ApprovalTTL is how long a money operation waits for a decision.
+	ApprovalTTL time.Duration
+	// Limits are the business limits, by intent.
+	Limits map[string]IntentLimits
+	// OnDecision, when set, is told what the journal decided for each
+	// submitted operation (for the metrics).
+	OnDecision func(intent string, d store.Decision)
+}
+
+// TargetConfig are one target system's times.
+type TargetConfig struct {
+	// Timeout is one call's timeout.
+	Timeout time.Duration
+	// Settle is how long the target may take to commit a request after
+	// the gateway stopped waiting (never less than Timeout).
+	Settle time.Duration
+	// Retention is how long its terminal operations are kept; 0 is the
+	// default retention.
+	Retention time.Duration
+}
+
+// Engine binds each operation key to one effect.
+type Engine struct {
+	cfg     Config
+	store   *store.Store
+	targets map[string]adapters.Target // by target system: onec, crm, payments
+	policy  adapters.RetryPolicy
+	owner   string // lease owner id of this run
+	log     *slog.Logger
+
+	// inflight counts operations being driven, so shutdown can wait for them.
+	inflight work
+	// wake pokes the executor when an approval was decided.
+	wake    chan struct{}
+	finals  finalCache // final rows, for replays
+	plans   planCache  // validate mode only
+	signals TestSignals
+}
+
+// New builds the engine over an open journal and its targets, keyed by
+// target system ("onec", "crm", "payments").
+func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *slog.Logger) *Engine {
+	buf := make([]byte, 8)
+	rand.Read(buf)
+	e := &Engine{
+		cfg:     cfg,
+		store:   st,
+		targets: make(map[string]adapters.Target, len(targets)),
+		policy:  cfg.Retry,
+		owner:   "run-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(buf),
+		log:     log,
+		wake:    make(chan struct{}, 1),
+	}
+	for system, t := range targets {
+		e.targets[system] = t
+	}
+	e.finals.stale = e.purgeable
+	return e
+}
+
+// Systems are the target systems, by the journal's names.
+func Systems() []string {
+	return []string{contract.TargetOneC, contract.TargetCRM, contract.TargetPayments}
+}
+
+// Owner is this run's id, the prefix of every lease it takes.
+func (e *Engine) Owner() string { return e.owner }
+
+// leaseOwner is a fresh owner for one claim of a lease: this run's id and
+// a random suffix. Every transition of the claim names it, so a driver
+// whose lease expired and was taken again, even by another driver of this
+// run, can no longer change the row.
+func (e *Engine) leaseOwner() string {
+	buf := make([]byte, 6)
+	rand.Read(buf)
+	return e.owner + "/" + hex.EncodeToString(buf)
+}
+
+// Start prepares the journal for this run: rows left started by a
+// previous run, which is known dead, become unknown so they are
+// reconciled at once instead of waiting for their leases to expire.
+func (e *Engine) Start(ctx context.Context) error {
+	n, err := e.store.OrphanLeases(ctx, e.owner)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		e.log.Warn("operations left in flight by a previous run are now unknown and will be reconciled", "count", n)
+	}
+	return nil
+}
+
+// Drain waits for the operations being driven and starts no more: a
+// request that reaches its drive from now on answers in progress, and
+// the next run reconciles its row. Call it once the HTTP server and the
+// workers stopped.
+func (e *Engine) Drain() { e.inflight.closeAndWait() }
+
+// work counts the operations being driven, so that shutdown can wait for
+// them. Once shutdown waits, no more start: a sync.WaitGroup must not be
+// added to while it is waited on, and a request or look-up that outlived
+// the HTTP shutdown's grace would otherwise start one then.
+type work struct {
+	mu      sync.Mutex
+	closed  bool
+	running sync.WaitGroup
+}
+
+// start counts one more operation being driven, and reports false, counting
+// nothing, once shutdown waits.
+func (w *work) start() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return false
+	}
+	w.running.Add(1)
+	return true
+}
+
+// done ends what start counted.
+func (w *work) done() { w.running.Done() }
+
+// closeAndWait refuses new work, then waits for the work running.
+func (w *work) closeAndWait() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.running.Wait()
+}

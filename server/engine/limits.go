@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+// Codes of business limits. Each names the field it is about.
+const (
+	CodeLimitExceeded      = "LIMIT_EXCEEDED"
+	CodeCurrencyNotAllowed = "CURRENCY_NOT_ALLOWED"
+	CodeUnitNotAllowed     = "UNIT_NOT_ALLOWED"
+)
+
+// IntentLimits are the business limits of one intent: data in the
+// configuration, not code paths. Zero values mean no limit.
+type IntentLimits struct {
+	MaxItems    int      `yaml:"max_items"`
+	MaxQuantity float64  `yaml:"max_quantity"`
+	Currencies  []string `yaml:"currencies"`
+	Units       []string `yaml:"units"`
+	// AmountCeiling caps the amount per currency, in minor units: the
+	// amount_minor of a payment, the total (sum of quantity × price_minor)
+	// of an invoice.
+	AmountCeiling map[string]int64 `yaml:"amount_ceiling"`
+}
+
+// DefaultLimits are the limits when the configuration names none.
+func DefaultLimits() map[string]IntentLimits {
+	items := IntentLimits{MaxItems: 100, MaxQuantity: 1e6, Currencies: []string{"RUB"}, Units: []string{"pcs", "kg"}}
+	invoice := items
+	invoice.AmountCeiling = map[string]int64{"RUB": 10_000_000_000}                                           // 100 million roubles
+	money := IntentLimits{Currencies: []string{"RUB"}, AmountCeiling: map[string]int64{"RUB": 1_000_000_000}} // 10 million roubles
+	return map[string]IntentLimits{
+		"invoice.create":           invoice,
+		"sales_order.create_draft": items,
+		"payment.charge":           money,
+		"payment.refund":           money,
+	}
+}
+
+// limitPayload is the part of a normalized payload that limits look at.
+type limitPayload struct {
+	Currency    string       `json:"currency"`
+	AmountMinor *json.Number `json:"amount_minor"`
+	Items       []struct {
+		Quantity   json.Number  `json:"quantity"`
+		Unit       string       `json:"unit"`
+		PriceMinor *json.Number `json:"price_minor"`
+	} `json:"items"`
+}
+
+// checkLimits applies the configured business limits to a normalized
+// payload; a violation is 422 rejected with a stable code naming the field.
+func (e *Engine) checkLimits(in *contract.Intent, norm contract.Normalized) error {
+	lim, ok := e.cfg.Limits[in.Name]
+	if !ok {
+		return nil
+	}
+	var p limitPayload
+	dec := json.NewDecoder(bytes.NewReader(norm.Payload))
+	dec.UseNumber()
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("limits: %w", err)
+	}
+	// Limit codes are not in the status table: they answer 422.
+	bad := func(code, field, format string, args ...any) error {
+		return &Refusal{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	if p.Currency != "" && len(lim.Currencies) > 0 && !slices.Contains(lim.Currencies, p.Currency) {
+		return bad(CodeCurrencyNotAllowed, "currency", "currency %s is not allowed for %s; allowed: %s", p.Currency, in.Name, strings.Join(lim.Currencies, ", "))
+	}
+	if lim.MaxItems > 0 && len(p.Items) > lim.MaxItems {
+		return bad(CodeLimitExceeded, "items", "%d items exceed the limit of %d for %s", len(p.Items), lim.MaxItems, in.Name)
+	}
+	total := new(big.Rat)
+	for i, it := range p.Items {
+		field := fmt.Sprintf("items[%d]", i)
+		if len(lim.Units) > 0 && !slices.Contains(lim.Units, it.Unit) {
+			return bad(CodeUnitNotAllowed, field+".unit", "unit %q is not allowed; allowed: %s", it.Unit, strings.Join(lim.Units, ", "))
+		}
+		q, ok := new(big.Rat).SetString(it.Quantity.String())
+		if !ok {
+			continue
+		}
+		if lim.MaxQuantity > 0 && q.Cmp(new(big.Rat).SetFloat64(lim.MaxQuantity)) > 0 {
+			return bad(CodeLimitExceeded, field+".quantity", "quantity %s exceeds the limit of %v", it.Quantity, lim.MaxQuantity)
+		}
+		if it.PriceMinor != nil {
+			price, _ := new(big.Rat).SetString(it.PriceMinor.String())
+			if price != nil {
+				total.Add(total, new(big.Rat).Mul(q, price))
+			}
+		}
+	}
+	ceiling, capped := lim.AmountCeiling[p.Currency]
+	if !capped {
+		return nil
+	}
+	if p.AmountMinor != nil {
+		if amount, ok := new(big.Rat).SetString(p.AmountMinor.String()); ok && amount.Cmp(new(big.Rat).SetInt64(ceiling)) > 0 {
+			return bad(CodeLimitExceeded, "amount_minor", "amount %s exceeds the ceiling of %d minor units of %s", p.AmountMinor, ceiling, p.Currency)
+		}
+	}
+	if len(p.Items) > 0 && total.Cmp(new(big.Rat).SetInt64(ceiling)) > 0 {
+		return bad(CodeLimitExceeded, "items", "the total %s exceeds the ceiling of %d minor units of %s", total.FloatString(0), ceiling, p.Currency)
+	}
+	return nil
+}

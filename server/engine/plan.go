@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+// Validator is a target that can check an operation without writing:
+// references resolved by external id, business rules applied.
+type Validator interface {
+	Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error)
+}
+
+// OrderReader is a target that can read a sales order's status.
+type OrderReader interface {
+	OrderStatus(ctx context.Context, orderID string) (adapters.Result, error)
+}
+
+// plan runs the target's own checks for a normalized request and returns
+// the plan and its hash. Nothing is written anywhere. The hash covers the
+// intent, the normalized payload and what the target resolved, so any
+// change in the data the target sees changes it.
+func (e *Engine) plan(ctx context.Context, in *contract.Intent, norm contract.Normalized, key string) (json.RawMessage, string, error) {
+	data := map[string]any{}
+	if !in.Journaled {
+		// A read has no check of its own at the target: reading is the
+		// check, and it changes nothing.
+		res, err := e.readOrder(ctx, in, norm)
+		if err != nil {
+			return nil, "", err
+		}
+		data = map[string]any{"object_id": res.ObjectID}
+	} else if v, ok := e.targets[in.Target].(Validator); ok {
+		ctx, cancel := context.WithTimeout(ctx, e.timeout(in.Target))
+		defer cancel()
+		p, err := v.Validate(ctx, adapters.Op{Key: key, Intent: in.Name, Fingerprint: norm.Fingerprint, Payload: norm.Payload})
+		if err != nil {
+			return nil, "", err
+		}
+		data = p.Data
+	}
+	plan, err := json.Marshal(map[string]any{"operation": in.Name, "payload": json.RawMessage(norm.Payload), "target": data})
+	if err != nil {
+		return nil, "", err
+	}
+	var v any
+	if err := json.Unmarshal(plan, &v); err != nil {
+		return nil, "", err
+	}
+	canonical, err := contract.Canonicalize(v)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(canonical)
+	return canonical, hex.EncodeToString(sum[:]), nil
+}
+
+// validate is mode "validate": every check, nothing journaled, no
+// effect, the key (if any) stays free. It returns the plan and its hash.
+func (e *Engine) validate(ctx context.Context, in *contract.Intent, norm contract.Normalized, key string) (json.RawMessage, string, error) {
+	cacheKey := in.Name + "\x00" + norm.Fingerprint + "\x00" + key
+	cached, ok := e.plans.get(cacheKey, time.Now())
+	plan, hash := cached.plan, cached.hash
+	if !ok {
+		var err error
+		if plan, hash, err = e.plan(ctx, in, norm, key); err != nil {
+			return nil, "", e.refusalByTarget(in, norm, key, err)
+		}
+		e.plans.put(cacheKey, cachedPlan{plan: plan, hash: hash, expires: time.Now().Add(planCacheTTL)})
+	}
+	return plan, hash, nil
+}
+
+// precheck runs the target's checks before a new key is journaled — data
+// may have changed since any validate — and refuses an execute whose plan
+// no longer hashes as the agent's validate answer did. A business refusal
+// by the target comes back as refused, to be journaled failed_final like
+// any refusal at the target; any other failure is an error to answer.
+func (e *Engine) precheck(ctx context.Context, in *contract.Intent, norm contract.Normalized, key, planHash string) (refused *adapters.Error, err error) {
+	_, hash, err := e.plan(ctx, in, norm, key)
+	var ae *adapters.Error
+	switch {
+	case errors.As(err, &ae) && ae.Class == adapters.Final:
+		e.log.Info("target refused the checks", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", maskSecrets(errText(ae.Err)))
+		return ae, nil
+	case err != nil:
+		return nil, e.refusalByTarget(in, norm, key, err)
+	case planHash != "" && hash != planHash:
+		return nil, &Refusal{Code: CodePlanChanged, Field: "plan_hash", Message: "the plan changed since it was validated; validate again and review the new plan"}
+	}
+	return nil, nil
+}
+
+// read is a read-only intent (sales_order.get_status): no key, not
+// journaled.
+func (e *Engine) read(ctx context.Context, in *contract.Intent, norm contract.Normalized) (adapters.Result, error) {
+	res, err := e.readOrder(ctx, in, norm)
+	if err != nil {
+		return adapters.Result{}, e.refusalByTarget(in, norm, "", err)
+	}
+	return res, nil
+}
+
+// refusalByTarget turns a failed check at the target, before anything was
+// journaled, into a TargetRefusal: a business refusal keeps the target's
+// code and the adapter's safe message; anything else is a target that
+// could not be asked. The target's own text goes to the log only.
+func (e *Engine) refusalByTarget(in *contract.Intent, norm contract.Normalized, key string, err error) error {
+	r := &TargetRefusal{Intent: in, Key: key, Fingerprint: norm.Fingerprint}
+	var ae *adapters.Error
+	if errors.As(err, &ae) && ae.Class == adapters.Final {
+		e.log.Info("target refused a check", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", maskSecrets(errText(ae.Err)))
+		r.Code, r.Field, r.Message = ae.Code, ae.Field, ae.Message
+		return r
+	}
+	e.log.Warn("target check failed", "intent", in.Name, "key", key, "err", maskSecrets(errText(err)))
+	r.Unavailable = true
+	return r
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// readOrder reads the sales order a read-only intent names; an order the
+// target does not know is REFERENCE_NOT_FOUND on order_id.
+func (e *Engine) readOrder(ctx context.Context, in *contract.Intent, norm contract.Normalized) (adapters.Result, error) {
+	r, ok := e.targets[in.Target].(OrderReader)
+	if !ok {
+		return adapters.Result{}, errors.New("target cannot read orders")
+	}
+	var p struct {
+		OrderID string `json:"order_id"`
+	}
+	if err := json.Unmarshal(norm.Payload, &p); err != nil {
+		return adapters.Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout(in.Target))
+	defer cancel()
+	res, err := r.OrderStatus(ctx, p.OrderID)
+	if errors.Is(err, adapters.ErrNotFound) {
+		err = &adapters.Error{Class: adapters.Final, Code: "REFERENCE_NOT_FOUND", Field: "order_id", Message: "no sales order with this id"}
+	}
+	return res, err
+}

@@ -1,0 +1,270 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/store"
+)
+
+// Submission is one operation request as an agent sent it, its transport
+// already checked: the body read within its limit, the token verified.
+type Submission struct {
+	Token store.Token
+	// KeyHeader is the Idempotency-Key header's first value; HasKeyHeader
+	// reports whether the request carries the header at all.
+	KeyHeader    string
+	HasKeyHeader bool
+	Body         []byte
+}
+
+// Kind is what an Outcome reports.
+type Kind int
+
+const (
+	// KindOperation: a journal row (Op), replayed or driven now.
+	KindOperation Kind = iota
+	// KindValidated: mode validate passed every check (Plan, PlanHash).
+	KindValidated
+	// KindRead: a read-only intent's answer (Read).
+	KindRead
+)
+
+// Outcome is what Submit made of a submission.
+type Outcome struct {
+	// What is known of the request: its intent once the envelope named a
+	// known one, its key once the key passed the contract, its
+	// fingerprint once the payload did. Set as far as known even when
+	// Submit refuses the request, for the refusal's answer.
+	Intent      *contract.Intent
+	Key         string
+	Fingerprint string
+	// RequestID is the request id to echo.
+	RequestID string
+
+	Kind Kind
+	// Op is the journal row; Replayed reports that the effect was made
+	// before this request (a replay, or found at the target by key).
+	Op       store.Operation
+	Replayed bool
+	Plan     json.RawMessage
+	PlanHash string
+	Read     adapters.Result
+}
+
+// request is an operation request that passed the contract.
+type request struct {
+	env  contract.Envelope
+	in   *contract.Intent
+	key  string // "" only for read-only intents and validate without a key
+	norm contract.Normalized
+}
+
+// Submit answers one operation request: it checks the request against
+// the contract — envelope, intent, scope, key, payload — before anything
+// is journaled, so a refusal binds nothing; then validates it, reads, or
+// binds its key to its fingerprint in the journal and drives the
+// operation to the target exactly once.
+func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
+	tok := sub.Token
+	seen := &seenRequest{digest: requestDigest(tok.Agent, sub.KeyHeader, sub.HasKeyHeader, sub.Body)}
+	if final, req, ok := e.finals.byRequest(seen.digest); ok && tok.Has(req.intent.Scope) {
+		// These very bytes were checked and replayed from this row before.
+		e.decided(req.intent.Name, store.DecisionReplay)
+		return Outcome{Intent: req.intent, Key: final.Key, Fingerprint: final.Fingerprint, RequestID: req.requestID,
+			Kind: KindOperation, Op: final, Replayed: true}, nil
+	}
+	var out Outcome
+	r, err := e.check(sub, &out)
+	if err != nil {
+		return out, err
+	}
+	env, in, key, norm := r.env, r.in, r.key, r.norm
+	seen.intent, seen.requestID = in, env.RequestID
+	out.RequestID = env.RequestID
+
+	switch {
+	case env.Mode == contract.ModeValidate:
+		if err := e.checkLimits(in, norm); err != nil {
+			return out, err
+		}
+		if err := e.keyStillFits(ctx, key, tok.Agent, norm.Fingerprint); err != nil {
+			return out, err
+		}
+		out.Kind = KindValidated
+		out.Plan, out.PlanHash, err = e.validate(ctx, in, norm, key)
+		return out, err
+	case !in.Journaled:
+		out.Kind = KindRead
+		out.Read, err = e.read(ctx, in, norm)
+		return out, err
+	}
+	out.Kind = KindOperation
+	out.Op, out.Replayed, err = e.execute(ctx, tok, r, seen)
+	return out, err
+}
+
+// check applies the contract to a submission, noting in out what it
+// learned of the request as it goes.
+func (e *Engine) check(sub Submission, out *Outcome) (request, error) {
+	var (
+		r   request
+		err error
+	)
+	if r.env, err = contract.DecodeEnvelope(sub.Body); err != nil {
+		return request{}, err
+	}
+	in, ok := contract.Lookup(r.env.Intent)
+	if !ok {
+		return request{}, contract.ErrIntentNotAllowed(r.env.Intent)
+	}
+	r.in, out.Intent = in, in
+	if !sub.Token.Has(in.Scope) {
+		return request{}, &Refusal{Code: CodePermissionDenied, Message: fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name)}
+	}
+	if r.key, err = contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, r.env.RequestID); err != nil {
+		return request{}, err
+	}
+	if r.key == "" && in.Journaled && r.env.Mode != contract.ModeValidate {
+		return request{}, contract.ErrKeyMissing()
+	}
+	if r.key != "" {
+		if err := contract.CheckKey(r.key, e.cfg.Contour, in.Name); err != nil {
+			return request{}, err
+		}
+		out.Key = r.key
+	}
+	if r.norm, err = in.Normalize(r.env.Payload); err != nil {
+		return request{}, err
+	}
+	out.Fingerprint = r.norm.Fingerprint
+	if _, ok := e.targets[in.Target]; !ok {
+		return request{}, fmt.Errorf("no target configured for system %q", in.Target)
+	}
+	return r, nil
+}
+
+// execute binds a journaled request's key to its fingerprint and drives
+// the operation, unless the journal answers for it: a replay, an attempt
+// in progress, an approval awaited, a refusal by the target's checks, a
+// key used with another request or by another agent. replayed reports an
+// effect made before this request.
+func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *seenRequest) (op store.Operation, replayed bool, err error) {
+	env, in, key, norm := r.env, r.in, r.key, r.norm
+	var refused *adapters.Error
+	if final, ok := e.finals.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
+		e.finals.remember(key, seen)
+		e.decided(in.Name, store.DecisionReplay)
+		return final, true, nil
+	}
+	existing, err := e.store.Get(ctx, key)
+	switch {
+	case err == nil && existing.Status.Terminal() && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint:
+		// Fast path: a final row of this agent with this fingerprint is
+		// replayed from a read, without taking the journal's writer. Final
+		// rows never change, so the read is as good as the claim's; the
+		// row is kept for the next replay.
+		e.finals.put(existing)
+		e.finals.remember(key, seen)
+		e.decided(in.Name, store.DecisionReplay)
+		return existing, true, nil
+	case errors.Is(err, store.ErrNotFound):
+		// A key never seen: the business limits, then every check at the
+		// target (references, business rules), which writes nothing. The
+		// target's refusal is journaled failed_final below, before anything
+		// was sent to execute. (A key seen before was accepted then: its
+		// retries and replays are not refused by limits changed since.)
+		if err := e.checkLimits(in, norm); err != nil {
+			return store.Operation{}, false, err
+		}
+		if refused, err = e.precheck(ctx, in, norm, key, env.PlanHash); err != nil {
+			return store.Operation{}, false, err
+		}
+	case err != nil:
+		return store.Operation{}, false, err
+	}
+
+	ctx = store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: tok.Agent})
+	d, op, err := e.store.Claim(ctx, store.ClaimRequest{
+		Key:           key,
+		Intent:        in.Name,
+		Fingerprint:   norm.Fingerprint,
+		TargetSystem:  in.Target,
+		Agent:         tok.Agent,
+		ActorID:       env.ActorID,
+		RequestID:     env.RequestID,
+		Payload:       norm.Payload,
+		AwaitApproval: in.Money,
+		ApprovalTTL:   e.cfg.ApprovalTTL,
+		Refused:       failureOf(refused),
+		Owner:         e.leaseOwner(),
+		Lease:         e.lease(in.Target),
+	})
+	if err != nil {
+		return store.Operation{}, false, err
+	}
+	e.log.Info("operation claimed", "key", key, "intent", in.Name, "agent", tok.Agent, "decision", d.String())
+	e.decided(in.Name, d)
+
+	switch d {
+	case store.DecisionMismatch:
+		return store.Operation{}, false, keyMismatch()
+	case store.DecisionForeign:
+		return store.Operation{}, false, keyForeign()
+	case store.DecisionReplay:
+		return op, true, nil
+	case store.DecisionInProgress, store.DecisionAwaitingApproval, store.DecisionRefused:
+		return op, false, nil
+	}
+	return e.drive(ctx, d, op)
+}
+
+// decided tells OnDecision what the journal decided for intent.
+func (e *Engine) decided(intent string, d store.Decision) {
+	if e.cfg.OnDecision != nil {
+		e.cfg.OnDecision(intent, d)
+	}
+}
+
+// Operation returns the journal row of key as agent may see it: another
+// agent's key is store.ErrNotFound as well, for keys are not shared.
+func (e *Engine) Operation(ctx context.Context, agent, key string) (store.Operation, error) {
+	op, err := e.store.Get(ctx, key)
+	if err == nil && op.Agent != agent {
+		return store.Operation{}, fmt.Errorf("operation %q: %w", key, store.ErrNotFound)
+	}
+	return op, err
+}
+
+// failureOf is how a refusal by the target's checks is journaled.
+func failureOf(ae *adapters.Error) *store.Failure {
+	if ae == nil {
+		return nil
+	}
+	return &store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: maskSecrets(errText(ae.Err))}
+}
+
+// keyStillFits refuses a validate whose key an execute would refuse: a
+// key first used by another agent, or with another request. A key never
+// seen, or seen with this very request, fits.
+func (e *Engine) keyStillFits(ctx context.Context, key, agent, fingerprint string) error {
+	if key == "" {
+		return nil
+	}
+	op, err := e.store.Get(ctx, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case op.Agent != agent:
+		return keyForeign()
+	case op.Fingerprint != fingerprint:
+		return keyMismatch()
+	}
+	return nil
+}

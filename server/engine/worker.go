@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/store"
+)
+
+// Background work: in-process goroutines started by Run and stopped,
+// each after its current item, when its context is done.
+
+var (
+	reconcilerCtx = store.Actor{Kind: store.ActorSystem, Name: "reconciler"}
+	executorCtx   = store.Actor{Kind: store.ActorSystem, Name: "executor"}
+	retentionCtx  = store.Actor{Kind: store.ActorSystem, Name: "retention"}
+)
+
+// Run starts the reconciler, the executor and retention; they stop when
+// ctx is done. The returned function waits for them.
+func (e *Engine) Run(ctx context.Context) (wait func()) {
+	done := make(chan struct{}, 3)
+	loop := func(every time.Duration, wake <-chan struct{}, tick func(context.Context)) {
+		defer func() { done <- struct{}{} }()
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			tick(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case <-wake:
+			}
+		}
+	}
+	go loop(e.cfg.ReconcileInterval, nil, e.reconcileDue)
+	go loop(e.cfg.ReconcileInterval, e.wake, e.executeApproved)
+	go loop(10*time.Minute, nil, e.purge)
+	return func() {
+		for range 3 {
+			<-done
+		}
+	}
+}
+
+// Wake tells the executor that an approval was decided.
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// reconcileDue looks up, at their targets, the operations whose outcome
+// is unknown or whose holder died: found → succeeded; certainly not there
+// → failed_retryable (the agent's next request executes it again with the
+// same key); the target could not tell → still unknown, checked again
+// later with backoff, and flagged for a person after review_after tries.
+func (e *Engine) reconcileDue(ctx context.Context) {
+	due, err := e.store.DueForReconcile(ctx, 50)
+	if err != nil {
+		e.log.Error("reconciler: list due operations", "err", err)
+		return
+	}
+	for _, op := range due {
+		if ctx.Err() != nil {
+			return
+		}
+		e.reconcileOne(store.WithActor(context.WithoutCancel(ctx), reconcilerCtx), op)
+	}
+}
+
+func (e *Engine) reconcileOne(ctx context.Context, op store.Operation) {
+	if !e.inflight.start() {
+		return // shutting down: the next run reconciles it
+	}
+	defer e.inflight.done()
+	// The row as taken is another variable: a failed take returns no row,
+	// and the log still names the key.
+	taken, err := e.store.TakeForReconcile(ctx, op, e.leaseOwner(), e.lease(op.TargetSystem))
+	if errors.Is(err, store.ErrLeaseLost) {
+		return // an agent's request or another pass took it
+	}
+	if err != nil {
+		e.log.Error("reconciler: take operation", "key", op.Key, "err", err)
+		return
+	}
+	op = taken
+	jctx, jcancel := journalCtx(ctx, e.lookupBudget(op.TargetSystem))
+	defer jcancel()
+	clear, _, err := e.lookUp(ctx, jctx, op, false)
+	if err == nil && clear {
+		err = e.store.Fail(jctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
+	}
+	if err != nil {
+		e.log.Error("reconciler: settle operation", "key", op.Key, "err", err)
+	}
+	e.signals.Reconciled.signal(op.Key)
+}
+
+// lookupBackoff is the wait before the next lookup after n failed ones:
+// the interval doubling per failure, up to max_backoff_ms.
+func (e *Engine) lookupBackoff(n int) time.Duration {
+	d, limit := e.cfg.ReconcileInterval, e.cfg.MaxBackoff
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	return min(d, limit)
+}
+
+// executeApproved ends expired approvals, then runs every approved money
+// operation, each once.
+func (e *Engine) executeApproved(ctx context.Context) {
+	wctx := store.WithActor(context.WithoutCancel(ctx), executorCtx)
+	if keys, err := e.store.ExpireApprovals(wctx); err != nil {
+		e.log.Error("executor: expire approvals", "err", err)
+	} else if len(keys) > 0 {
+		e.log.Info("executor: approvals expired", "count", len(keys))
+		for _, key := range keys {
+			e.signals.Expired.signal(key)
+		}
+	}
+	for ctx.Err() == nil {
+		op, err := e.store.TakeApproved(wctx, e.leaseOwner(), e.lease(contract.TargetPayments))
+		if errors.Is(err, store.ErrNotFound) {
+			return
+		}
+		if err != nil {
+			e.log.Error("executor: take approved operation", "err", err)
+			return
+		}
+		e.log.Info("executor: running approved operation", "key", op.Key)
+		if _, _, err := e.drive(wctx, store.DecisionExecute, op); err != nil {
+			e.log.Error("executor: run operation", "key", op.Key, "err", err)
+		}
+		e.signals.Executed.signal(op.Key)
+	}
+}
+
+// purge deletes each target's terminal operations older than its
+// retention, in small batches that never hold the journal's writer for
+// long.
+func (e *Engine) purge(ctx context.Context) {
+	for _, system := range Systems() {
+		cutoff := e.store.Now().Add(-e.retention(system))
+		total := 0
+		for ctx.Err() == nil {
+			n, err := e.store.PurgeTerminal(store.WithActor(ctx, retentionCtx), system, cutoff, 500)
+			if err != nil {
+				e.log.Error("retention: purge", "target", system, "err", err)
+				return
+			}
+			total += n
+			if n > 0 {
+				e.finals.clear() // a purged key's replay is no longer the journal's
+			}
+			if n < 500 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if total > 0 {
+			e.log.Info("retention: purged terminal operations", "target", system, "count", total, "completed_before", cutoff)
+		}
+		e.signals.Purged.signal(Purge{System: system, Count: total})
+	}
+}
+
+// ReconcileNow looks one unknown operation up at its target at once, as a
+// person asked from the admin UI; the actor in ctx is audited.
+func (e *Engine) ReconcileNow(ctx context.Context, key string) (store.Operation, error) {
+	op, err := e.store.Get(ctx, key)
+	if err != nil {
+		return store.Operation{}, err
+	}
+	if op.Status != store.StatusUnknown && op.Status != store.StatusStarted {
+		return op, fmt.Errorf("reconcile %q: %w: it is %s", key, store.ErrConflict, op.Status)
+	}
+	e.reconcileOne(ctx, op)
+	return e.store.Get(ctx, key)
+}
