@@ -101,8 +101,8 @@ func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, det
 // event its predecessor's hash before that one commits.
 const auditLock = 0x6f6e636567617465 // "oncegate"
 
-// flushAudit writes the events the write added, chained to the head, in
-// the write's transaction.
+// flushAudit writes the events the write (SQLite) or the batch
+// (PostgreSQL) added, chained to the head, in its transaction.
 func (s *Store) flushAudit(ctx context.Context, tx *txn) error {
 	if len(tx.audit) == 0 {
 		return nil

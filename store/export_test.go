@@ -63,3 +63,12 @@ func (r Raw) QueryRow(q string, args ...any) *sql.Row {
 }
 
 func (r Raw) Close() error { return r.d.Close() }
+
+// OneWriter makes the stores tb opens on PostgreSQL run one writer, as
+// SQLite's do, for tests of how the writer batches; tb must not run in
+// parallel with tests that open stores.
+func OneWriter(tb testing.TB) {
+	old := pgWriters
+	pgWriters = 1
+	tb.Cleanup(func() { pgWriters = old })
+}

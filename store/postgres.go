@@ -25,14 +25,16 @@ import (
 )
 
 // The journal on PostgreSQL, for several gateways sharing one journal.
-// The rows, rules and SQL are the SQLite journal's; what differs is the
-// write path. Each write is a short transaction of its own on a pooled
-// connection (PostgreSQL orders concurrent writers itself, so there is no
-// writer goroutine and no group commit); claims are INSERT … ON CONFLICT
-// DO NOTHING then a read FOR UPDATE; every status change stays a
+// The rows, rules, SQL and write path are the SQLite journal's: writers
+// on connections of their own (pgWriters per gateway), group commit with
+// a savepoint per write (write.go). What PostgreSQL adds: claims are INSERT … ON CONFLICT
+// DO NOTHING then a read FOR UPDATE, so a claim of the same key by
+// another gateway waits for this one's batch; every status change stays a
 // conditional update under its fence; picking work skips rows another
-// instance has locked; the audit chain's appends are serialized by an
-// advisory lock (auditLock). No transaction spans a call to a target.
+// gateway has locked; a write that lost a deadlock with another gateway's
+// batch runs again in its savepoint; the batch's audit events are chained
+// at its end under an advisory lock (auditLock). No transaction spans a
+// call to a target.
 //
 // What the single-process journal knows from the data directory's lock,
 // that every lease not of this run is dead, does not hold here: another
@@ -46,16 +48,24 @@ func IsPostgres(location string) bool {
 	return strings.HasPrefix(location, "postgres://") || strings.HasPrefix(location, "postgresql://")
 }
 
-// pgPoolSize bounds one instance's connections to the journal server.
+// pgPoolSize bounds one gateway's connections to the journal server.
 const pgPoolSize = 32
 
-// pgWriteTimeout bounds one write's transaction: a server that stops
-// answering fails the write (ErrUnavailable) instead of holding its caller.
+// pgWriters is how many writers a gateway runs on PostgreSQL, each on its
+// own connection taking the next batch that queued. Statements go to the
+// server one round trip at a time, so one writer spends most of a batch
+// waiting on the network; several keep the server busy. (SQLite has one
+// writer: the file has one write lock.) Their batches are ordered where
+// they meet, by the rows' locks and the audit chain's lock.
+var pgWriters = 4
+
+// pgWriteTimeout bounds one batch's transaction: a server that stops
+// answering fails the batch (ErrUnavailable) instead of holding the writer.
 const pgWriteTimeout = 10 * time.Second
 
 // pgWriteAttempts is how often a write that PostgreSQL aborted for a
-// conflict of concurrent transactions (a deadlock, a serialization
-// failure) is run again from the start before it fails as unavailable.
+// conflict with another gateway's transaction (a deadlock) is run again
+// in its savepoint before it fails as unavailable.
 const pgWriteAttempts = 5
 
 func openPostgres(ctx context.Context, location string) (*Store, error) {
@@ -80,8 +90,23 @@ func openPostgres(ctx context.Context, location string) (*Store, error) {
 		sqldb.Close()
 		return nil, fmt.Errorf("open journal: %w", redactErr(err))
 	}
-	return &Store{db: d, rdb: d, getOp: getOp, pg: true, location: Redact(location), url: location, Now: time.Now,
-		quit: make(chan struct{})}, nil
+	conns := make([]*sql.Conn, pgWriters)
+	for i := range conns {
+		if conns[i], err = d.Conn(ctx); err != nil {
+			for _, c := range conns[:i] {
+				c.Close()
+			}
+			getOp.Close()
+			sqldb.Close()
+			return nil, fmt.Errorf("open journal: %w", redactErr(err))
+		}
+	}
+	s := &Store{db: d, rdb: d, getOp: getOp, pg: true, location: Redact(location), url: location, Now: time.Now,
+		writes: make(chan *writeReq), quit: make(chan struct{})}
+	for _, c := range conns {
+		s.writers.Go(func() { s.writer(c) })
+	}
+	return s, nil
 }
 
 // pgConfig parses a journal URL, giving it a connect timeout when it has
@@ -126,69 +151,37 @@ func redactErr(err error) error {
 	return err
 }
 
-// writePG runs fn as one transaction, again from the start when
-// PostgreSQL aborted it for a conflict with another transaction. It waits
-// for the transaction's end even when ctx is done meanwhile. A COMMIT
-// whose answer was lost (the connection broke) may have landed although
-// it reports ErrUnavailable; the journal's rules make that safe: a claim
-// that landed holds a lease that runs out and is reconciled by key, a
-// completion that landed is what a retry finds.
-func (s *Store) writePG(ctx context.Context, fn txFunc) error {
-	for attempt := 1; ; attempt++ {
-		select {
-		case <-s.quit:
-			return ErrClosed
-		default:
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		err := s.writePGOnce(ctx, fn)
-		if !pgConflict(err) {
-			return err
-		}
-		if attempt == pgWriteAttempts {
-			return fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		time.Sleep(time.Duration(attempt) * time.Millisecond)
+// reconnect makes sure the writer's connection to PostgreSQL works
+// before its next batch: after a batch failed for a broken connection it
+// takes a new one from the pool (its kept statements go with the old),
+// trying again every second until the server answers or the store closes.
+// It reports false when the store closed.
+func (s *Store) reconnect(t *txn) bool {
+	if !t.broken {
+		return true
 	}
-}
-
-func (s *Store) writePGOnce(ctx context.Context, fn txFunc) error {
-	s.batches.Add(1)
-	s.batched.Add(1)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pgWriteTimeout)
-	defer cancel()
-	tx, err := s.db.BeginTx(wctx, nil)
-	if err != nil {
-		return fmt.Errorf("%w: begin: %w", ErrUnavailable, redactErr(err))
-	}
-	t := &txn{tx: tx, pg: true}
-	err = fn(wctx, t)
-	if err == nil {
-		err = s.flushAudit(wctx, t)
-	}
-	if err == nil {
-		if hook := s.beforeCommit.Load(); hook != nil {
-			if herr := (*hook)(); herr != nil {
-				err = fmt.Errorf("%w: commit: %w", ErrUnavailable, herr)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), pgWriteTimeout)
+		conn, err := s.db.Conn(ctx)
+		if err == nil {
+			err = conn.PingContext(ctx)
+			if err != nil {
+				conn.Close()
 			}
 		}
-	}
-	if err != nil {
-		tx.Rollback()
-		if !errors.Is(err, ErrUnavailable) && !pgConflict(err) && pgFailure(err) {
-			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+		cancel()
+		if err == nil {
+			t.close()
+			t.conn.Close()
+			t.conn, t.broken = conn, false
+			return true
 		}
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		if pgConflict(err) {
-			return err
+		select {
+		case <-s.quit:
+			return false
+		case <-time.After(time.Second):
 		}
-		return fmt.Errorf("%w: commit: %w", ErrUnavailable, err)
 	}
-	return nil
 }
 
 // pgConflict reports whether PostgreSQL aborted a transaction for a

@@ -42,7 +42,7 @@ type Store struct {
 
 	writes    chan *writeReq
 	quit      chan struct{}
-	stopped   chan struct{}
+	writers   sync.WaitGroup // the writer goroutines
 	closeOnce sync.Once
 
 	// Now is the clock; tests pin it.
@@ -121,8 +121,8 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	s := &Store{db: w, rdb: rdb, getOp: getOp, path: path, location: path, Now: time.Now,
-		writes: make(chan *writeReq), quit: make(chan struct{}), stopped: make(chan struct{})}
-	go s.writer(conn)
+		writes: make(chan *writeReq), quit: make(chan struct{})}
+	s.writers.Go(func() { s.writer(conn) })
 	return s, nil
 }
 
@@ -132,11 +132,11 @@ func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.quit)
+		s.writers.Wait()
 		if s.pg {
 			err = errors.Join(s.getOp.Close(), s.db.Close())
 			return
 		}
-		<-s.stopped
 		err = errors.Join(s.getOp.Close(), s.rdb.Close(), s.db.Close())
 	})
 	return err

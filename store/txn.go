@@ -5,19 +5,20 @@ import (
 	"database/sql"
 )
 
-// txn is one write's transaction. On SQLite it is the writer's
-// transaction on the write connection, whose statements are prepared once
-// and kept for the life of the connection (preparing was a good part of
-// every write's time). On PostgreSQL it is a transaction of its own on a
-// pooled connection (the driver keeps the prepared statements).
+// txn is the writer's transaction on the write connection. Its statements
+// are prepared once and kept for the life of the connection: preparing
+// (parsing and planning) was a good part of every write's time.
 type txn struct {
-	conn  *sql.Conn // SQLite
+	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
-	tx    *sql.Tx // PostgreSQL
-	pg    bool
+	pg    bool // the connection is to PostgreSQL: "?" is bound as $n
+	// broken: a batch failed on PostgreSQL; the writer checks the
+	// connection before the next (reconnect).
+	broken bool
 
-	// audit holds the write's audit events until it is done (flushAudit),
-	// so the chain's head is read, and on PostgreSQL locked, last.
+	// audit holds the events of the write (SQLite) or of the batch
+	// (PostgreSQL) until flushAudit chains them, so the chain's head is
+	// read, and on PostgreSQL locked, last.
 	audit []AuditEvent
 }
 
@@ -25,13 +26,15 @@ type txn struct {
 // dozen distinct ones.
 const maxStmts = 512
 
-func newTxn(conn *sql.Conn) *txn { return &txn{conn: conn, stmts: map[string]*sql.Stmt{}} }
+func newTxn(conn *sql.Conn, pg bool) *txn {
+	return &txn{conn: conn, stmts: map[string]*sql.Stmt{}, pg: pg}
+}
 
 func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := t.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := t.conn.PrepareContext(ctx, query)
+	st, err := t.conn.PrepareContext(ctx, t.bind(query))
 	if err != nil {
 		return nil, err
 	}
@@ -51,9 +54,6 @@ func (t *txn) close() {
 }
 
 func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if t.tx != nil {
-		return t.tx.ExecContext(ctx, numbered(query), args...)
-	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -62,9 +62,6 @@ func (t *txn) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 }
 
 func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if t.tx != nil {
-		return t.tx.QueryContext(ctx, numbered(query), args...)
-	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -73,12 +70,9 @@ func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql
 }
 
 func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if t.tx != nil {
-		return t.tx.QueryRowContext(ctx, numbered(query), args...)
-	}
 	st, err := t.stmt(ctx, query)
 	if err != nil {
-		return t.conn.QueryRowContext(ctx, query, args...) // reports the same error
+		return t.conn.QueryRowContext(ctx, t.bind(query), args...) // reports the same error
 	}
 	return st.QueryRowContext(ctx, args...)
 }
@@ -86,9 +80,12 @@ func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *s
 // rollback ends the transaction, if one is open, discarding it.
 func (t *txn) rollback() {
 	t.audit = t.audit[:0]
-	if t.tx != nil {
-		t.tx.Rollback()
-		return
-	}
 	t.conn.ExecContext(context.Background(), `ROLLBACK`)
+}
+
+func (t *txn) bind(query string) string {
+	if t.pg {
+		return numbered(query)
+	}
+	return query
 }

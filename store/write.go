@@ -12,7 +12,8 @@ import (
 )
 
 // Group commit. Every write of the journal is a function run by one
-// writer goroutine on the one write connection. The writer takes what
+// writer goroutine on the one write connection (on PostgreSQL: a few per
+// gateway, pgWriters, each on a connection of its own). The writer takes what
 // has queued while the previous batch was being made durable and runs it
 // as one transaction, one fsync: each write inside its own savepoint, so
 // one that fails (a claim that finds its key taken, a transition whose
@@ -51,9 +52,6 @@ type writeReq struct {
 // when the batch did not commit. It waits for the batch even when ctx is
 // done meanwhile: a write that may have landed is never reported as not.
 func (s *Store) write(ctx context.Context, fn txFunc) error {
-	if s.pg {
-		return s.writePG(ctx, fn)
-	}
 	return s.submit(ctx, &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
 }
 
@@ -102,11 +100,15 @@ func (s *Store) WriteStats() WriteStats {
 
 // writer runs the batches until the store closes.
 func (s *Store) writer(conn *sql.Conn) {
-	defer close(s.stopped)
-	defer conn.Close() // back to the pool, which Close then closes (the last connection checkpoints)
-	t := newTxn(conn)
-	defer t.close()
+	t := newTxn(conn, s.pg)
+	defer func() {
+		t.close()
+		t.conn.Close() // back to the pool, which Close then closes (the last connection checkpoints)
+	}()
 	for {
+		if s.pg && !s.reconnect(t) {
+			return
+		}
 		var first *writeReq
 		select {
 		case first = <-s.writes:
@@ -115,7 +117,7 @@ func (s *Store) writer(conn *sql.Conn) {
 			return
 		}
 		if first.conn != nil {
-			first.done <- s.runExclusive(conn, first)
+			first.done <- s.runExclusive(t.conn, first)
 			continue
 		}
 		batch := []*writeReq{first}
@@ -126,7 +128,7 @@ func (s *Store) writer(conn *sql.Conn) {
 				s.queued.Add(-1)
 				if r.conn != nil {
 					s.commit(t, batch)
-					r.done <- s.runExclusive(conn, r)
+					r.done <- s.runExclusive(t.conn, r)
 					batch = nil
 					break fill
 				}
@@ -162,6 +164,7 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	// on its own (landed, or not run yet) gets the batch's error.
 	abort := func(stage string, err error) {
 		t.rollback()
+		t.broken = s.pg // the writer checks the connection before the next batch
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("%w: %s: %w", ErrUnavailable, stage, err)
@@ -169,56 +172,89 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		}
 	}
 
+	// On PostgreSQL a server that stops answering fails the batch instead
+	// of holding the writer.
 	bg := context.Background()
-	if err := begin(t); err != nil {
+	if s.pg {
+		var cancel context.CancelFunc
+		bg, cancel = context.WithTimeout(bg, pgWriteTimeout)
+		defer cancel()
+	}
+	if err := s.begin(bg, t); err != nil {
 		abort("begin", err)
 		return
 	}
 	landed := 0
-	alone := len(batch) == 1 // a write alone needs no savepoint: its failure rolls back the transaction
+	// A write alone needs no savepoint on SQLite: its failure rolls back
+	// the transaction. On PostgreSQL a write that lost a conflict with
+	// another gateway's transaction (a deadlock) runs again in its
+	// savepoint.
+	alone := len(batch) == 1 && !s.pg
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err // given up before it ran: nothing written
 			continue
 		}
-		if !alone {
-			if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
-				abort("savepoint", err)
-				return
-			}
-		}
 		wctx := context.WithoutCancel(r.ctx)
-		err := r.fn(wctx, t)
-		if err == nil {
-			err = s.flushAudit(wctx, t)
+		if s.pg {
+			var cancel context.CancelFunc
+			wctx, cancel = context.WithDeadline(wctx, time.Now().Add(pgWriteTimeout))
+			defer cancel()
 		}
-		t.audit = t.audit[:0]
-		if journalFailure(err) {
-			err = fmt.Errorf("%w: %w", ErrUnavailable, err)
-		}
-		switch {
-		case err == nil:
-			landed++
-		case !alone:
-			if _, rerr := t.ExecContext(bg, `ROLLBACK TO w`); rerr != nil {
-				// The transaction is gone (SQLite rolls it back itself on
-				// some I/O errors): nothing in it landed.
-				errs[i] = err
-				abort("rollback to savepoint", rerr)
-				return
+		for attempt := 1; ; attempt++ {
+			if !alone {
+				if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
+					abort("savepoint", err)
+					return
+				}
 			}
-		}
-		errs[i] = err
-		if !alone {
-			if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
-				abort("release", err)
-				return
+			mark := len(t.audit)
+			err := r.fn(wctx, t)
+			if err == nil && !s.pg {
+				// SQLite chains each write's events at once; PostgreSQL
+				// chains the batch's at its end, under the chain's lock.
+				err = s.flushAudit(wctx, t)
+			}
+			if err != nil {
+				t.audit = t.audit[:mark]
+			}
+			retry := s.pg && pgConflict(err) && attempt < pgWriteAttempts
+			if journalFailure(err) || (s.pg && !retry && (pgFailure(err) || pgConflict(err))) {
+				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+			if err == nil {
+				landed++
+			} else if !alone {
+				if _, rerr := t.ExecContext(bg, `ROLLBACK TO w`); rerr != nil {
+					// The transaction is gone (SQLite rolls it back itself
+					// on some I/O errors; the connection to PostgreSQL
+					// broke): nothing in it landed.
+					errs[i] = err
+					abort("rollback to savepoint", rerr)
+					return
+				}
+			}
+			errs[i] = err
+			if !alone {
+				if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
+					abort("release", err)
+					return
+				}
+			}
+			if !retry {
+				break
 			}
 		}
 	}
 	if landed == 0 {
 		t.rollback()
 		return
+	}
+	if s.pg {
+		if err := s.flushAudit(bg, t); err != nil {
+			abort("append audit", err)
+			return
+		}
 	}
 	if hook := s.beforeCommit.Load(); hook != nil {
 		if err := (*hook)(); err != nil {
@@ -258,7 +294,11 @@ const lockWait = 5 * time.Second
 // between tries, so a process that writes beside a busy gateway would
 // seldom find the lock free in the moment between two batches; trying
 // often, both sides get their turn.
-func begin(t *txn) error {
+func (s *Store) begin(ctx context.Context, t *txn) error {
+	if s.pg {
+		_, err := t.ExecContext(ctx, `BEGIN`)
+		return err
+	}
 	deadline := time.Now().Add(lockWait)
 	for {
 		_, err := t.ExecContext(context.Background(), `BEGIN IMMEDIATE`)

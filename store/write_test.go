@@ -42,7 +42,7 @@ func waitQueued(tb testing.TB, s *store.Store, n int64) {
 // a taken key, a transition whose lease is lost fail alone), claims of
 // one key are decided in order, and the audit chain stays whole.
 func TestGroupCommit(t *testing.T) {
-	storetest.SQLiteOnly(t, "PostgreSQL writes are transactions of their own, not batches")
+	store.OneWriter(t) // how one writer batches; PostgreSQL runs several
 	s := MustOpenStore(t)
 	ctx := context.Background()
 	MustClaim(t, s, claimReq("test:invoice.create:held:v1", fp1, "run-1"), store.DecisionExecute)
@@ -138,6 +138,7 @@ func TestGroupCommit(t *testing.T) {
 // in it ErrUnavailable, and none of them is in the journal; the same
 // writes succeed once the disk works again.
 func TestBatchCommitFails(t *testing.T) {
+	store.OneWriter(t) // how one writer batches; PostgreSQL runs several
 	s := MustOpenStore(t)
 	ctx := context.Background()
 	h, r := make(chan struct{}), make(chan struct{})
@@ -162,9 +163,7 @@ func TestBatchCommitFails(t *testing.T) {
 			_, _, errs[i] = s.Claim(ctx, claimReq(fmt.Sprintf("test:invoice.create:lost-%d:v1", i), fp1, "run-1"))
 		})
 	}
-	if !s.Shared() {
-		waitQueued(t, s, n) // one batch; on PostgreSQL each write meets the failure itself
-	}
+	waitQueued(t, s, n)
 	close(r)
 	wg.Wait()
 	for i, err := range errs {
@@ -194,7 +193,7 @@ func TestBatchCommitFails(t *testing.T) {
 // A write whose caller gave up before the writer reached it is not
 // written.
 func TestWriteGivenUpBeforeItRuns(t *testing.T) {
-	storetest.SQLiteOnly(t, "only the SQLite writer queues writes")
+	store.OneWriter(t) // how one writer batches; PostgreSQL runs several
 	s := MustOpenStore(t)
 	held, release := holdWriter(s)
 	defer release()
