@@ -27,14 +27,14 @@ import (
 // The journal on PostgreSQL, for several gateways sharing one journal.
 // The rows, rules, SQL and write path are the SQLite journal's: writers
 // on connections of their own (pgWriters per gateway), group commit with
-// a savepoint per write (write.go). What PostgreSQL adds: claims are INSERT … ON CONFLICT
-// DO NOTHING then a read FOR UPDATE, so a claim of the same key by
-// another gateway waits for this one's batch; every status change stays a
-// conditional update under its fence; picking work skips rows another
-// gateway has locked; a write that lost a deadlock with another gateway's
-// batch runs again in its savepoint; the batch's audit events are chained
-// at its end under an advisory lock (auditLock). No transaction spans a
-// call to a target.
+// a savepoint per write (write.go). What PostgreSQL adds: claims are
+// INSERT … ON CONFLICT DO NOTHING then a read FOR UPDATE, so a claim of
+// the same key by another gateway waits for this one's batch; every
+// status change stays a conditional update under its fence; picking work
+// skips rows another gateway has locked; a write that lost a deadlock
+// with another gateway's batch runs again in its savepoint; the batch's
+// audit events are chained at its end under an advisory lock (auditLock).
+// No transaction spans a call to a target.
 //
 // What the single-process journal knows from the data directory's lock,
 // that every lease not of this run is dead, does not hold here: another
@@ -153,27 +153,12 @@ func redactErr(err error) error {
 
 // reconnect makes sure the writer's connection to PostgreSQL works
 // before its next batch: after a batch failed for a broken connection it
-// takes a new one from the pool (its kept statements go with the old),
-// trying again every second until the server answers or the store closes.
-// It reports false when the store closed.
+// takes a new one from the pool, trying again every second until the
+// server answers or the store closes. It reports false when the store
+// closed.
 func (s *Store) reconnect(t *txn) bool {
-	if !t.broken {
-		return true
-	}
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), pgWriteTimeout)
-		conn, err := s.db.Conn(ctx)
-		if err == nil {
-			err = conn.PingContext(ctx)
-			if err != nil {
-				conn.Close()
-			}
-		}
-		cancel()
-		if err == nil {
-			t.close()
-			t.conn.Close()
-			t.conn, t.broken = conn, false
+	for t.broken {
+		if s.replaceConn(t) == nil {
 			return true
 		}
 		select {
@@ -182,6 +167,26 @@ func (s *Store) reconnect(t *txn) bool {
 		case <-time.After(time.Second):
 		}
 	}
+	return true
+}
+
+// replaceConn gives the writer a new, working connection from the pool;
+// its kept statements go with the old one.
+func (s *Store) replaceConn(t *txn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), pgWriteTimeout)
+	defer cancel()
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	if err := conn.PingContext(ctx); err != nil {
+		conn.Close()
+		return err
+	}
+	t.close()
+	t.conn.Close()
+	t.conn, t.broken = conn, false
+	return nil
 }
 
 // pgConflict reports whether PostgreSQL aborted a transaction for a

@@ -180,7 +180,14 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		bg, cancel = context.WithTimeout(bg, pgWriteTimeout)
 		defer cancel()
 	}
-	if err := s.begin(bg, t); err != nil {
+	err := s.begin(bg, t)
+	if err != nil && s.pg && pgFailure(err) && s.replaceConn(t) == nil {
+		// The connection broke between batches (the server restarted,
+		// an idle connection was cut): nothing was sent, so the batch
+		// goes on a new one.
+		err = s.begin(bg, t)
+	}
+	if err != nil {
 		abort("begin", err)
 		return
 	}

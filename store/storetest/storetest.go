@@ -37,6 +37,7 @@ func Location(tb testing.TB) string {
 	u, _ := url.Parse(admin)
 	q := u.Query()
 	q.Set("search_path", name)
+	q.Set("application_name", name) // so a test can find its own connections
 	u.RawQuery = q.Encode()
 	return u.String()
 }
