@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -181,30 +182,28 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision,
 	case req.AwaitApproval:
 		status, owner, until, attempts, lastAttempt = StatusAwaitingApproval, nil, nil, 0, nil
 	}
-	res, err := tx.ExecContext(ctx, `
+	// A new key's row comes back from the INSERT itself; a key seen
+	// before is read, locked until the claim commits: a concurrent claim
+	// of the same key on another gateway waits here, then reads what this
+	// one decided.
+	op, err := scanOperation(tx.QueryRowContext(ctx, `
 		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent,
 			actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
 			error_code, error_field, error_message, created_at, updated_at, completed_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (operation_key) DO NOTHING`,
+		ON CONFLICT (operation_key) DO NOTHING
+		RETURNING `+operationColumns,
 		req.Key, req.Intent, req.Fingerprint, status, req.TargetSystem, req.Agent,
 		req.ActorID, req.RequestID, string(req.Payload), owner, until, attempts, lastAttempt,
-		code, field, msg, formatTime(now), formatTime(now), completed)
+		code, field, msg, formatTime(now), formatTime(now), completed))
+	inserted := err == nil
+	if errors.Is(err, sql.ErrNoRows) {
+		op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
+	}
 	if err != nil {
 		return 0, Operation{}, interpretError(err)
 	}
-	inserted, err := res.RowsAffected()
-	if err != nil {
-		return 0, Operation{}, err
-	}
-	// The row, locked until the claim commits: a concurrent claim of the
-	// same key on another instance waits here, then reads what this one
-	// decided.
-	op, err := scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
-	if err != nil {
-		return 0, Operation{}, interpretError(err)
-	}
-	if inserted == 1 {
+	if inserted {
 		detail := map[string]any{"intent": req.Intent, "fingerprint": req.Fingerprint, "target": req.TargetSystem, "request_id": req.RequestID, "actor_id": req.ActorID}
 		if req.Refused != nil {
 			for k, v := range failureDetail(*req.Refused) {
