@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -91,10 +93,22 @@ func await(tb testing.TB, what string, e *event, cond func() bool) {
 	}
 }
 
+func noEnv(string) string { return "" }
+
+// writeConfig writes a configuration file of body, removed at cleanup.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // testConfig is the default configuration with timeouts and delays small
 // enough for tests.
-func testConfig() server.Config {
-	cfg := server.DefaultConfig()
+func testConfig() config.Config {
+	cfg := config.Default()
 	cfg.Targets.OneC.TimeoutMS = 1000
 	cfg.Targets.Bitrix24.TimeoutMS = 1000
 	cfg.Targets.YooKassa.TimeoutMS = 1000
@@ -105,7 +119,7 @@ func testConfig() server.Config {
 
 func setup(tb testing.TB) *gateway { return setupWith(tb, testConfig()) }
 
-func setupWith(tb testing.TB, cfg server.Config) *gateway {
+func setupWith(tb testing.TB, cfg config.Config) *gateway {
 	tb.Helper()
 	return serveOver(tb, cfg, openJournal(tb))
 }
@@ -127,7 +141,7 @@ func simulatorsAt(url string) server.Simulators {
 }
 
 // serveOver runs the gateway with cfg over the journal st.
-func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
+func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	tb.Helper()
 	ctx := context.Background()
 	simulators := sim.New()

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -59,7 +60,7 @@ func TestTLS(t *testing.T) {
 	t.Parallel()
 	certPath, keyPath, pool := selfSigned(t)
 	cfg := testConfig()
-	cfg.TLS = server.TLSConfig{CertFile: certPath, KeyFile: keyPath}
+	cfg.TLS = config.TLSConfig{CertFile: certPath, KeyFile: keyPath}
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
 	if err != nil {
