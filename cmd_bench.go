@@ -118,7 +118,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 		return err
 	}
 	defer simHTTP.Close()
-	targets, err := server.BuildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
+	targets, err := buildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
 )
@@ -42,7 +41,7 @@ var errCheckFailed = errors.New("check failed")
 // targetCheck is how one target is named, reached and set up.
 type targetCheck struct {
 	name    string // as in the configuration: onec, bitrix24, yookassa
-	system  string // its key in BuildTargets' map
+	system  string // its key in buildTargets' map
 	address string // the setting that says where it is
 	creds   func(config.Config) string
 }
@@ -131,7 +130,7 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 	return nil
 }
 
-// checkTarget builds one target as serve would (BuildTargets, with the
+// checkTarget builds one target as serve would (buildTargets, with the
 // other targets left out) and probes it.
 func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok bool, what, fix string) {
 	one := cfg
@@ -143,7 +142,7 @@ func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok
 		return false, fmt.Sprintf("$%s (named by %s) is empty or unset", s.Env, s.Key), fmt.Sprintf("put the secret in $%s in the service's environment (its env file), or pass --env-file", s.Env)
 	}
 	// The simulators' address is never called: the other targets are not probed.
-	targets, err := server.BuildTargets(one, builtInSimulators("http://127.0.0.1:9"), env)
+	targets, err := buildTargets(one, builtInSimulators("http://127.0.0.1:9"), env)
 	if err != nil {
 		return false, err.Error(), "correct the setting named"
 	}

@@ -191,12 +191,6 @@ func serve(c common, listen string, stdout, stderr io.Writer, env func(string) s
 
 // runServe is serve until ctx is done (a signal, or the Windows service
 // manager's stop). notify tells the service manager how the run goes:
-// builtInSimulators is what BuildTargets needs of the simulators running
-// at url: where they answer and the secret the YooKassa one accepts.
-func builtInSimulators(url string) server.Simulators {
-	return server.Simulators{URL: url, YooKassaSecret: sim.YooKassaSecret()}
-}
-
 // "READY=1" once the gateway listens, "STOPPING=1" when it begins to stop.
 func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Writer, env func(string) string, notify func(state string)) error {
 	cfg, err := c.load(env)
@@ -244,7 +238,7 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
 			"targets", strings.Join(simulated, ","), "simulators", simURL)
 	}
-	targets, err := server.BuildTargets(cfg, builtInSimulators(simURL), env)
+	targets, err := buildTargets(cfg, builtInSimulators(simURL), env)
 	if err != nil {
 		return err
 	}

@@ -15,9 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -135,9 +140,26 @@ func openJournal(tb testing.TB) *store.Store {
 	return st
 }
 
-// simulatorsAt is what BuildTargets needs of the simulators at url.
-func simulatorsAt(url string) server.Simulators {
-	return server.Simulators{URL: url, YooKassaSecret: sim.YooKassaSecret()}
+// simTargets are the three targets talking to the simulators at url with
+// cfg's call timeouts and the simulators' credentials: what main builds
+// for a configuration that points at no real system.
+func simTargets(tb testing.TB, cfg config.Config, url string) map[string]adapters.Target {
+	tb.Helper()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t := cfg.Targets
+	one, err := onec.New(onec.Config{BaseURL: url + "/onec", Timeout: ms(t.OneC.TimeoutMS)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/1/sim-webhook/", Timeout: ms(t.Bitrix24.TimeoutMS)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pay, err := yookassa.New(yookassa.Config{BaseURL: url + "/yookassa/v3", ShopID: t.YooKassa.ShopID, SecretKey: sim.YooKassaSecret(), Timeout: ms(t.YooKassa.TimeoutMS)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return map[string]adapters.Target{contract.TargetOneC: one, contract.TargetCRM: crm, contract.TargetPayments: pay}
 }
 
 // serveOver runs the gateway with cfg over the journal st.
@@ -148,11 +170,7 @@ func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	simHTTP := httptest.NewServer(simulators)
 	tb.Cleanup(simHTTP.Close)
 
-	env := func(string) string { return "" }
-	targets, err := server.BuildTargets(cfg, simulatorsAt(simHTTP.URL), env)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	targets := simTargets(tb, cfg, simHTTP.URL)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(cfg, st, targets, log)
 	signals := srv.InitTestSignals()

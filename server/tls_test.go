@@ -67,10 +67,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	targets, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:1"), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	targets := simTargets(t, cfg, "http://127.0.0.1:1")
 	srv := server.New(cfg, st, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,4 +1,4 @@
-package server
+package main
 
 import (
 	"fmt"
@@ -7,25 +7,30 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
-// Simulators are the built-in simulators that the targets the
+// The composition root: main builds the concrete targets from the
+// configuration and hands them to the server, which knows them only as
+// adapters.Target.
+
+// simulators are the built-in simulators that the targets the
 // configuration leaves out talk to.
-type Simulators struct {
+type simulators struct {
 	URL            string // where they answer, e.g. http://127.0.0.1:9001
 	YooKassaSecret string // the secret key the YooKassa simulator accepts
 }
 
-// BuildTargets makes the adapters of the three target systems. Secrets
+// buildTargets makes the adapters of the three target systems. Secrets
 // are read from the environment variables the configuration names; a
 // target configured at a real system without its secret is refused
 // (config.Config.CheckSecrets). A target the configuration leaves out talks to sims,
 // with the simulators' own credentials. Errors name the configuration
 // key, never a secret.
-func BuildTargets(c config.Config, sims Simulators, env func(string) string) (map[string]adapters.Target, error) {
+func buildTargets(c config.Config, sims simulators, env func(string) string) (map[string]adapters.Target, error) {
 	if err := c.CheckSecrets(env); err != nil {
 		return nil, err
 	}
@@ -69,4 +74,10 @@ func BuildTargets(c config.Config, sims Simulators, env func(string) string) (ma
 		return nil, fmt.Errorf("targets.yookassa: %w", err)
 	}
 	return map[string]adapters.Target{contract.TargetOneC: one, contract.TargetCRM: crm, contract.TargetPayments: pay}, nil
+}
+
+// builtInSimulators is what buildTargets needs of the simulators running
+// at url: where they answer and the secret the YooKassa one accepts.
+func builtInSimulators(url string) simulators {
+	return simulators{URL: url, YooKassaSecret: sim.YooKassaSecret()}
 }
