@@ -26,6 +26,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -104,7 +105,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 	}
 	defer os.RemoveAll(dir)
 
-	cfg := server.DefaultConfig()
+	cfg := config.Default()
 	cfg.DataDir = dir
 	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 1e9, 1e9 // the limiter is not what is measured
 	journal, journalName := b.journal, store.Redact(b.journal)
@@ -117,7 +118,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 		return err
 	}
 	defer simHTTP.Close()
-	targets, err := server.BuildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
+	targets, err := buildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
 	if err != nil {
 		return err
 	}

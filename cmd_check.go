@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -41,15 +41,15 @@ var errCheckFailed = errors.New("check failed")
 // targetCheck is how one target is named, reached and set up.
 type targetCheck struct {
 	name    string // as in the configuration: onec, bitrix24, yookassa
-	system  string // its key in BuildTargets' map
+	system  string // its key in buildTargets' map
 	address string // the setting that says where it is
-	creds   func(server.Config) string
+	creds   func(config.Config) string
 }
 
 // alone is cfg's targets with this one as configured and the others as
 // by default (simulated), so it is built and probed by itself.
-func (tc targetCheck) alone(cfg server.Config) server.TargetsConfig {
-	t := server.DefaultConfig().Targets
+func (tc targetCheck) alone(cfg config.Config) config.TargetsConfig {
+	t := config.Default().Targets
 	switch tc.name {
 	case "onec":
 		t.OneC = cfg.Targets.OneC
@@ -63,7 +63,7 @@ func (tc targetCheck) alone(cfg server.Config) server.TargetsConfig {
 
 var targetChecks = []targetCheck{
 	{name: "onec", system: contract.TargetOneC, address: "targets.onec.base_url",
-		creds: func(c server.Config) string {
+		creds: func(c config.Config) string {
 			t := c.Targets.OneC
 			if t.UsernameEnv == "" {
 				return "targets.onec.username_env and targets.onec.password_env (none set: the gateway sends no user; set them if 1C asks for one)"
@@ -71,11 +71,11 @@ var targetChecks = []targetCheck{
 			return fmt.Sprintf("targets.onec.username_env (%s) and targets.onec.password_env (%s): the 1C user and its password", t.UsernameEnv, t.PasswordEnv)
 		}},
 	{name: "bitrix24", system: contract.TargetCRM, address: "targets.bitrix24.webhook_url_env",
-		creds: func(c server.Config) string {
+		creds: func(c config.Config) string {
 			return fmt.Sprintf("targets.bitrix24.webhook_url_env (%s): the inbound webhook's URL, with its user id, its secret and the crm scope", c.Targets.Bitrix24.WebhookURLEnv)
 		}},
 	{name: "yookassa", system: contract.TargetPayments, address: "targets.yookassa.base_url",
-		creds: func(c server.Config) string {
+		creds: func(c config.Config) string {
 			return fmt.Sprintf("targets.yookassa.shop_id (%q) and targets.yookassa.secret_key_env (%s): the shop id and its secret key", c.Targets.YooKassa.ShopID, c.Targets.YooKassa.SecretKeyEnv)
 		}},
 }
@@ -130,9 +130,9 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 	return nil
 }
 
-// checkTarget builds one target as serve would (BuildTargets, with the
+// checkTarget builds one target as serve would (buildTargets, with the
 // other targets left out) and probes it.
-func checkTarget(cfg server.Config, tc targetCheck, env func(string) string) (ok bool, what, fix string) {
+func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok bool, what, fix string) {
 	one := cfg
 	one.Targets = tc.alone(cfg)
 	for _, s := range one.MissingSecrets(env) {
@@ -142,7 +142,7 @@ func checkTarget(cfg server.Config, tc targetCheck, env func(string) string) (ok
 		return false, fmt.Sprintf("$%s (named by %s) is empty or unset", s.Env, s.Key), fmt.Sprintf("put the secret in $%s in the service's environment (its env file), or pass --env-file", s.Env)
 	}
 	// The simulators' address is never called: the other targets are not probed.
-	targets, err := server.BuildTargets(one, builtInSimulators("http://127.0.0.1:9"), env)
+	targets, err := buildTargets(one, builtInSimulators("http://127.0.0.1:9"), env)
 	if err != nil {
 		return false, err.Error(), "correct the setting named"
 	}
@@ -174,7 +174,7 @@ func probeFailure(err error) string {
 }
 
 // probeFix names the settings to look at for a failed probe.
-func probeFix(cfg server.Config, tc targetCheck, err error) string {
+func probeFix(cfg config.Config, tc targetCheck, err error) string {
 	var e *adapters.Error
 	code := ""
 	if errors.As(err, &e) {

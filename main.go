@@ -32,7 +32,9 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -59,12 +61,13 @@ func (c *common) flags(fs *flag.FlagSet) {
 }
 
 // load reads the configuration and applies --data.
-func (c common) load(env func(string) string) (server.Config, error) {
+func (c common) load(env func(string) string) (config.Config, error) {
 	path := c.config
 	if path == "" {
 		path = env("ONCEGATE_CONFIG")
 	}
-	cfg, err := server.LoadConfig(path, env)
+	// Limits may name only the currencies the payments target sends.
+	cfg, err := config.Load(path, env, yookassa.Currencies())
 	if err != nil {
 		return cfg, err
 	}
@@ -130,20 +133,20 @@ func journalExists(journal string) error {
 
 // openStore opens the journal (in the configured data directory, or on
 // PostgreSQL).
-func openStore(ctx context.Context, cfg server.Config, journal string) (*store.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, journal string) (*store.Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	return store.Open(ctx, journal)
 }
 
-func journalPath(cfg server.Config) string { return filepath.Join(cfg.DataDir, "journal.db") }
+func journalPath(cfg config.Config) string { return filepath.Join(cfg.DataDir, "journal.db") }
 
 // journalLocation is where the configured journal is: the PostgreSQL URL
 // in journal.url_env's variable when it is set, else the SQLite file in
 // the data directory. The URL is never repeated in an error: it may hold
 // a password.
-func journalLocation(cfg server.Config, env func(string) string) (string, error) {
+func journalLocation(cfg config.Config, env func(string) string) (string, error) {
 	url := cfg.JournalURL(env)
 	if url == "" {
 		return journalPath(cfg), nil
@@ -188,12 +191,6 @@ func serve(c common, listen string, stdout, stderr io.Writer, env func(string) s
 
 // runServe is serve until ctx is done (a signal, or the Windows service
 // manager's stop). notify tells the service manager how the run goes:
-// builtInSimulators is what BuildTargets needs of the simulators running
-// at url: where they answer and the secret the YooKassa one accepts.
-func builtInSimulators(url string) server.Simulators {
-	return server.Simulators{URL: url, YooKassaSecret: sim.YooKassaSecret()}
-}
-
 // "READY=1" once the gateway listens, "STOPPING=1" when it begins to stop.
 func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Writer, env func(string) string, notify func(state string)) error {
 	cfg, err := c.load(env)
@@ -241,7 +238,7 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
 			"targets", strings.Join(simulated, ","), "simulators", simURL)
 	}
-	targets, err := server.BuildTargets(cfg, builtInSimulators(simURL), env)
+	targets, err := buildTargets(cfg, builtInSimulators(simURL), env)
 	if err != nil {
 		return err
 	}

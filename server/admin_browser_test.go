@@ -18,7 +18,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
-	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -435,7 +435,7 @@ func TestApprovalExpiresInBrowser(t *testing.T) {
 	t.Parallel()
 	root := startBrowser(t)
 	cfg := fastConfig()
-	cfg.Approval.TTL = server.Duration(5 * time.Second)
+	cfg.Approval.TTL = config.Duration(5 * time.Second)
 	g := setupWith(t, cfg)
 	payer := g.MustToken("agent-pay", "pay")
 	g.mustUsers(t, map[string]string{"vera": store.RoleAccountant})

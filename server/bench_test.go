@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 )
 
 // The two paths every agent call takes, over loopback HTTP against the
@@ -57,7 +57,7 @@ func BenchmarkOperationReplay(b *testing.B) {
 
 // benchConfig lifts the per-token rate limit, which would otherwise be
 // what the benchmark measures.
-func benchConfig() server.Config {
+func benchConfig() config.Config {
 	cfg := testConfig()
 	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 1e9, 1e9
 	return cfg

@@ -14,7 +14,8 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/sim"
-	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -382,7 +383,7 @@ func TestCurrencyLimitsAnySpelling(t *testing.T) {
 		if err := os.WriteFile(p, []byte("limits:\n  payment.charge: "+limits+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		loaded, err := server.LoadConfig(p, func(string) string { return "" })
+		loaded, err := config.Load(p, func(string) string { return "" }, yookassa.Currencies())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,9 +12,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncegate/oncegate/adapters/bitrix24"
-	"github.com/oncegate/oncegate/adapters/onec"
-	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
@@ -342,11 +339,12 @@ var errorCodes = []namedDoc{
 	{CodeJournalUnavailable, "the journal could not record the request durably (a disk error); nothing was sent; send the same request again after Retry-After"},
 }
 
-// businessCodes are examples of the targets' business refusals.
+// businessCodes are examples of the targets' business refusals, as the
+// adapters give them (a test holds each to its adapter's code).
 var businessCodes = []string{
-	onec.CodeRefNotFound, onec.CodeRefInactive, bitrix24.CodeAmbiguous, yookassa.CodeInsufficientFunds,
-	yookassa.CodePaymentDeclined, yookassa.CodePaymentCanceled, yookassa.CodeRefundCanceled,
-	onec.CodeInvalidState, onec.CodePermissionDenied, onec.CodeRejected,
+	"REFERENCE_NOT_FOUND", "REFERENCE_INACTIVE", "REFERENCE_AMBIGUOUS", "INSUFFICIENT_FUNDS",
+	"PAYMENT_DECLINED", "PAYMENT_CANCELED", "REFUND_CANCELED",
+	"INVALID_STATE", "TARGET_PERMISSION_DENIED", "TARGET_REJECTED",
 }
 
 // errorCodeSchema documents every code: the gateway's own as an enum, the

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/oncegate/oncegate/adapters/onec"
-	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -114,7 +112,7 @@ func openAPIPaths() map[string]any {
 			"409": problemResponse("The key is used by another agent identity ("+CodeKeyForeign+", rejected); another attempt holds a live lease ("+CodeKeyInUse+", status started, with Retry-After); or the plan changed since validate ("+CodePlanChanged+", rejected, nothing ran).", retry),
 			"413": problemResponse("status rejected: the body is larger than 64 KiB ("+CodePayloadTooLarge+").", nil),
 			"415": problemResponse("status rejected: the body is not application/json ("+CodeUnsupportedMedia+").", nil),
-			"422": problemResponse("The same key with a different request ("+CodeKeyMismatch+", rejected); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. "+onec.CodeRefNotFound+" or "+yookassa.CodeInsufficientFunds+"); approval denied or expired ("+CodeApprovalDenied+" / "+CodeApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
+			"422": problemResponse("The same key with a different request ("+CodeKeyMismatch+", rejected); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. REFERENCE_NOT_FOUND or INSUFFICIENT_FUNDS); approval denied or expired ("+CodeApprovalDenied+" / "+CodeApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
 			"429": problemResponse("status rejected: rate limited ("+CodeRateLimited+"); nothing bound. Send again after Retry-After.", retry),
 			"500": internal,
 			"503": problemResponse("status failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+CodeTargetUnavailable+"). Send the same request again after Retry-After.", retry),

@@ -18,6 +18,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -449,5 +452,26 @@ func TestOpenAPI_Handler(t *testing.T) {
 	want, _ := OpenAPI()
 	if !bytes.Equal(rec.Body.Bytes(), want) {
 		t.Fatal("body is not the document")
+	}
+}
+
+// The document's examples of the targets' business codes are codes the
+// adapters give: the server names them without importing the adapters.
+func TestOpenAPIBusinessCodesAreTheAdapters(t *testing.T) {
+	t.Parallel()
+	want := []string{
+		onec.CodeRefNotFound, onec.CodeRefInactive, bitrix24.CodeAmbiguous, yookassa.CodeInsufficientFunds,
+		yookassa.CodePaymentDeclined, yookassa.CodePaymentCanceled, yookassa.CodeRefundCanceled,
+		onec.CodeInvalidState, onec.CodePermissionDenied, onec.CodeRejected,
+	}
+	if !slices.Equal(businessCodes, want) {
+		t.Errorf("business codes %v, the adapters' are %v", businessCodes, want)
+	}
+	raw, err := OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := "e.g. " + onec.CodeRefNotFound + " or " + yookassa.CodeInsufficientFunds; !bytes.Contains(raw, []byte(e)) {
+		t.Errorf("the 422 answer's description lacks %q", e)
 	}
 }

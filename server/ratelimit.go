@@ -6,6 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
+
+	"github.com/oncegate/oncegate/server/config"
 )
 
 // limiters holds one token-bucket limiter per agent token.
@@ -16,7 +18,7 @@ type limiters struct {
 	m     map[int64]*rate.Limiter
 }
 
-func newLimiters(c RateLimitConfig) *limiters {
+func newLimiters(c config.RateLimitConfig) *limiters {
 	return &limiters{every: rate.Limit(c.PerSecond), burst: c.Burst, m: map[int64]*rate.Limiter{}}
 }
 

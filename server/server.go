@@ -21,6 +21,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/server/admin"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/static"
@@ -29,7 +30,7 @@ import (
 
 // Server is the gateway.
 type Server struct {
-	cfg     Config
+	cfg     config.Config
 	store   *store.Store
 	targets map[string]adapters.Target // by target system: onec, crm, payments
 	engine  *engine.Engine
@@ -44,7 +45,7 @@ type Server struct {
 
 // New builds the gateway over an open journal and its targets, keyed by
 // target system ("onec", "crm", "payments").
-func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *slog.Logger) *Server {
+func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target, log *slog.Logger) *Server {
 	s := &Server{
 		cfg:      cfg,
 		store:    st,
@@ -74,7 +75,7 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 
 // engineConfig is what the engine needs of cfg; its decisions are
 // counted in m.
-func engineConfig(cfg Config, m *metrics) engine.Config {
+func engineConfig(cfg config.Config, m *metrics) engine.Config {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	t, r := cfg.Targets, cfg.Retention
 	return engine.Config{
@@ -109,7 +110,7 @@ func strictTransport(next echo.HandlerFunc) echo.HandlerFunc {
 // clientIP is how the client's address is read: the connection's peer,
 // or X-Forwarded-For when the peer is one of the configured trusted
 // proxies. A header from anyone else is never believed.
-func clientIP(cfg Config) echo.IPExtractor {
+func clientIP(cfg config.Config) echo.IPExtractor {
 	nets, _ := cfg.ProxyNets() // checked by Validate
 	if len(nets) == 0 {
 		return echo.ExtractIPDirect()

@@ -15,10 +15,7 @@ import (
 func TestNewLeavesTargetsAlone(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	targets, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9"), noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	targets := simTargets(t, cfg, "http://127.0.0.1:9")
 	before := maps.Clone(targets)
 	server.New(cfg, openJournal(t), targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if !maps.EqualFunc(targets, before, func(a, b adapters.Target) bool { return a == b }) {

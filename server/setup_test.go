@@ -9,13 +9,20 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -91,10 +98,22 @@ func await(tb testing.TB, what string, e *event, cond func() bool) {
 	}
 }
 
+func noEnv(string) string { return "" }
+
+// writeConfig writes a configuration file of body, removed at cleanup.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // testConfig is the default configuration with timeouts and delays small
 // enough for tests.
-func testConfig() server.Config {
-	cfg := server.DefaultConfig()
+func testConfig() config.Config {
+	cfg := config.Default()
 	cfg.Targets.OneC.TimeoutMS = 1000
 	cfg.Targets.Bitrix24.TimeoutMS = 1000
 	cfg.Targets.YooKassa.TimeoutMS = 1000
@@ -105,7 +124,7 @@ func testConfig() server.Config {
 
 func setup(tb testing.TB) *gateway { return setupWith(tb, testConfig()) }
 
-func setupWith(tb testing.TB, cfg server.Config) *gateway {
+func setupWith(tb testing.TB, cfg config.Config) *gateway {
 	tb.Helper()
 	return serveOver(tb, cfg, openJournal(tb))
 }
@@ -121,24 +140,37 @@ func openJournal(tb testing.TB) *store.Store {
 	return st
 }
 
-// simulatorsAt is what BuildTargets needs of the simulators at url.
-func simulatorsAt(url string) server.Simulators {
-	return server.Simulators{URL: url, YooKassaSecret: sim.YooKassaSecret()}
+// simTargets are the three targets talking to the simulators at url with
+// cfg's call timeouts and the simulators' credentials: what main builds
+// for a configuration that points at no real system.
+func simTargets(tb testing.TB, cfg config.Config, url string) map[string]adapters.Target {
+	tb.Helper()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	t := cfg.Targets
+	one, err := onec.New(onec.Config{BaseURL: url + "/onec", Timeout: ms(t.OneC.TimeoutMS)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/1/sim-webhook/", Timeout: ms(t.Bitrix24.TimeoutMS)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pay, err := yookassa.New(yookassa.Config{BaseURL: url + "/yookassa/v3", ShopID: t.YooKassa.ShopID, SecretKey: sim.YooKassaSecret(), Timeout: ms(t.YooKassa.TimeoutMS)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return map[string]adapters.Target{contract.TargetOneC: one, contract.TargetCRM: crm, contract.TargetPayments: pay}
 }
 
 // serveOver runs the gateway with cfg over the journal st.
-func serveOver(tb testing.TB, cfg server.Config, st *store.Store) *gateway {
+func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	tb.Helper()
 	ctx := context.Background()
 	simulators := sim.New()
 	simHTTP := httptest.NewServer(simulators)
 	tb.Cleanup(simHTTP.Close)
 
-	env := func(string) string { return "" }
-	targets, err := server.BuildTargets(cfg, simulatorsAt(simHTTP.URL), env)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	targets := simTargets(tb, cfg, simHTTP.URL)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(cfg, st, targets, log)
 	signals := srv.InitTestSignals()

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -59,17 +60,14 @@ func TestTLS(t *testing.T) {
 	t.Parallel()
 	certPath, keyPath, pool := selfSigned(t)
 	cfg := testConfig()
-	cfg.TLS = server.TLSConfig{CertFile: certPath, KeyFile: keyPath}
+	cfg.TLS = config.TLSConfig{CertFile: certPath, KeyFile: keyPath}
 	ctx := context.Background()
 	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	targets, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:1"), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
+	targets := simTargets(t, cfg, "http://127.0.0.1:1")
 	srv := server.New(cfg, st, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -13,12 +13,12 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
-	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
 // fastConfig makes the background workers and timeouts quick.
-func fastConfig() server.Config {
+func fastConfig() config.Config {
 	cfg := testConfig()
 	cfg.Targets.OneC.TimeoutMS = 300
 	cfg.Targets.YooKassa.TimeoutMS = 300
@@ -121,7 +121,7 @@ func TestDeniedCharge(t *testing.T) {
 func TestExpiredApproval(t *testing.T) {
 	t.Parallel()
 	cfg := fastConfig()
-	cfg.Approval.TTL = server.Duration(200 * time.Millisecond)
+	cfg.Approval.TTL = config.Duration(200 * time.Millisecond)
 	g := setupWith(t, cfg)
 	payer := g.MustToken("agent-pay", "pay")
 	const key = "test:payment.charge:order-7003:v1"
@@ -283,7 +283,7 @@ func TestRetentionPerTarget(t *testing.T) {
 	st.Now = time.Now
 
 	cfg := testConfig()
-	cfg.Retention.OneC = server.Duration(48 * time.Hour) // the default stays 720h
+	cfg.Retention.OneC = config.Duration(48 * time.Hour) // the default stays 720h
 	g := serveOver(t, cfg, st)
 
 	// Retention runs as the gateway starts.

@@ -16,6 +16,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -53,7 +54,7 @@ func testConfig() Config {
 		MaxBackoff:        300 * time.Second,
 		ReviewAfter:       5,
 		ApprovalTTL:       24 * time.Hour,
-		Limits:            DefaultLimits(),
+		Limits:            config.DefaultLimits(),
 	}
 }
 

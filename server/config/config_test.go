@@ -1,4 +1,4 @@
-package server_test
+package config_test
 
 import (
 	"fmt"
@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server/config"
 )
 
 func writeConfig(t *testing.T, body string) string {
@@ -22,10 +23,13 @@ func writeConfig(t *testing.T, body string) string {
 
 func noEnv(string) string { return "" }
 
+// currencies are the currencies the gateway knows, as main passes them.
+var currencies = yookassa.Currencies()
+
 func TestLoadConfig(t *testing.T) {
 	t.Parallel()
 	t.Run("Defaults", func(t *testing.T) {
-		cfg, err := server.LoadConfig("", noEnv)
+		cfg, err := config.Load("", noEnv, currencies)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,14 +43,14 @@ func TestLoadConfig(t *testing.T) {
 	t.Run("FileThenEnv", func(t *testing.T) {
 		p := writeConfig(t, "contour: prod\nretry: { max_attempts: 2 }\ntargets:\n  onec: { base_url: \"https://1c.example/acc\", password_env: ONEC_PW }\n")
 		env := map[string]string{"ONCEGATE_RETRY_MAX_ATTEMPTS": "3", "ONCEGATE_TARGETS_ONEC_TIMEOUT_MS": "1500", "ONCEGATE_RETRY_JITTER": "false", "ONCEGATE_RETENTION_BITRIX24": "8760h", "ONCEGATE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}
-		cfg, err := server.LoadConfig(p, func(k string) string { return env[k] })
+		cfg, err := config.Load(p, func(k string) string { return env[k] }, currencies)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Contour != "prod" || cfg.Retry.MaxAttempts != 3 || cfg.Targets.OneC.TimeoutMS != 1500 || cfg.RetryPolicy().Jitter {
 			t.Fatalf("config %+v", cfg)
 		}
-		if cfg.Retention.Bitrix24 != server.Duration(8760*time.Hour) || cfg.Retention.OneC != 0 {
+		if cfg.Retention.Bitrix24 != config.Duration(8760*time.Hour) || cfg.Retention.OneC != 0 {
 			t.Fatalf("retention %+v", cfg.Retention)
 		}
 		if nets, err := cfg.ProxyNets(); err != nil || len(nets) != 2 || nets[0].String() != "127.0.0.1/32" || nets[1].String() != "10.0.0.0/8" {
@@ -57,7 +61,7 @@ func TestLoadConfig(t *testing.T) {
 		}
 	})
 	t.Run("ErrUnknownKey", func(t *testing.T) {
-		_, err := server.LoadConfig(writeConfig(t, "retry: { max_attempt: 2 }\n"), noEnv)
+		_, err := config.Load(writeConfig(t, "retry: { max_attempt: 2 }\n"), noEnv, currencies)
 		if err == nil || !strings.Contains(err.Error(), "max_attempt") {
 			t.Fatalf("err = %v", err)
 		}
@@ -73,7 +77,7 @@ trusted_proxies: [127.0.0.1, "proxy.example"]
 limits:
   invoice.delete: { max_items: 1 }
 `)
-		_, err := server.LoadConfig(p, noEnv)
+		_, err := config.Load(p, noEnv, currencies)
 		if err == nil {
 			t.Fatal("bad config accepted")
 		}
@@ -87,46 +91,23 @@ limits:
 		}
 	})
 	t.Run("ErrEnvValue", func(t *testing.T) {
-		_, err := server.LoadConfig("", func(k string) string {
+		_, err := config.Load("", func(k string) string {
 			if k == "ONCEGATE_RETRY_MAX_ATTEMPTS" {
 				return "many"
 			}
 			return ""
-		})
+		}, currencies)
 		if err == nil || !strings.Contains(err.Error(), "ONCEGATE_RETRY_MAX_ATTEMPTS") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("SecretsFromEnvOnly", func(t *testing.T) {
 		p := writeConfig(t, "targets:\n  yookassa: { base_url: \"https://api.yookassa.ru/v3\", shop_id: \"1\", secret_key_env: \"live_sk_123 456\" }\n")
-		_, err := server.LoadConfig(p, noEnv)
+		_, err := config.Load(p, noEnv, currencies)
 		if err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env") || strings.Contains(err.Error(), "live_sk_123") {
 			t.Fatalf("err = %v", err)
 		}
 	})
-}
-
-func TestMissingSecrets(t *testing.T) {
-	t.Parallel()
-	p := writeConfig(t, "targets:\n  yookassa: { base_url: \"http://127.0.0.1:9001/yookassa/v3\", shop_id: \"demo-shop\", secret_key_env: YOOKASSA_SECRET_KEY }\n")
-	cfg, err := server.LoadConfig(p, noEnv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := cfg.MissingSecrets(noEnv); len(got) != 1 || got[0].Key != "targets.yookassa.secret_key_env" || got[0].Env != "YOOKASSA_SECRET_KEY" {
-		t.Fatalf("missing %v", got)
-	}
-	// A target at a real URL without its secret is refused at start.
-	if _, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9001"), noEnv); err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env: $YOOKASSA_SECRET_KEY is empty or unset") {
-		t.Fatalf("err = %v", err)
-	}
-	set := func(k string) string { return map[string]string{"YOOKASSA_SECRET_KEY": "s"}[k] }
-	if got := cfg.MissingSecrets(set); len(got) != 0 {
-		t.Fatalf("missing %v with the secret set", got)
-	}
-	if _, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9001"), set); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Currency codes in limits are compared with requests' codes, which are
@@ -137,7 +118,7 @@ func TestLimitsCurrencyCodes(t *testing.T) {
 	for _, spelling := range []string{"rub", "RUB", "Rub"} {
 		t.Run(spelling, func(t *testing.T) {
 			p := writeConfig(t, fmt.Sprintf("limits:\n  payment.charge: { currencies: [%[1]s], amount_ceiling: { %[1]s: 1000 } }\n", spelling))
-			cfg, err := server.LoadConfig(p, noEnv)
+			cfg, err := config.Load(p, noEnv, currencies)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +133,7 @@ func TestLimitsCurrencyCodes(t *testing.T) {
 	}
 	t.Run("ErrUnknownCode", func(t *testing.T) {
 		p := writeConfig(t, "limits:\n  payment.charge: { currencies: [RUB, rubles], amount_ceiling: { xyz: 1000 } }\n  payment.refund: { amount_ceiling: { rub: 1, RUB: 2 } }\n")
-		_, err := server.LoadConfig(p, noEnv)
+		_, err := config.Load(p, noEnv, currencies)
 		if err == nil {
 			t.Fatal("unknown currency codes accepted")
 		}

@@ -1,4 +1,4 @@
-package server_test
+package main
 
 import (
 	"context"
@@ -12,7 +12,8 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/sim"
-	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server/config"
 )
 
 // credentialsSeen is a simulator behind a recorder of the credentials
@@ -23,6 +24,8 @@ type credentialsSeen struct {
 	mu  sync.Mutex
 	got map[string]string // "onec", "bitrix24", "yookassa" → "user:password" or the path
 }
+
+func noEnv(string) string { return "" }
 
 func newCredentialsSeen(t *testing.T) *credentialsSeen {
 	t.Helper()
@@ -78,29 +81,29 @@ func TestBuildTargetsRefusesMissingSecrets(t *testing.T) {
 	env := func(k string) string { return vars[k] }
 	for _, c := range []struct {
 		name string
-		set  func(*server.Config)
+		set  func(*config.Config)
 		want []string
 	}{
-		{"YooKassaUnset", func(cfg *server.Config) {
+		{"YooKassaUnset", func(cfg *config.Config) {
 			cfg.Targets.YooKassa.BaseURL, cfg.Targets.YooKassa.SecretKeyEnv = "https://api.yookassa.ru/v3", "SHOP_SECRET"
 		}, []string{"targets.yookassa.secret_key_env", "$SHOP_SECRET"}},
-		{"YooKassaUnnamed", func(cfg *server.Config) {
+		{"YooKassaUnnamed", func(cfg *config.Config) {
 			cfg.Targets.YooKassa.BaseURL = "https://api.yookassa.ru/v3"
 		}, []string{"targets.yookassa.secret_key_env: not set"}},
-		{"OneCPassword", func(cfg *server.Config) {
+		{"OneCPassword", func(cfg *config.Config) {
 			cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv, cfg.Targets.OneC.PasswordEnv = "https://1c.example/acc", "ONEC_USER_SET", "ONEC_PW"
 		}, []string{"targets.onec.password_env", "$ONEC_PW"}},
-		{"OneCUser", func(cfg *server.Config) {
+		{"OneCUser", func(cfg *config.Config) {
 			cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv = "https://1c.example/acc", "ONEC_USER"
 		}, []string{"targets.onec.username_env", "$ONEC_USER"}},
-		{"Bitrix24Webhook", func(cfg *server.Config) {
+		{"Bitrix24Webhook", func(cfg *config.Config) {
 			cfg.Targets.Bitrix24.WebhookURLEnv = "B24_WEBHOOK"
 		}, []string{"targets.bitrix24.webhook_url_env", "$B24_WEBHOOK"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := testConfig()
+			cfg := config.Default()
 			c.set(&cfg)
-			_, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9"), env)
+			_, err := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9"), env)
 			if err == nil {
 				t.Fatal("targets built without their secret")
 			}
@@ -125,7 +128,7 @@ func TestBuildTargetsSecrets(t *testing.T) {
 	t.Run("Configured", func(t *testing.T) {
 		t.Parallel()
 		seen := newCredentialsSeen(t)
-		cfg := testConfig()
+		cfg := config.Default()
 		cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv, cfg.Targets.OneC.PasswordEnv = seen.url+"/onec", "ONEC_USER", "ONEC_PW"
 		cfg.Targets.Bitrix24.WebhookURLEnv = "B24_WEBHOOK"
 		cfg.Targets.YooKassa.BaseURL, cfg.Targets.YooKassa.SecretKeyEnv = seen.url+"/yookassa/v3", "SHOP_SECRET"
@@ -136,7 +139,7 @@ func TestBuildTargetsSecrets(t *testing.T) {
 			// A variable the configuration does not name is never read.
 			"YOOKASSA_SECRET_KEY": "not-the-shop-secret",
 		}
-		targets, err := server.BuildTargets(cfg, simulatorsAt("http://127.0.0.1:9"), func(k string) string { return vars[k] })
+		targets, err := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9"), func(k string) string { return vars[k] })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,11 +157,11 @@ func TestBuildTargetsSecrets(t *testing.T) {
 	t.Run("Simulator", func(t *testing.T) {
 		t.Parallel()
 		seen := newCredentialsSeen(t)
-		cfg := testConfig()
+		cfg := config.Default()
 		// A variable named for a secret does not make a target real.
 		cfg.Targets.YooKassa.SecretKeyEnv = "SHOP_SECRET"
 		vars := map[string]string{"SHOP_SECRET": "live-shop-secret"}
-		targets, err := server.BuildTargets(cfg, simulatorsAt(seen.url), func(k string) string { return vars[k] })
+		targets, err := buildTargets(cfg, builtInSimulators(seen.url), func(k string) string { return vars[k] })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,4 +176,28 @@ func TestBuildTargetsSecrets(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The settings MissingSecrets names are those buildTargets refuses.
+func TestMissingSecrets(t *testing.T) {
+	t.Parallel()
+	p := writeConfig(t, t.TempDir(), "oncegate.yaml", "targets:\n  yookassa: { base_url: \"http://127.0.0.1:9001/yookassa/v3\", shop_id: \"demo-shop\", secret_key_env: YOOKASSA_SECRET_KEY }\n")
+	cfg, err := config.Load(p, noEnv, yookassa.Currencies())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.MissingSecrets(noEnv); len(got) != 1 || got[0].Key != "targets.yookassa.secret_key_env" || got[0].Env != "YOOKASSA_SECRET_KEY" {
+		t.Fatalf("missing %v", got)
+	}
+	// A target at a real URL without its secret is refused at start.
+	if _, err := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9001"), noEnv); err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env: $YOOKASSA_SECRET_KEY is empty or unset") {
+		t.Fatalf("err = %v", err)
+	}
+	set := func(k string) string { return map[string]string{"YOOKASSA_SECRET_KEY": "s"}[k] }
+	if got := cfg.MissingSecrets(set); len(got) != 0 {
+		t.Fatalf("missing %v with the secret set", got)
+	}
+	if _, err := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9001"), set); err != nil {
+		t.Fatal(err)
+	}
 }

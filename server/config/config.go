@@ -1,4 +1,10 @@
-package server
+// Package config is the gateway's configuration: the YAML file and its
+// ONCEGATE_* environment overrides, its defaults and validation, the
+// business limits per intent, and what the configuration says of the
+// targets (which ones the built-in simulators serve, which secrets are
+// missing). It knows nothing of the server, the engine or the journal;
+// main builds the targets from it.
+package config
 
 import (
 	"bytes"
@@ -19,7 +25,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -183,9 +188,9 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// DefaultConfig is the embedded default: loopback, a journal under
+// Default is the embedded default: loopback, a journal under
 // ./oncegate-data, contour test, built-in simulators as targets.
-func DefaultConfig() Config {
+func Default() Config {
 	jitter := true
 	return Config{
 		Listen:  "127.0.0.1:8080",
@@ -206,11 +211,14 @@ func DefaultConfig() Config {
 	}
 }
 
-// LoadConfig reads the YAML file at path (none when path is ""), over the
+// Load reads the YAML file at path (none when path is ""), over the
 // defaults, then applies ONCEGATE_* environment overrides from env, then
-// checks the result. Errors name the key and what is wrong with it.
-func LoadConfig(path string, env func(string) string) (Config, error) {
-	cfg := DefaultConfig()
+// checks the result. Limits may name only the currencies listed in
+// currencies (upper-case ISO 4217 codes: those the targets send, which
+// main takes from the payments adapter). Errors name the key and what is
+// wrong with it.
+func Load(path string, env func(string) string, currencies []string) (Config, error) {
+	cfg := Default()
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -225,7 +233,7 @@ func LoadConfig(path string, env func(string) string) (Config, error) {
 	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "ONCEGATE", env); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.validate(currencies); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	cfg.Limits = normalizeLimits(cfg.Limits)
@@ -336,7 +344,7 @@ var (
 	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
-func (c Config) validate() error {
+func (c Config) validate(currencies []string) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
@@ -439,8 +447,8 @@ func (c Config) validate() error {
 	// upper-cased by normalizeLimits), anything else is refused, so that a
 	// limit never silently matches nothing.
 	checkCurrency := func(key, cur string) {
-		if !slices.Contains(yookassa.Currencies(), strings.ToUpper(cur)) {
-			bad(key, "%q is not a three-letter ISO 4217 currency code the gateway knows (%s)", cur, strings.Join(yookassa.Currencies(), ", "))
+		if !slices.Contains(currencies, strings.ToUpper(cur)) {
+			bad(key, "%q is not a three-letter ISO 4217 currency code the gateway knows (%s)", cur, strings.Join(currencies, ", "))
 		}
 	}
 	for name, l := range c.Limits {
