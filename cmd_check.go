@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
 )
@@ -183,7 +184,7 @@ func probeFix(cfg config.Config, tc targetCheck, err error) string {
 	switch {
 	case strings.HasSuffix(code, "PERMISSION_DENIED"):
 		return "check " + tc.creds(cfg)
-	case code == adapters.CodeTargetUnavailable || code == adapters.CodeOutcomeUnknown:
+	case code == codes.TargetUnavailable || code == codes.OutcomeUnknown:
 		return fmt.Sprintf("check %s, that the system is up and that this machine reaches it (each call waits targets.%s.timeout_ms)", tc.address, tc.name)
 	default:
 		return "check " + tc.address + " (the address of the system's API)"

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // Op is one operation as a target sees it.
@@ -167,12 +169,6 @@ func ClassOf(err error) Class {
 	return Reconcile
 }
 
-// Codes that adapters use for transport failures.
-const (
-	CodeTargetUnavailable = "TARGET_UNAVAILABLE"
-	CodeOutcomeUnknown    = "OUTCOME_UNKNOWN"
-)
-
 // Misconfigured is the target refusing the gateway itself (credentials,
 // rights, a wrong URL): no business answer about the operation, and
 // nothing was done. It is Retry, so an operator's fix lets the agent's
@@ -192,12 +188,12 @@ func ReadFailure(err error) error {
 	case err == nil || errors.Is(err, ErrNotFound):
 		return err
 	case !errors.As(err, &e):
-		return &Error{Class: Retry, Code: CodeTargetUnavailable, Message: "the target could not be reached", Err: err}
+		return &Error{Class: Retry, Code: codes.TargetUnavailable, Message: "the target could not be reached", Err: err}
 	case e.Class == Final || e.Class == Retry:
 		return err
 	}
 	m := *e
-	m.Class, m.Code = Retry, CodeTargetUnavailable
+	m.Class, m.Code = Retry, codes.TargetUnavailable
 	return &m
 }
 
@@ -209,7 +205,7 @@ func ReadFailure(err error) error {
 func LookupFailure(err error) error {
 	var e *Error
 	if !errors.As(err, &e) {
-		return &Error{Class: Reconcile, Code: CodeOutcomeUnknown, Message: "the target could not be asked about the operation", Err: err}
+		return &Error{Class: Reconcile, Code: codes.OutcomeUnknown, Message: "the target could not be asked about the operation", Err: err}
 	}
 	if e.Class != Final {
 		return ReadFailure(e)

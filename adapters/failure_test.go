@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // How the failure of a read is classified: a read is made again unless the
 // target refused it; a look-up of an effect is never Final and never
 // "not found" unless the target said so.
 func TestReadAndLookupFailures(t *testing.T) {
-	noAnswer := &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the request was sent but no answer came back"}
+	noAnswer := &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "the request was sent but no answer came back"}
 	refused := &adapters.Error{Class: adapters.Final, Code: "PERMISSION_DENIED", Message: "no right to read"}
 	busy := &adapters.Error{Class: adapters.Retry, Code: "RATE_LIMITED", Message: "slow down"}
 	raw := errors.New("unexpected end of JSON input")
@@ -26,15 +27,15 @@ func TestReadAndLookupFailures(t *testing.T) {
 		code        string
 		notFoundOut bool
 	}{
-		{"read, no answer", adapters.ReadFailure, noAnswer, adapters.Retry, adapters.CodeTargetUnavailable, false},
+		{"read, no answer", adapters.ReadFailure, noAnswer, adapters.Retry, codes.TargetUnavailable, false},
 		{"read, refused", adapters.ReadFailure, refused, adapters.Final, "PERMISSION_DENIED", false},
 		{"read, busy", adapters.ReadFailure, busy, adapters.Retry, "RATE_LIMITED", false},
-		{"read, unreadable", adapters.ReadFailure, raw, adapters.Retry, adapters.CodeTargetUnavailable, false},
+		{"read, unreadable", adapters.ReadFailure, raw, adapters.Retry, codes.TargetUnavailable, false},
 		{"read, not found", adapters.ReadFailure, notFound, 0, "", true},
-		{"look-up, no answer", adapters.LookupFailure, noAnswer, adapters.Retry, adapters.CodeTargetUnavailable, false},
+		{"look-up, no answer", adapters.LookupFailure, noAnswer, adapters.Retry, codes.TargetUnavailable, false},
 		{"look-up, refused", adapters.LookupFailure, refused, adapters.Reconcile, "PERMISSION_DENIED", false},
 		{"look-up, busy", adapters.LookupFailure, busy, adapters.Retry, "RATE_LIMITED", false},
-		{"look-up, unreadable", adapters.LookupFailure, raw, adapters.Reconcile, adapters.CodeOutcomeUnknown, false},
+		{"look-up, unreadable", adapters.LookupFailure, raw, adapters.Reconcile, codes.OutcomeUnknown, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := tc.classify(tc.in)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // maxIdlePerHost is how many idle connections a target's client keeps
@@ -64,11 +66,11 @@ func Send(client *http.Client, req *http.Request, dedupes bool) (*http.Response,
 	cause := stripURL(err)
 	switch {
 	case !wrote.Load():
-		return nil, &Error{Class: Retry, Code: CodeTargetUnavailable, Message: "the target could not be reached", Err: cause}
+		return nil, &Error{Class: Retry, Code: codes.TargetUnavailable, Message: "the target could not be reached", Err: cause}
 	case errors.Is(err, syscall.ECONNRESET) && dedupes:
-		return nil, &Error{Class: Retry, Code: CodeTargetUnavailable, Message: "the target reset the connection", Err: cause}
+		return nil, &Error{Class: Retry, Code: codes.TargetUnavailable, Message: "the target reset the connection", Err: cause}
 	default:
-		return nil, &Error{Class: Reconcile, Code: CodeOutcomeUnknown, Message: "the request was sent but no answer came back", Err: cause}
+		return nil, &Error{Class: Reconcile, Code: codes.OutcomeUnknown, Message: "the request was sent but no answer came back", Err: cause}
 	}
 }
 
@@ -81,13 +83,13 @@ func StatusError(resp *http.Response) *Error {
 	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable:
 		return &Error{
 			Class:      Retry,
-			Code:       CodeTargetUnavailable,
+			Code:       codes.TargetUnavailable,
 			Message:    "the target is temporarily unavailable",
 			RetryAfter: retryAfter(resp),
 			Err:        errors.New(resp.Status),
 		}
 	}
-	return &Error{Class: Reconcile, Code: CodeOutcomeUnknown, Message: "the target failed while handling the request", Err: errors.New(resp.Status)}
+	return &Error{Class: Reconcile, Code: codes.OutcomeUnknown, Message: "the target failed while handling the request", Err: errors.New(resp.Status)}
 }
 
 // Drain reads and closes a response body so the connection can be reused.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -83,7 +84,7 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 		a.Result = json.RawMessage("null")
 	}
 	item := func(code, field, msg string) {
-		a.Errors = []ErrorItem{{Code: code, Field: field, Message: msg, Retryable: retryableCodes[code]}}
+		a.Errors = []ErrorItem{{Code: code, Field: field, Message: msg, Retryable: codes.Retryable(code)}}
 	}
 	switch op.Status {
 	case store.StatusSucceeded:
@@ -95,23 +96,23 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 		return http.StatusUnprocessableEntity, 0, a
 	case store.StatusFailedRetryable:
 		msg := op.ErrorMessage
-		if msg == "" || op.ErrorCode != CodeTargetUnavailable {
+		if msg == "" || op.ErrorCode != codes.TargetUnavailable {
 			msg = "the target is unavailable and retries are spent; send the same request again later"
 		}
-		item(CodeTargetUnavailable, "", msg)
+		item(codes.TargetUnavailable, "", msg)
 		return http.StatusServiceUnavailable, 5, a
 	case store.StatusUnknown:
 		msg := "the request reached the target but its outcome is not known yet; it is being reconciled by key, send the same request again to get the result"
 		if op.NeedsReview {
 			msg = "the outcome could not be established at the target; a person is reviewing it, send the same request again later"
 		}
-		item(CodeOutcomeUnknown, "", msg)
+		item(codes.OutcomeUnknown, "", msg)
 		return http.StatusAccepted, retryUnknown, a
 	case store.StatusAwaitingApproval:
-		item(CodeApprovalRequired, "", "a money operation waits for a person's approval; send the same request again to learn the decision")
+		item(codes.ApprovalRequired, "", "a money operation waits for a person's approval; send the same request again to learn the decision")
 		return http.StatusAccepted, retryApproval, a
 	default: // started: another attempt holds the lease
-		item(CodeKeyInUse, "", "another attempt with this key is in progress; send the same request again shortly")
+		item(codes.KeyInUse, "", "another attempt with this key is in progress; send the same request again shortly")
 		return http.StatusConflict, retryInProgress, a
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -27,11 +28,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		scheme, secret, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
-			return refuse(CodeUnauthenticated, "", "send an agent token as Authorization: Bearer <token>")
+			return refuse(codes.Unauthenticated, "", "send an agent token as Authorization: Bearer <token>")
 		}
 		tok, err := s.tokens.get(c.Request().Context(), s.store, strings.TrimSpace(secret))
 		if errors.Is(err, store.ErrNotFound) {
-			return refuse(CodeUnauthenticated, "", "the token is unknown or revoked")
+			return refuse(codes.Unauthenticated, "", "the token is unknown or revoked")
 		}
 		if err != nil {
 			return err

@@ -7,81 +7,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
 
-// Stable machine codes of the agent API (API.md section 5) that the server
-// and its engine produce; the contract package and the adapters add theirs.
-const (
-	CodeKeyMismatch       = engine.CodeKeyMismatch
-	CodeKeyForeign        = engine.CodeKeyForeign
-	CodeKeyInUse          = "IDEMPOTENCY_KEY_IN_USE"
-	CodeApprovalRequired  = "APPROVAL_REQUIRED"
-	CodeApprovalDenied    = "APPROVAL_DENIED"
-	CodeApprovalExpired   = "APPROVAL_EXPIRED"
-	CodeOutcomeUnknown    = engine.CodeOutcomeUnknown
-	CodeTargetUnavailable = engine.CodeTargetUnavailable
-	CodeUnauthenticated   = "UNAUTHENTICATED"
-	CodePermissionDenied  = engine.CodePermissionDenied
-	CodePayloadTooLarge   = "PAYLOAD_TOO_LARGE"
-	CodeUnsupportedMedia  = "UNSUPPORTED_MEDIA_TYPE"
-	CodeRateLimited       = "RATE_LIMITED"
-	CodePlanChanged       = engine.CodePlanChanged
-	CodeOperationNotFound = "OPERATION_NOT_FOUND"
-	CodeNotFound          = "NOT_FOUND"
-	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"
-	CodeInternal          = "INTERNAL"
-	// CodeJournalUnavailable: the journal could not make the request's
-	// write durable (a disk error, a full disk); nothing was sent to a
-	// target for it.
-	CodeJournalUnavailable = "JOURNAL_UNAVAILABLE"
-)
-
-// httpStatus is the HTTP status of each code. A code not listed is a
-// target's business refusal: 422.
-var httpStatus = map[string]int{
-	CodeKeyMismatch:                http.StatusUnprocessableEntity,
-	CodeKeyForeign:                 http.StatusConflict,
-	CodeKeyInUse:                   http.StatusConflict,
-	CodeApprovalRequired:           http.StatusAccepted,
-	CodeOutcomeUnknown:             http.StatusAccepted,
-	CodeTargetUnavailable:          http.StatusServiceUnavailable,
-	CodeUnauthenticated:            http.StatusUnauthorized,
-	CodePermissionDenied:           http.StatusForbidden,
-	CodePayloadTooLarge:            http.StatusRequestEntityTooLarge,
-	CodeUnsupportedMedia:           http.StatusUnsupportedMediaType,
-	CodeRateLimited:                http.StatusTooManyRequests,
-	CodePlanChanged:                http.StatusConflict,
-	CodeOperationNotFound:          http.StatusNotFound,
-	CodeNotFound:                   http.StatusNotFound,
-	CodeMethodNotAllowed:           http.StatusMethodNotAllowed,
-	CodeInternal:                   http.StatusInternalServerError,
-	CodeJournalUnavailable:         http.StatusServiceUnavailable,
-	contract.CodeKeyMissing:        http.StatusBadRequest,
-	contract.CodeKeyInvalid:        http.StatusBadRequest,
-	contract.CodeIntentNotAllowed:  http.StatusBadRequest,
-	contract.CodeUnknownField:      http.StatusBadRequest,
-	contract.CodeValidation:        http.StatusBadRequest,
-	contract.CodeUnsupportedSchema: http.StatusBadRequest,
-}
-
 // statusOf returns the HTTP status of an answer carrying code.
-func statusOf(code string) int {
-	if s, ok := httpStatus[code]; ok {
-		return s
-	}
-	return http.StatusUnprocessableEntity
-}
-
-// retryableCodes are the codes after which the same request, with the same
-// key, may be sent again.
-var retryableCodes = map[string]bool{
-	CodeKeyInUse: true, CodeApprovalRequired: true, CodeOutcomeUnknown: true,
-	CodeTargetUnavailable: true, CodeRateLimited: true, CodeJournalUnavailable: true,
-}
+func statusOf(code string) int { return codes.Status(code) }
 
 // journalRetryAfter is the Retry-After, in seconds, of JOURNAL_UNAVAILABLE.
 const journalRetryAfter = 5
@@ -111,7 +45,7 @@ type apiError struct {
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
 
 func refuse(code, field, message string) *apiError {
-	return &apiError{ErrorItem: ErrorItem{Code: code, Field: field, Message: message, Retryable: retryableCodes[code]}}
+	return &apiError{ErrorItem: ErrorItem{Code: code, Field: field, Message: message, Retryable: codes.Retryable(code)}}
 }
 
 // handleError is Echo's HTTPErrorHandler: every error becomes a
@@ -147,24 +81,24 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
-			ae = refuse(CodeNotFound, "", "no such endpoint")
+			ae = refuse(codes.NotFound, "", "no such endpoint")
 		case http.StatusMethodNotAllowed:
-			ae = refuse(CodeMethodNotAllowed, "", "this method is not allowed on this endpoint")
+			ae = refuse(codes.MethodNotAllowed, "", "this method is not allowed on this endpoint")
 		case http.StatusRequestEntityTooLarge:
-			ae = refuse(CodePayloadTooLarge, "", "the body is larger than 64 KiB")
+			ae = refuse(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
 		case http.StatusUnauthorized:
-			ae = refuse(CodeUnauthenticated, "", "a valid bearer token is required")
+			ae = refuse(codes.Unauthenticated, "", "a valid bearer token is required")
 		default:
 			s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
-			ae = refuse(CodeInternal, "", "internal error; the request may be retried with the same key")
+			ae = refuse(codes.Internal, "", "internal error; the request may be retried with the same key")
 		}
 	case errors.Is(err, store.ErrUnavailable):
 		s.log.Error("the journal could not make a write durable", "method", c.Request().Method, "path", c.Path(), "err", err)
-		ae = refuse(CodeJournalUnavailable, "", "the gateway could not record the request durably; nothing was sent; send the same request again later")
+		ae = refuse(codes.JournalUnavailable, "", "the gateway could not record the request durably; nothing was sent; send the same request again later")
 		ae.RetryAfter = journalRetryAfter
 	default:
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
-		ae = refuse(CodeInternal, "", "internal error; the request may be retried with the same key")
+		ae = refuse(codes.Internal, "", "internal error; the request may be retried with the same key")
 	}
 	a := answer{Status: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
 	if key, ok := c.Get(ctxKey).(string); ok {
@@ -194,7 +128,7 @@ func (s *Server) writeAnswer(c echo.Context, status int, a answer) error {
 	ct := echo.MIMEApplicationJSON
 	if status >= 400 {
 		ct = "application/problem+json"
-		code := CodeInternal
+		code := codes.Internal
 		if len(a.Errors) > 0 {
 			code = a.Errors[0].Code
 			a.Detail = a.Errors[0].Message

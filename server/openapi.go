@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
@@ -312,39 +313,41 @@ type namedDoc struct {
 
 // errorCodes are the gateway's own codes (API.md section 5), in its table's order.
 var errorCodes = []namedDoc{
-	{CodeKeyMismatch, "the key was first used with a different request; a changed request needs a new key"},
-	{CodeKeyForeign, "the key was first used by another agent identity"},
-	{CodeKeyInUse, "another attempt with this key holds a live lease; send the same request again shortly"},
-	{CodeApprovalRequired, "a money intent waits for a person's approval; send the same request again to learn the decision"},
-	{CodeOutcomeUnknown, "the target got the request but its outcome is not known yet; it is reconciled by key, send the same request again"},
-	{CodeTargetUnavailable, "transient target failure, retries spent; send the same request again later"},
-	{CodeApprovalDenied, "a person denied the money intent"},
-	{CodeApprovalExpired, "nobody approved the money intent in time"},
-	{contract.CodeKeyMissing, "a mutating intent in execute mode came without an operation key"},
-	{contract.CodeKeyInvalid, "malformed key, wrong contour, key/intent mismatch, secret in the key, or header and request_id differ"},
-	{contract.CodeIntentNotAllowed, "the intent is not in the whitelist"},
-	{contract.CodeUnknownField, "a field the contract does not define, in the envelope or the payload (field names it)"},
-	{contract.CodeValidation, "any other violation of the envelope or payload schema (field names it)"},
-	{contract.CodeUnsupportedSchema, "schema_version is not 1.0"},
-	{CodeUnauthenticated, "no, unknown or revoked bearer token"},
-	{CodePermissionDenied, "the token lacks the intent's scope"},
-	{CodePayloadTooLarge, "the body is larger than 64 KiB"},
-	{CodeUnsupportedMedia, "the body is not sent as application/json"},
-	{CodeRateLimited, "too many requests; send the same request again after Retry-After"},
-	{CodePlanChanged, "the plan changed since validate; nothing ran, validate again"},
-	{CodeOperationNotFound, "GET /v1/operations/{key}: no operation with this key for this agent"},
-	{CodeNotFound, "no such endpoint"},
-	{CodeMethodNotAllowed, "this method is not allowed on this endpoint"},
-	{CodeInternal, "internal error; the request may be sent again with the same key"},
-	{CodeJournalUnavailable, "the journal could not record the request durably (a disk error); nothing was sent; send the same request again after Retry-After"},
+	{codes.KeyMismatch, "the key was first used with a different request; a changed request needs a new key"},
+	{codes.KeyForeign, "the key was first used by another agent identity"},
+	{codes.KeyInUse, "another attempt with this key holds a live lease; send the same request again shortly"},
+	{codes.ApprovalRequired, "a money intent waits for a person's approval; send the same request again to learn the decision"},
+	{codes.OutcomeUnknown, "the target got the request but its outcome is not known yet; it is reconciled by key, send the same request again"},
+	{codes.TargetUnavailable, "transient target failure, retries spent; send the same request again later"},
+	{codes.ApprovalDenied, "a person denied the money intent"},
+	{codes.ApprovalExpired, "nobody approved the money intent in time"},
+	{codes.KeyMissing, "a mutating intent in execute mode came without an operation key"},
+	{codes.KeyInvalid, "malformed key, wrong contour, key/intent mismatch, secret in the key, or header and request_id differ"},
+	{codes.IntentNotAllowed, "the intent is not in the whitelist"},
+	{codes.UnknownField, "a field the contract does not define, in the envelope or the payload (field names it)"},
+	{codes.Validation, "any other violation of the envelope or payload schema (field names it)"},
+	{codes.UnsupportedSchema, "schema_version is not 1.0"},
+	{codes.Unauthenticated, "no, unknown or revoked bearer token"},
+	{codes.PermissionDenied, "the token lacks the intent's scope"},
+	{codes.PayloadTooLarge, "the body is larger than 64 KiB"},
+	{codes.UnsupportedMedia, "the body is not sent as application/json"},
+	{codes.RateLimited, "too many requests; send the same request again after Retry-After"},
+	{codes.PlanChanged, "the plan changed since validate; nothing ran, validate again"},
+	{codes.OperationNotFound, "GET /v1/operations/{key}: no operation with this key for this agent"},
+	{codes.NotFound, "no such endpoint"},
+	{codes.MethodNotAllowed, "this method is not allowed on this endpoint"},
+	{codes.Internal, "internal error; the request may be sent again with the same key"},
+	{codes.JournalUnavailable, "the journal could not record the request durably (a disk error); nothing was sent; send the same request again after Retry-After"},
+	{codes.LimitExceeded, "a business limit of the configuration (items, quantity, amount) is exceeded (field names it); nothing was journaled"},
+	{codes.CurrencyNotAllowed, "the currency is not one the configuration allows for this intent (field names it)"},
+	{codes.UnitNotAllowed, "the unit is not one the configuration allows for this intent (field names it)"},
 }
 
-// businessCodes are examples of the targets' business refusals, as the
-// adapters give them (a test holds each to its adapter's code).
+// businessCodes are the targets' business refusals the adapters give.
 var businessCodes = []string{
-	"REFERENCE_NOT_FOUND", "REFERENCE_INACTIVE", "REFERENCE_AMBIGUOUS", "INSUFFICIENT_FUNDS",
-	"PAYMENT_DECLINED", "PAYMENT_CANCELED", "REFUND_CANCELED",
-	"INVALID_STATE", "TARGET_PERMISSION_DENIED", "TARGET_REJECTED",
+	codes.ReferenceNotFound, codes.ReferenceInactive, codes.ReferenceAmbiguous, codes.InsufficientFunds,
+	codes.PaymentDeclined, codes.PaymentCanceled, codes.RefundCanceled,
+	codes.InvalidState, codes.TargetPermissionDenied, codes.TargetRejected, codes.TargetNotPublished,
 }
 
 // errorCodeSchema documents every code: the gateway's own as an enum, the
@@ -354,7 +357,7 @@ func errorCodeSchema() map[string]any {
 	b.WriteString("Stable machine code of an error. The gateway's own codes:\n\n| code | HTTP | retryable | meaning |\n| --- | --- | --- | --- |\n")
 	var own, examples []any
 	for _, d := range errorCodes {
-		fmt.Fprintf(&b, "| `%s` | %d | %t | %s |\n", d.name, statusOf(d.name), retryableCodes[d.name], d.meaning)
+		fmt.Fprintf(&b, "| `%s` | %d | %t | %s |\n", d.name, statusOf(d.name), codes.Retryable(d.name), d.meaning)
 		own = append(own, d.name)
 		examples = append(examples, d.name)
 	}

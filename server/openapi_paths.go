@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -65,8 +66,8 @@ func jsonResponse(desc string, schema map[string]any) map[string]any {
 func openAPIPaths() map[string]any {
 	replayed := map[string]any{"Idempotent-Replayed": header("IdempotentReplayed")}
 	retry := map[string]any{"Retry-After": header("RetryAfter")}
-	unauthenticated := problemResponse("No, unknown or revoked bearer token ("+CodeUnauthenticated+").", nil)
-	internal := problemResponse("Internal error ("+CodeInternal+"); no internal detail is given. The same request may be sent again with the same key.", nil)
+	unauthenticated := problemResponse("No, unknown or revoked bearer token ("+codes.Unauthenticated+").", nil)
+	internal := problemResponse("Internal error ("+codes.Internal+"); no internal detail is given. The same request may be sent again with the same key.", nil)
 	public := []any{}
 
 	create := map[string]any{
@@ -105,17 +106,17 @@ func openAPIPaths() map[string]any {
 		},
 		"responses": map[string]any{
 			"200": answerResponse("status succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; status valid in validate mode; the result of a read-only intent.", replayed),
-			"202": answerResponse("status awaiting_approval ("+CodeApprovalRequired+": a money intent waits for a person) or unknown ("+CodeOutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
+			"202": answerResponse("status awaiting_approval ("+codes.ApprovalRequired+": a money intent waits for a person) or unknown ("+codes.OutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
 			"400": problemResponse("status rejected, nothing bound: "+codesOf(http.StatusBadRequest)+".", nil),
 			"401": unauthenticated,
-			"403": problemResponse("status rejected: the token lacks the intent's scope ("+CodePermissionDenied+").", nil),
-			"409": problemResponse("The key is used by another agent identity ("+CodeKeyForeign+", rejected); another attempt holds a live lease ("+CodeKeyInUse+", status started, with Retry-After); or the plan changed since validate ("+CodePlanChanged+", rejected, nothing ran).", retry),
-			"413": problemResponse("status rejected: the body is larger than 64 KiB ("+CodePayloadTooLarge+").", nil),
-			"415": problemResponse("status rejected: the body is not application/json ("+CodeUnsupportedMedia+").", nil),
-			"422": problemResponse("The same key with a different request ("+CodeKeyMismatch+", rejected); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. REFERENCE_NOT_FOUND or INSUFFICIENT_FUNDS); approval denied or expired ("+CodeApprovalDenied+" / "+CodeApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
-			"429": problemResponse("status rejected: rate limited ("+CodeRateLimited+"); nothing bound. Send again after Retry-After.", retry),
+			"403": problemResponse("status rejected: the token lacks the intent's scope ("+codes.PermissionDenied+").", nil),
+			"409": problemResponse("The key is used by another agent identity ("+codes.KeyForeign+", rejected); another attempt holds a live lease ("+codes.KeyInUse+", status started, with Retry-After); or the plan changed since validate ("+codes.PlanChanged+", rejected, nothing ran).", retry),
+			"413": problemResponse("status rejected: the body is larger than 64 KiB ("+codes.PayloadTooLarge+").", nil),
+			"415": problemResponse("status rejected: the body is not application/json ("+codes.UnsupportedMedia+").", nil),
+			"422": problemResponse("The same key with a different request ("+codes.KeyMismatch+", rejected); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. REFERENCE_NOT_FOUND or INSUFFICIENT_FUNDS); approval denied or expired ("+codes.ApprovalDenied+" / "+codes.ApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
+			"429": problemResponse("status rejected: rate limited ("+codes.RateLimited+"); nothing bound. Send again after Retry-After.", retry),
 			"500": internal,
-			"503": problemResponse("status failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+CodeTargetUnavailable+"). Send the same request again after Retry-After.", retry),
+			"503": problemResponse("status failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+codes.TargetUnavailable+"). Send the same request again after Retry-After.", retry),
 		},
 	}
 
@@ -135,7 +136,7 @@ func openAPIPaths() map[string]any {
 		"responses": map[string]any{
 			"200": answerResponse("The operation's current state. Retry-After is set while it is not settled (started, awaiting_approval, unknown, failed_retryable).", retry),
 			"401": unauthenticated,
-			"404": problemResponse("No operation with this key for this agent ("+CodeOperationNotFound+").", nil),
+			"404": problemResponse("No operation with this key for this agent ("+codes.OperationNotFound+").", nil),
 			"500": internal,
 		},
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
@@ -69,12 +69,12 @@ func noteRequest(c echo.Context, out engine.Outcome) {
 func (s *Server) handleOperationGet(c echo.Context) error {
 	key, err := url.PathUnescape(c.Param("key"))
 	if err != nil {
-		return refuse(CodeOperationNotFound, "", "no operation with this key")
+		return refuse(codes.OperationNotFound, "", "no operation with this key")
 	}
 	op, err := s.engine.Operation(c.Request().Context(), token(c).Agent, key)
 	if errors.Is(err, store.ErrNotFound) {
 		// Another agent's key is not found either: keys are not shared.
-		return refuse(CodeOperationNotFound, "", "no operation with this key")
+		return refuse(codes.OperationNotFound, "", "no operation with this key")
 	}
 	if err != nil {
 		return err
@@ -91,17 +91,17 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 func readJSON(c echo.Context) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
 	if err != nil || mt != echo.MIMEApplicationJSON {
-		return nil, refuse(CodeUnsupportedMedia, "", "send the request as Content-Type: application/json")
+		return nil, refuse(codes.UnsupportedMedia, "", "send the request as Content-Type: application/json")
 	}
 	if c.Request().ContentLength > maxBody {
-		return nil, refuse(CodePayloadTooLarge, "", "the body is larger than 64 KiB")
+		return nil, refuse(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
 	}
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
 	if err != nil {
-		return nil, refuse(contract.CodeValidation, "", "the body could not be read")
+		return nil, refuse(codes.Validation, "", "the body could not be read")
 	}
 	if len(body) > maxBody {
-		return nil, refuse(CodePayloadTooLarge, "", "the body is larger than 64 KiB")
+		return nil, refuse(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
 	}
 	return body, nil
 }
@@ -139,6 +139,6 @@ func targetRefusalAnswer(r *engine.TargetRefusal) (status, retryAfter int, a ans
 		return http.StatusUnprocessableEntity, 0, a
 	}
 	a.Status = string(store.StatusFailedRetryable)
-	a.Errors = []ErrorItem{{Code: CodeTargetUnavailable, Message: "the target could not be asked; send the same request again later", Retryable: true}}
+	a.Errors = []ErrorItem{{Code: codes.TargetUnavailable, Message: "the target could not be asked; send the same request again later", Retryable: true}}
 	return http.StatusServiceUnavailable, 5, a
 }

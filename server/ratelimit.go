@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/config"
 )
 
@@ -45,7 +46,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		r := lim.Reserve()
 		if d := r.Delay(); d > 0 {
 			r.Cancel()
-			e := refuse(CodeRateLimited, "", "too many requests for this token; slow down and send the same request again after Retry-After")
+			e := refuse(codes.RateLimited, "", "too many requests for this token; slow down and send the same request again after Retry-After")
 			e.RetryAfter = max(1, int(math.Ceil(d.Seconds())))
 			return e
 		}

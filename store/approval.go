@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // ApprovalStatus is the state of an approval: pending until a person
@@ -161,7 +163,7 @@ func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, approve
 		return err
 	}
 	if !approve {
-		if err := s.endAwaiting(ctx, tx, key, "APPROVAL_DENIED", "a person denied this operation"); err != nil {
+		if err := s.endAwaiting(ctx, tx, key, codes.ApprovalDenied, "a person denied this operation"); err != nil {
 			return err
 		}
 	}
@@ -230,7 +232,7 @@ func (s *Store) expireApprovalsTx(ctx context.Context, tx *txn) ([]string, error
 		if err := s.appendAudit(ctx, tx, "approval.expired", d.key, map[string]any{"approval_id": d.id}); err != nil {
 			return nil, err
 		}
-		if err := s.endAwaiting(ctx, tx, d.key, "APPROVAL_EXPIRED", "nobody approved this operation in time"); err != nil {
+		if err := s.endAwaiting(ctx, tx, d.key, codes.ApprovalExpired, "nobody approved this operation in time"); err != nil {
 			return nil, err
 		}
 		keys = append(keys, d.key)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // The journal's state machine. Every change of an operation's status is
@@ -487,10 +489,10 @@ func (s *Store) orphanLeasesTx(ctx context.Context, tx *txn, run string) (int, e
 	for _, k := range keys {
 		if _, err := tx.ExecContext(ctx, `
 			UPDATE operations
-			SET status = 'unknown', error_code = 'OUTCOME_UNKNOWN',
+			SET status = 'unknown', error_code = ?,
 				error_message = 'the gateway stopped while the operation was in flight',
 				lease_owner = NULL, lease_until = NULL, next_check_at = ?, updated_at = ?
-			WHERE operation_key = ?`, now, now, k); err != nil {
+			WHERE operation_key = ?`, codes.OutcomeUnknown, now, now, k); err != nil {
 			return 0, fmt.Errorf("orphan leases: %w", err)
 		}
 		if err := s.appendAudit(ctx, tx, "operation.unknown", k, map[string]any{"reason": "the gateway stopped while the operation was in flight"}); err != nil {

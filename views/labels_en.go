@@ -160,6 +160,8 @@ var english = Labels{
 		"APPROVAL_EXPIRED":                 "nobody approved the operation in time",
 		"OUTCOME_UNKNOWN":                  "the request was sent to the target, but its outcome is not known",
 		"TARGET_UNAVAILABLE":               "the target is unavailable",
+		"TARGET_NOT_PUBLISHED":             "nothing answers as the target at the configured address",
+		"JOURNAL_UNAVAILABLE":              "the journal could not record the request; nothing was sent",
 		"TARGET_PERMISSION_DENIED":         "the gateway's user at the target lacks the rights for this operation",
 		"TARGET_REJECTED":                  "the target refused the operation",
 		"UNAUTHENTICATED":                  "the agent was not recognized: no token, or a wrong one",

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // Both languages name the same statuses, events, error codes, ….
@@ -41,6 +43,24 @@ func TestErrorText(t *testing.T) {
 	} {
 		if got := ru.ErrorText(tc.code, tc.message); got != tc.want {
 			t.Errorf("ErrorText(%q, %q) = %q, want %q", tc.code, tc.message, got, tc.want)
+		}
+	}
+}
+
+// Every code of the catalogue has its words in the admin pages, and the
+// pages name no code the catalogue lacks.
+func TestErrorLabelsAreTheCatalogue(t *testing.T) {
+	labelled := slices.Sorted(maps.Keys(LabelsFor("en").Errors))
+	if all := codes.All(); !slices.Equal(labelled, all) {
+		for _, c := range all {
+			if !slices.Contains(labelled, c) {
+				t.Errorf("%s has no label", c)
+			}
+		}
+		for _, c := range labelled {
+			if !slices.Contains(all, c) {
+				t.Errorf("%s is labelled but not in the catalogue", c)
+			}
 		}
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // Intent is the one intent this target serves.
@@ -46,17 +47,6 @@ const Originator = "oncegate"
 // blocked: "1", "Y" or true is blocked; absent, empty, "0" or "N" is active.
 // Bitrix24 contacts have no built-in "inactive" state.
 const BlockedField = "UF_CRM_ONCEGATE_BLOCKED"
-
-// Codes of business refusals this adapter gives beyond the transport codes
-// of package adapters.
-const (
-	CodeValidation       = "VALIDATION_ERROR"
-	CodeIntentNotAllowed = "INTENT_NOT_ALLOWED"
-	CodeNotFound         = "REFERENCE_NOT_FOUND"
-	CodeAmbiguous        = "REFERENCE_AMBIGUOUS"
-	CodeInactive         = "REFERENCE_INACTIVE"
-	CodePermissionDenied = "TARGET_PERMISSION_DENIED"
-)
 
 // Values of crm.activity.add fields (crm_enum_* in the REST reference).
 const (
@@ -167,7 +157,7 @@ type payload struct {
 // has validated the payload already; these are the adapter's own guards.
 func decodePayload(op adapters.Op) (payload, error) {
 	if op.Intent != Intent {
-		return payload{}, &adapters.Error{Class: adapters.Final, Code: CodeIntentNotAllowed,
+		return payload{}, &adapters.Error{Class: adapters.Final, Code: codes.IntentNotAllowed,
 			Message: "the CRM target serves only crm.callback.create"}
 	}
 	var raw struct {
@@ -203,14 +193,14 @@ func decodePayload(op adapters.Op) (payload, error) {
 }
 
 func invalid(field, msg string, cause error) *adapters.Error {
-	return &adapters.Error{Class: adapters.Final, Code: CodeValidation, Field: field, Message: msg, Err: cause}
+	return &adapters.Error{Class: adapters.Final, Code: codes.Validation, Field: field, Message: msg, Err: cause}
 }
 
 // checkKey refuses a key that cannot be stored whole in ORIGIN_ID; a cut key
 // could match another operation's activity.
 func checkKey(key string) error {
 	if key == "" || len(key) > maxOriginIDLen {
-		return &adapters.Error{Class: adapters.Final, Code: CodeValidation,
+		return &adapters.Error{Class: adapters.Final, Code: codes.Validation,
 			Message: "the operation key does not fit the CRM's external id field"}
 	}
 	return nil
@@ -279,7 +269,7 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	id, ok := positiveID(r.Result)
 	if !ok {
 		// A 200 without an id: whether the activity exists is unknown.
-		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 			Message: "the CRM answered without an activity id", Err: errors.New("crm.activity.add: result is not an id")}
 	}
 	return result(id, ct.id), nil
@@ -408,15 +398,15 @@ func (c *Client) resolveCustomer(ctx context.Context, externalID string) (contac
 	}
 	switch len(found) {
 	case 0:
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: CodeNotFound, Field: "customer_id",
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: "customer_id",
 			Message: "no customer with this customer_id exists in the CRM"}
 	case 1:
 	default:
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: CodeAmbiguous, Field: "customer_id",
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceAmbiguous, Field: "customer_id",
 			Message: "more than one CRM contact carries this customer_id"}
 	}
 	if blocked[0] {
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: CodeInactive, Field: "customer_id",
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceInactive, Field: "customer_id",
 			Message: "the customer is blocked in the CRM"}
 	}
 	return found[0], nil

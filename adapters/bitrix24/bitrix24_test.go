@@ -17,6 +17,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/sim"
 )
 
@@ -161,7 +162,7 @@ func TestExecute(t *testing.T) {
 		s, c, _ := setup(t)
 		op := newOp(t, "customer-9999")
 		_, err := c.Execute(context.Background(), op)
-		e := mustError(t, err, adapters.Final, bitrix24.CodeNotFound)
+		e := mustError(t, err, adapters.Final, codes.ReferenceNotFound)
 		if e.Field != "customer_id" {
 			t.Fatalf("field = %q", e.Field)
 		}
@@ -175,14 +176,14 @@ func TestExecute(t *testing.T) {
 		// adapter takes only the exact external id.
 		_, c, _ := setup(t)
 		_, err := c.Execute(context.Background(), newOp(t, "CUSTOMER-1042"))
-		mustError(t, err, adapters.Final, bitrix24.CodeNotFound)
+		mustError(t, err, adapters.Final, codes.ReferenceNotFound)
 	})
 	t.Run("ErrReferenceInactive", func(t *testing.T) {
 		t.Parallel()
 		s, c, _ := setup(t)
 		op := newOp(t, "customer-blocked-1")
 		_, err := c.Execute(context.Background(), op)
-		e := mustError(t, err, adapters.Final, bitrix24.CodeInactive)
+		e := mustError(t, err, adapters.Final, codes.ReferenceInactive)
 		if e.Field != "customer_id" {
 			t.Fatalf("field = %q", e.Field)
 		}
@@ -202,14 +203,14 @@ func TestExecute(t *testing.T) {
 			op := newOp(t, "customer-1042")
 			op.Payload = json.RawMessage(payload)
 			_, err := c.Execute(context.Background(), op)
-			if e := mustError(t, err, adapters.Final, bitrix24.CodeValidation); e.Field != field {
+			if e := mustError(t, err, adapters.Final, codes.Validation); e.Field != field {
 				t.Errorf("field = %q, want %q", e.Field, field)
 			}
 		}
 		op := newOp(t, "customer-1042")
 		op.Intent = "payment.charge"
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Final, bitrix24.CodeIntentNotAllowed)
+		mustError(t, err, adapters.Final, codes.IntentNotAllowed)
 	})
 	t.Run("ErrPermissionDenied", func(t *testing.T) {
 		t.Parallel()
@@ -226,9 +227,9 @@ func TestExecute(t *testing.T) {
 			}
 			op := newOp(t, "customer-1042")
 			_, err = c.Execute(context.Background(), op)
-			mustError(t, err, adapters.Retry, bitrix24.CodePermissionDenied)
+			mustError(t, err, adapters.Retry, codes.TargetPermissionDenied)
 			_, err = c.Lookup(context.Background(), op)
-			mustError(t, err, adapters.Retry, bitrix24.CodePermissionDenied)
+			mustError(t, err, adapters.Retry, codes.TargetPermissionDenied)
 		}
 	})
 }
@@ -241,7 +242,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 503})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+		mustError(t, err, adapters.Retry, codes.TargetUnavailable)
 		if got := s.Effects(sim.Bitrix24, op.Key); got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
 		}
@@ -255,7 +256,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 429})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		if e := mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable); e.RetryAfter != 1 {
+		if e := mustError(t, err, adapters.Retry, codes.TargetUnavailable); e.RetryAfter != 1 {
 			t.Fatalf("retry after = %d, want 1", e.RetryAfter)
 		}
 		if got := s.Effects(sim.Bitrix24, op.Key); got != 0 {
@@ -268,7 +269,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 502, On: sim.OnLookup})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+		mustError(t, err, adapters.Retry, codes.TargetUnavailable)
 		if got := s.Calls(sim.Bitrix24, op.Key); got != 0 {
 			t.Fatalf("add calls = %d, want 0", got)
 		}
@@ -306,7 +307,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultDropResponse})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+		mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
 		res, err := c.Lookup(context.Background(), op)
 		if err != nil {
 			t.Fatalf("lookup: %v", err)
@@ -324,7 +325,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+		mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
 		// The simulator commits once the delay is over, caller gone or not.
 		deadline := time.Now().Add(3 * time.Second)
 		for {
@@ -353,7 +354,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400, On: sim.OnLookup})
 		// A read that timed out made no effect: Retry, not Reconcile.
 		_, err := c.Lookup(context.Background(), newOp(t, "customer-1042"))
-		mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+		mustError(t, err, adapters.Retry, codes.TargetUnavailable)
 	})
 }
 
@@ -422,7 +423,7 @@ func TestLookup(t *testing.T) {
 		op := newOp(t, "customer-1042")
 		op.Key = "test:crm.callback:create:" + strings.Repeat("x", 250) + ":v1"
 		_, err := c.Lookup(context.Background(), op)
-		mustError(t, err, adapters.Final, bitrix24.CodeValidation)
+		mustError(t, err, adapters.Final, codes.Validation)
 	})
 }
 
@@ -451,7 +452,7 @@ func TestValidate(t *testing.T) {
 		t.Parallel()
 		_, c, _ := setup(t)
 		_, err := c.Validate(context.Background(), newOp(t, "customer-blocked-1"))
-		if e := mustError(t, err, adapters.Final, bitrix24.CodeInactive); e.Field != "customer_id" {
+		if e := mustError(t, err, adapters.Final, codes.ReferenceInactive); e.Field != "customer_id" {
 			t.Fatalf("field = %q", e.Field)
 		}
 	})
@@ -485,9 +486,9 @@ func TestNoSecretInErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = dead.Execute(context.Background(), newOp(t, "customer-1042"))
-	mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+	mustError(t, err, adapters.Retry, codes.TargetUnavailable)
 	_, err = dead.Lookup(context.Background(), newOp(t, "customer-1042"))
-	mustError(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+	mustError(t, err, adapters.Retry, codes.TargetUnavailable)
 }
 
 // A bare 502 from a proxy in front of the portal may come after the
@@ -517,7 +518,7 @@ func TestExecute_ProxyFailureAfterCommit(t *testing.T) {
 	}
 	op := newOp(t, "customer-1042")
 	_, err = c.Execute(context.Background(), op)
-	mustError(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+	mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
 	if n := s.Effects(sim.Bitrix24, op.Key); n != 1 {
 		t.Fatalf("the portal has %d activities for the key, want the 1 made behind the proxy's 502", n)
 	}

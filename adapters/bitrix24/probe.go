@@ -10,7 +10,7 @@ import (
 // by which the adapter finds customers (crm.contact.list, the crm scope
 // the gateway needs; profile or app.info would pass a webhook without
 // it). It returns what worked, or the call's classified error
-// (CodePermissionDenied for the webhook's user, secret or scope).
+// (codes.TargetPermissionDenied for the webhook's user, secret or scope).
 func (c *Client) Probe(ctx context.Context) (string, error) {
 	r, err := c.call(ctx, "crm.contact.list", map[string]any{
 		"filter": map[string]any{"ORIGINATOR_ID": Originator},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/sim"
 )
 
@@ -35,8 +36,8 @@ func TestProbe(t *testing.T) {
 		}
 		_, err = c.Probe(context.Background())
 		var e *adapters.Error
-		if !errors.As(err, &e) || e.Code != bitrix24.CodePermissionDenied {
-			t.Fatalf("err = %v, want %s", err, bitrix24.CodePermissionDenied)
+		if !errors.As(err, &e) || e.Code != codes.TargetPermissionDenied {
+			t.Fatalf("err = %v, want %s", err, codes.TargetPermissionDenied)
 		}
 		if strings.Contains(err.Error(), secret) {
 			t.Fatalf("the error quotes the webhook's secret: %v", err)

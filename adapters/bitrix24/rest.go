@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 const (
@@ -37,13 +38,13 @@ type reply struct {
 func (c *Client) call(ctx context.Context, method string, params any, write bool) (*reply, error) {
 	body, err := json.Marshal(params)
 	if err != nil {
-		return nil, &adapters.Error{Class: adapters.Final, Code: CodeValidation,
+		return nil, &adapters.Error{Class: adapters.Final, Code: codes.Validation,
 			Message: "the request for the CRM could not be encoded", Err: err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method+".json", bytes.NewReader(body))
 	if err != nil {
 		// The error would quote the URL; keep only that it failed.
-		return nil, adapters.Misconfigured(CodePermissionDenied, "the CRM webhook URL is not usable", errors.New(method+": cannot build request"))
+		return nil, adapters.Misconfigured(codes.TargetPermissionDenied, "the CRM webhook URL is not usable", errors.New(method+": cannot build request"))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -62,10 +63,10 @@ func (c *Client) call(ctx context.Context, method string, params any, write bool
 	if err != nil {
 		cause := fmt.Errorf("%s: read answer: %w", method, err)
 		if write {
-			return nil, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+			return nil, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 				Message: "the CRM's answer was cut off", Err: cause}
 		}
-		return nil, &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+		return nil, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
 			Message: "the CRM's answer was cut off", Err: cause}
 	}
 	var r reply
@@ -106,7 +107,7 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 		// A bare 502/503 from a proxy in front of the portal can come after
 		// PHP committed the write, and Bitrix24 does not dedupe by key:
 		// look it up before anything is sent again.
-		return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+		return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 			Message: "the CRM's gateway failed; the request may have been applied", Err: cause}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway ||
 		resp.StatusCode == http.StatusServiceUnavailable:
@@ -114,23 +115,23 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 		e.Err = cause
 		return e
 	case upper == "QUERY_LIMIT_EXCEEDED" || upper == "OPERATION_TIME_LIMIT":
-		return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+		return &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
 			Message: "the CRM's request limit is exceeded", Err: cause}
 	case deniedCodes[upper] || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden ||
 		resp.StatusCode == http.StatusNotFound || resp.StatusCode/100 == 3 ||
 		strings.HasPrefix(strings.ToLower(r.Description), "access denied"):
-		return adapters.Misconfigured(CodePermissionDenied, "the CRM webhook is not allowed to do this; check its URL, user and crm scope", cause)
+		return adapters.Misconfigured(codes.TargetPermissionDenied, "the CRM webhook is not allowed to do this; check its URL, user and crm scope", cause)
 	case resp.StatusCode >= 500 || resp.StatusCode/100 == 2:
 		// A failure while handling, or a 200 that is not a REST answer:
 		// the request may have been applied.
 		if write {
-			return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+			return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 				Message: "the CRM failed while handling the request", Err: cause}
 		}
-		return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+		return &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
 			Message: "the CRM failed while handling the request", Err: cause}
 	default:
-		return &adapters.Error{Class: adapters.Final, Code: CodeValidation,
+		return &adapters.Error{Class: adapters.Final, Code: codes.Validation,
 			Message: "the CRM rejected the request's arguments", Err: cause}
 	}
 }
@@ -147,7 +148,7 @@ func (c *Client) list(ctx context.Context, method string, params map[string]any,
 		}
 		more, err := page(r.Result)
 		if err != nil {
-			return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable,
+			return &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
 				Message: "the CRM answered in an unexpected shape", Err: fmt.Errorf("%s: %w", method, err)}
 		}
 		if !more || r.Next == nil || *r.Next <= start {
@@ -157,7 +158,7 @@ func (c *Client) list(ctx context.Context, method string, params map[string]any,
 	}
 	// Pages left unread: "not found" would not be known, and for a
 	// look-up that answer must never be guessed.
-	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+	return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 		Message: "the CRM's list was longer than the gateway reads", Err: fmt.Errorf("%s: more than %d pages", method, maxPages)}
 }
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // DefaultTimeout bounds one call to 1C when the configuration names none.
@@ -31,40 +32,20 @@ const servicePath = "/hs/oncegate/v1"
 // maxBody bounds how much of a 1C answer is read.
 const maxBody = 1 << 20
 
-// Codes of the 1C service, and the adapter's own.
-const (
-	CodeKeyMismatch      = "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH"
-	CodeKeyMissing       = "IDEMPOTENCY_KEY_MISSING"
-	CodeIntentNotAllowed = "INTENT_NOT_ALLOWED"
-	CodeValidation       = "VALIDATION_ERROR"
-	CodeRefNotFound      = "REFERENCE_NOT_FOUND"
-	CodeRefInactive      = "REFERENCE_INACTIVE"
-	CodeInvalidState     = "INVALID_STATE"
-	CodeNotFound         = "NOT_FOUND"
-	// CodePermissionDenied: 1C answered 401 or 403 to the gateway's user.
-	CodePermissionDenied = "TARGET_PERMISSION_DENIED"
-	// CodeRejected: 1C refused with a code this adapter cannot pass on.
-	CodeRejected = "TARGET_REJECTED"
-	// CodeNotPublished: nothing answers as the 1C service at the configured
-	// address (a 404 that is not the service's): the gateway's
-	// configuration or 1C's publication is wrong.
-	CodeNotPublished = "TARGET_NOT_PUBLISHED"
-)
-
 // messages are the safe texts given with each code; 1C's own text goes to
 // the log only.
 var messages = map[string]string{
-	CodeKeyMismatch:      "1C already holds this operation key with a different payload",
-	CodeKeyMissing:       "the operation key did not reach 1C",
-	CodeIntentNotAllowed: "the 1C service does not publish this intent",
-	CodeValidation:       "1C rejected the payload as invalid",
-	CodeRefNotFound:      "a referenced object was not found in 1C",
-	CodeRefInactive:      "a referenced object is blocked or marked for deletion in 1C",
-	CodeInvalidState:     "the document is not in a state that allows this operation",
-	CodeNotFound:         "the object was not found in 1C",
-	CodePermissionDenied: "the gateway's 1C user lacks the rights for this operation",
-	CodeRejected:         "1C refused the operation",
-	CodeNotPublished:     "the 1C HTTP service does not answer at the configured address; check base_url and the service's publication",
+	codes.KeyMismatch:            "1C already holds this operation key with a different payload",
+	codes.KeyMissing:             "the operation key did not reach 1C",
+	codes.IntentNotAllowed:       "the 1C service does not publish this intent",
+	codes.Validation:             "1C rejected the payload as invalid",
+	codes.ReferenceNotFound:      "a referenced object was not found in 1C",
+	codes.ReferenceInactive:      "a referenced object is blocked or marked for deletion in 1C",
+	codes.InvalidState:           "the document is not in a state that allows this operation",
+	codes.NotFound:               "the object was not found in 1C",
+	codes.TargetPermissionDenied: "the gateway's 1C user lacks the rights for this operation",
+	codes.TargetRejected:         "1C refused the operation",
+	codes.TargetNotPublished:     "the 1C HTTP service does not answer at the configured address; check base_url and the service's publication",
 }
 
 // Config is how the gateway reaches one 1C publication.
@@ -164,7 +145,7 @@ type record struct {
 // attempt made; both are a Result.
 func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	if op.Key == "" {
-		return adapters.Result{}, c.final(CodeKeyMissing, "", errors.New("empty operation key"))
+		return adapters.Result{}, c.final(codes.KeyMissing, "", errors.New("empty operation key"))
 	}
 	req, err := c.post(ctx, "/operations", op, true)
 	if err != nil {
@@ -187,7 +168,7 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 // when 1C answers 404 NOT_FOUND; any other failure is a classified error.
 func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	if op.Key == "" {
-		return adapters.Result{}, c.final(CodeKeyMissing, "", errors.New("empty operation key"))
+		return adapters.Result{}, c.final(codes.KeyMissing, "", errors.New("empty operation key"))
 	}
 	q := url.Values{"intent": {op.Intent}, "key": {op.Key}}
 	req, err := c.get(ctx, "/operations?"+q.Encode())
@@ -204,7 +185,7 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 		return c.result(resp, op)
 	case http.StatusNotFound:
 		e := c.statusError(resp)
-		if e.Code == CodeNotFound {
+		if e.Code == codes.NotFound {
 			return adapters.Result{}, adapters.ErrNotFound
 		}
 		return adapters.Result{}, e
@@ -245,7 +226,7 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 // errors.Is(err, adapters.ErrNotFound).
 func (c *Client) OrderStatus(ctx context.Context, orderID string) (adapters.Result, error) {
 	if strings.TrimSpace(orderID) == "" {
-		return adapters.Result{}, c.final(CodeValidation, "order_id", errors.New("empty order id"))
+		return adapters.Result{}, c.final(codes.Validation, "order_id", errors.New("empty order id"))
 	}
 	req, err := c.get(ctx, "/sales-orders/"+url.PathEscape(orderID))
 	if err != nil {
@@ -269,8 +250,8 @@ func (c *Client) OrderStatus(ctx context.Context, orderID string) (adapters.Resu
 		return adapters.Result{ObjectID: o.ObjectID, Data: map[string]any{"number": o.Number, "state": o.State}}, nil
 	case http.StatusNotFound:
 		e := c.statusError(resp)
-		if e.Code == CodeNotFound {
-			e = c.final(CodeRefNotFound, "order_id", fmt.Errorf("sales order: %w", adapters.ErrNotFound))
+		if e.Code == codes.NotFound {
+			e = c.final(codes.ReferenceNotFound, "order_id", fmt.Errorf("sales order: %w", adapters.ErrNotFound))
 		}
 		return adapters.Result{}, e
 	}
@@ -285,11 +266,11 @@ func (c *Client) post(ctx context.Context, path string, op adapters.Op, withKey 
 	}
 	body, err := json.Marshal(request{Intent: op.Intent, Fingerprint: op.Fingerprint, Payload: payload})
 	if err != nil {
-		return nil, c.final(CodeValidation, "payload", fmt.Errorf("encode request: %v", err))
+		return nil, c.final(codes.Validation, "payload", fmt.Errorf("encode request: %v", err))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.root+path, bytes.NewReader(body))
 	if err != nil {
-		return nil, c.final(CodeRejected, "", errors.New("build request"))
+		return nil, c.final(codes.TargetRejected, "", errors.New("build request"))
 	}
 	// Without GetBody net/http never resends the POST by itself on a reused
 	// connection (it would, because of Idempotency-Key): every attempt is
@@ -306,7 +287,7 @@ func (c *Client) post(ctx context.Context, path string, op adapters.Op, withKey 
 func (c *Client) get(ctx context.Context, pathAndQuery string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.root+pathAndQuery, nil)
 	if err != nil {
-		return nil, c.final(CodeRejected, "", errors.New("build request"))
+		return nil, c.final(codes.TargetRejected, "", errors.New("build request"))
 	}
 	c.auth(req)
 	return req, nil
@@ -359,7 +340,7 @@ func (c *Client) result(resp *http.Response, op adapters.Op) (adapters.Result, e
 func (c *Client) statusError(resp *http.Response) *adapters.Error {
 	switch resp.StatusCode {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		return adapters.Misconfigured(CodePermissionDenied, messages[CodePermissionDenied], errors.New(resp.Status))
+		return adapters.Misconfigured(codes.TargetPermissionDenied, messages[codes.TargetPermissionDenied], errors.New(resp.Status))
 	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
 	default:
 		e := adapters.StatusError(resp)
@@ -377,15 +358,15 @@ func (c *Client) statusError(resp *http.Response) *adapters.Error {
 	if (err != nil || len(body.Errors) == 0) && resp.StatusCode == http.StatusNotFound {
 		// Not the service answering: it never ran. Retry, so the key
 		// survives until the publication or base_url is fixed.
-		return adapters.Misconfigured(CodeNotPublished, messages[CodeNotPublished], fmt.Errorf("%s without an error body", resp.Status))
+		return adapters.Misconfigured(codes.TargetNotPublished, messages[codes.TargetNotPublished], fmt.Errorf("%s without an error body", resp.Status))
 	}
 	if err != nil || len(body.Errors) == 0 {
-		return c.final(CodeRejected, "", fmt.Errorf("%s without an error body", resp.Status))
+		return c.final(codes.TargetRejected, "", fmt.Errorf("%s without an error body", resp.Status))
 	}
 	first := body.Errors[0]
 	code, field := first.Code, first.Field
 	if !codePattern.MatchString(code) {
-		code = CodeRejected
+		code = codes.TargetRejected
 	}
 	if !fieldPattern.MatchString(field) {
 		field = ""
@@ -411,7 +392,7 @@ var (
 func (c *Client) final(code, field string, cause error) *adapters.Error {
 	msg, ok := messages[code]
 	if !ok {
-		msg = messages[CodeRejected]
+		msg = messages[codes.TargetRejected]
 	}
 	return &adapters.Error{Class: adapters.Final, Code: code, Field: field, Message: msg, Err: cause}
 }
@@ -419,7 +400,7 @@ func (c *Client) final(code, field string, cause error) *adapters.Error {
 // badAnswer is a success status with a body this adapter cannot read: the
 // document may exist, so the outcome is unknown until a lookup.
 func (c *Client) badAnswer(cause error) *adapters.Error {
-	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+	return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 		Message: "1C answered with a body the gateway could not read", Err: errors.New(c.clean(cause.Error()))}
 }
 

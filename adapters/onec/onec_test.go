@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
 )
@@ -158,7 +159,7 @@ func TestExecute(t *testing.T) {
 		key := "test:invoice.create:order-1:v1"
 		MustExecute(t, c, invoiceOp(t, key))
 		_, err := c.Execute(context.Background(), newOp(t, key, "invoice.create", invoice("customer-2001")))
-		classified(t, err, adapters.Final, onec.CodeKeyMismatch)
+		classified(t, err, adapters.Final, codes.KeyMismatch)
 		effects(t, s, key, 1)
 	})
 
@@ -167,7 +168,7 @@ func TestExecute(t *testing.T) {
 		s, c, _ := setup(t, time.Second)
 		op := newOp(t, "test:payment.charge:p-1:v1", "payment.charge", map[string]any{"amount_minor": 1})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Final, onec.CodeIntentNotAllowed)
+		classified(t, err, adapters.Final, codes.IntentNotAllowed)
 		effects(t, s, op.Key, 0)
 	})
 
@@ -178,7 +179,7 @@ func TestExecute(t *testing.T) {
 		p["posted"] = true
 		op := newOp(t, "test:invoice.create:order-1:v1", "invoice.create", p)
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Final, onec.CodeValidation)
+		classified(t, err, adapters.Final, codes.Validation)
 		effects(t, s, op.Key, 0)
 	})
 }
@@ -191,20 +192,20 @@ func TestExecuteReferences(t *testing.T) {
 		code   string
 		field  string
 	}{
-		{"CustomerNotFound", func(p map[string]any) { p["customer_id"] = "customer-404" }, onec.CodeRefNotFound, "customer_id"},
-		{"CustomerBlocked", func(p map[string]any) { p["customer_id"] = "customer-blocked-1" }, onec.CodeRefInactive, "customer_id"},
-		{"OrganizationNotFound", func(p map[string]any) { p["organization_id"] = "org-other" }, onec.CodeRefNotFound, "organization_id"},
+		{"CustomerNotFound", func(p map[string]any) { p["customer_id"] = "customer-404" }, codes.ReferenceNotFound, "customer_id"},
+		{"CustomerBlocked", func(p map[string]any) { p["customer_id"] = "customer-blocked-1" }, codes.ReferenceInactive, "customer_id"},
+		{"OrganizationNotFound", func(p map[string]any) { p["organization_id"] = "org-other" }, codes.ReferenceNotFound, "organization_id"},
 		{"ProductDeleted", func(p map[string]any) {
 			p["items"].([]any)[0].(map[string]any)["product_id"] = "product-deleted-1"
-		}, onec.CodeRefInactive, "items[0].product_id"},
+		}, codes.ReferenceInactive, "items[0].product_id"},
 		{"UnitNotFound", func(p map[string]any) {
 			p["items"] = append(p["items"].([]any), map[string]any{"product_id": "product-779", "quantity": 1, "unit": "box", "price_minor": 100})
-		}, onec.CodeRefNotFound, "items[1].unit"},
-		{"Currency", func(p map[string]any) { p["currency"] = "USD" }, onec.CodeValidation, "currency"},
+		}, codes.ReferenceNotFound, "items[1].unit"},
+		{"Currency", func(p map[string]any) { p["currency"] = "USD" }, codes.Validation, "currency"},
 		{"FirstOfMany", func(p map[string]any) {
 			p["customer_id"] = "customer-blocked-1"
 			p["currency"] = "EUR"
-		}, onec.CodeRefInactive, "customer_id"},
+		}, codes.ReferenceInactive, "customer_id"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -243,7 +244,7 @@ func TestExecuteFaults(t *testing.T) {
 			op := invoiceOp(t, "test:invoice.create:order-1:v1")
 			inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: status})
 			_, err := c.Execute(context.Background(), op)
-			e := classified(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+			e := classified(t, err, adapters.Retry, codes.TargetUnavailable)
 			wantAfter := 1
 			if status == 502 {
 				wantAfter = 0
@@ -264,7 +265,7 @@ func TestExecuteFaults(t *testing.T) {
 		op := invoiceOp(t, "test:invoice.create:order-1:v1")
 		inject(t, s, sim.Fault{Fault: sim.FaultReset})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+		classified(t, err, adapters.Retry, codes.TargetUnavailable)
 		effects(t, s, op.Key, 0)
 		if got, want := s.Calls(sim.OneC, op.Key), 1; got != want {
 			t.Fatalf("calls = %d, want %d (no hidden resend)", got, want)
@@ -280,7 +281,7 @@ func TestExecuteFaults(t *testing.T) {
 		op := invoiceOp(t, "test:invoice.create:order-1:v1")
 		inject(t, s, sim.Fault{Fault: sim.FaultDropResponse})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
 		if got, want := s.Calls(sim.OneC, op.Key), 1; got != want {
 			t.Fatalf("calls = %d, want %d (no hidden resend)", got, want)
 		}
@@ -304,7 +305,7 @@ func TestExecuteFaults(t *testing.T) {
 		op := invoiceOp(t, "test:invoice.create:order-1:v1")
 		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
 		// 1C commits once the delay is over, though the caller has gone.
 		deadline := time.Now().Add(2 * time.Second)
 		for s.Effects(sim.OneC, op.Key) == 0 && time.Now().Before(deadline) {
@@ -329,7 +330,7 @@ func TestExecuteFaults(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		_, err := c.Execute(ctx, op)
-		classified(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown)
+		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
 	})
 }
 
@@ -397,7 +398,7 @@ func TestLookup(t *testing.T) {
 		s, c, _ := setup(t, time.Second)
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 503, On: sim.OnLookup})
 		_, err := c.Lookup(context.Background(), invoiceOp(t, "test:invoice.create:order-1:v1"))
-		classified(t, err, adapters.Retry, adapters.CodeTargetUnavailable)
+		classified(t, err, adapters.Retry, codes.TargetUnavailable)
 	})
 
 	t.Run("ErrWrongPublication", func(t *testing.T) {
@@ -410,7 +411,7 @@ func TestLookup(t *testing.T) {
 		if errors.Is(err, adapters.ErrNotFound) {
 			t.Fatal("a 404 page was taken for 'no effect'")
 		}
-		classified(t, err, adapters.Retry, onec.CodeNotPublished)
+		classified(t, err, adapters.Retry, codes.TargetNotPublished)
 	})
 }
 
@@ -447,21 +448,21 @@ func TestSalesOrder(t *testing.T) {
 
 	t.Run("ErrAlreadyPosted", func(t *testing.T) {
 		_, err := c.Execute(ctx, postOp(t, "test:sales_order.post:SO-000001:v2", draft.ObjectID))
-		e := classified(t, err, adapters.Final, onec.CodeInvalidState)
+		e := classified(t, err, adapters.Final, codes.InvalidState)
 		if e.Field != "order_id" {
 			t.Fatalf("field = %q, want order_id", e.Field)
 		}
 	})
 	t.Run("ErrUnknownOrder", func(t *testing.T) {
 		_, err := c.Execute(ctx, postOp(t, "test:sales_order.post:SO-999999:v1", "SO-999999"))
-		e := classified(t, err, adapters.Final, onec.CodeRefNotFound)
+		e := classified(t, err, adapters.Final, codes.ReferenceNotFound)
 		if e.Field != "order_id" {
 			t.Fatalf("field = %q, want order_id", e.Field)
 		}
 	})
 	t.Run("ErrStatusNotFound", func(t *testing.T) {
 		_, err := c.OrderStatus(ctx, "SO-404")
-		e := classified(t, err, adapters.Final, onec.CodeRefNotFound)
+		e := classified(t, err, adapters.Final, codes.ReferenceNotFound)
 		if !errors.Is(err, adapters.ErrNotFound) || e.Field != "order_id" {
 			t.Fatalf("err = %v, want REFERENCE_NOT_FOUND on order_id wrapping ErrNotFound", err)
 		}
@@ -497,7 +498,7 @@ func TestValidate(t *testing.T) {
 		t.Parallel()
 		_, c, _ := setup(t, time.Second)
 		_, err := c.Validate(context.Background(), newOp(t, "", "invoice.create", invoice("customer-blocked-1")))
-		e := classified(t, err, adapters.Final, onec.CodeRefInactive)
+		e := classified(t, err, adapters.Final, codes.ReferenceInactive)
 		if e.Field != "customer_id" {
 			t.Fatalf("field = %q, want customer_id", e.Field)
 		}
@@ -508,7 +509,7 @@ func TestValidate(t *testing.T) {
 		key := "test:invoice.create:order-1:v1"
 		MustExecute(t, c, invoiceOp(t, key))
 		_, err := c.Validate(context.Background(), newOp(t, key, "invoice.create", invoice("customer-2001")))
-		classified(t, err, adapters.Final, onec.CodeKeyMismatch)
+		classified(t, err, adapters.Final, codes.KeyMismatch)
 	})
 }
 
@@ -536,7 +537,7 @@ func TestBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = wrong.Execute(context.Background(), invoiceOp(t, "test:invoice.create:order-2:v1"))
-	classified(t, err, adapters.Retry, onec.CodePermissionDenied)
+	classified(t, err, adapters.Retry, codes.TargetPermissionDenied)
 }
 
 // TestErrorsHideSecrets collects the errors of every failure path and checks

@@ -13,7 +13,7 @@ import (
 // configured publication to the configured user: it looks up an operation
 // key that cannot exist, which 1C answers from its key register with
 // NOT_FOUND. It returns what worked, or the look-up's classified error
-// (CodePermissionDenied for the user, CodeNotPublished for the address).
+// (codes.TargetPermissionDenied for the user, codes.TargetNotPublished for the address).
 func (c *Client) Probe(ctx context.Context) (string, error) {
 	buf := make([]byte, 8)
 	rand.Read(buf)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 func TestProbe(t *testing.T) {
@@ -35,8 +35,8 @@ func TestProbe(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"ErrUser", http.StatusUnauthorized, onec.CodePermissionDenied},
-		{"ErrNotPublished", http.StatusNotFound, onec.CodeNotPublished},
+		{"ErrUser", http.StatusUnauthorized, codes.TargetPermissionDenied},
+		{"ErrNotPublished", http.StatusNotFound, codes.TargetNotPublished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

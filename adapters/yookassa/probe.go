@@ -7,6 +7,7 @@ import (
 	"net/url"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // shop is the part of GET /v3/me's answer the probe reads.
@@ -16,14 +17,11 @@ type shop struct {
 	Status    string `json:"status"`
 }
 
-// CodeNotAPI: nothing at base_url answers as YooKassa's API v3.
-const CodeNotAPI = "TARGET_NOT_PUBLISHED"
-
 // Probe checks, writing nothing, that the shop's credentials are accepted:
 // GET /v3/me, the shop's own settings. Where /me is not offered (a 404, as
 // from the simulator) a list of at most one payment proves the same. It
-// returns what worked, or a classified error (CodePermissionDenied for
-// the shop id or secret key, CodeNotAPI for the address).
+// returns what worked, or a classified error (codes.TargetPermissionDenied for
+// the shop id or secret key, codes.TargetNotPublished for the address).
 func (c *Client) Probe(ctx context.Context) (string, error) {
 	var me shop
 	err := c.getJSON(ctx, "/me", nil, &me)
@@ -31,7 +29,7 @@ func (c *Client) Probe(ctx context.Context) (string, error) {
 		var list objectList[payment]
 		err = c.getJSON(ctx, "/payments", url.Values{"limit": {"1"}}, &list)
 		if errors.Is(err, adapters.ErrNotFound) {
-			return "", adapters.Misconfigured(CodeNotAPI, "nothing answers as YooKassa's API v3 at the configured address", errors.New("GET /me and GET /payments: 404"))
+			return "", adapters.Misconfigured(codes.TargetNotPublished, "nothing answers as YooKassa's API v3 at the configured address", errors.New("GET /me and GET /payments: 404"))
 		}
 		if err != nil {
 			return "", err
@@ -42,7 +40,7 @@ func (c *Client) Probe(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if me.Status != "" && me.Status != "enabled" {
-		return "", adapters.Misconfigured(CodePermissionDenied, fmt.Sprintf("the shop's credentials are accepted, but YooKassa says the shop is %q", me.Status), nil)
+		return "", adapters.Misconfigured(codes.TargetPermissionDenied, fmt.Sprintf("the shop's credentials are accepted, but YooKassa says the shop is %q", me.Status), nil)
 	}
 	s := "the shop's credentials are accepted"
 	if me.AccountID != "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 )
 
@@ -26,8 +27,8 @@ func TestProbe(t *testing.T) {
 		c := MustNew(t, yookassa.Config{BaseURL: f.url, ShopID: "shop-1", SecretKey: "wrong-secret-value", Timeout: time.Second})
 		_, err := c.Probe(context.Background())
 		var e *adapters.Error
-		if !errors.As(err, &e) || e.Code != yookassa.CodePermissionDenied {
-			t.Fatalf("err = %v, want %s", err, yookassa.CodePermissionDenied)
+		if !errors.As(err, &e) || e.Code != codes.TargetPermissionDenied {
+			t.Fatalf("err = %v, want %s", err, codes.TargetPermissionDenied)
 		}
 		if strings.Contains(err.Error(), "wrong-secret-value") {
 			t.Fatalf("the error quotes the secret: %v", err)
@@ -69,8 +70,8 @@ func TestProbe(t *testing.T) {
 		defer ts.Close()
 		_, err := MustNew(t, yookassa.Config{BaseURL: ts.URL + "/v2", ShopID: "506751", SecretKey: "live-secret"}).Probe(context.Background())
 		var e *adapters.Error
-		if !errors.As(err, &e) || e.Code != yookassa.CodeNotAPI {
-			t.Fatalf("err = %v, want %s", err, yookassa.CodeNotAPI)
+		if !errors.As(err, &e) || e.Code != codes.TargetNotPublished {
+			t.Fatalf("err = %v, want %s", err, codes.TargetNotPublished)
 		}
 	})
 }

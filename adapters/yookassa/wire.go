@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // maxBody bounds how much of one answer is read.
@@ -116,7 +117,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, idem
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, nil, &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "the request to the payment provider could not be built", Err: errors.New("build request")}
+		return nil, nil, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable, Message: "the request to the payment provider could not be built", Err: errors.New("build request")}
 	}
 	req.SetBasicAuth(c.shopID, c.secret)
 	req.Header.Set("Accept", "application/json")
@@ -136,7 +137,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, idem
 		err = errors.New("answer larger than 4 MiB")
 	}
 	if err != nil {
-		return nil, nil, c.mask(&adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the answer of the payment provider was cut off", Err: fmt.Errorf("read answer: %w", err)})
+		return nil, nil, c.mask(&adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "the answer of the payment provider was cut off", Err: fmt.Errorf("read answer: %w", err)})
 	}
 	return resp, data, nil
 }
@@ -161,9 +162,9 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) 
 		e.Err = c.cause(resp, data)
 		return e
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return adapters.Misconfigured(CodePermissionDenied, "the payment provider refused the shop credentials or rights", c.cause(resp, data))
+		return adapters.Misconfigured(codes.TargetPermissionDenied, "the payment provider refused the shop credentials or rights", c.cause(resp, data))
 	}
-	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider answered a read in an unexpected way", Err: c.cause(resp, data)}
+	return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "the payment provider answered a read in an unexpected way", Err: c.cause(resp, data)}
 }
 
 func (c *Client) getPayment(ctx context.Context, id string) (payment, error) {
@@ -264,7 +265,7 @@ func scan[T any](ctx context.Context, c *Client, path string, q url.Values, key 
 		var l objectList[T]
 		if err := c.getJSON(ctx, path, q, &l); err != nil {
 			if errors.Is(err, adapters.ErrNotFound) {
-				err = &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider did not list its objects", Err: errors.New("list answered 404")}
+				err = &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "the payment provider did not list its objects", Err: errors.New("list answered 404")}
 			}
 			return zero, adapters.LookupFailure(err)
 		}
@@ -278,7 +279,7 @@ func scan[T any](ctx context.Context, c *Client, path string, q url.Values, key 
 		}
 		q.Set("cursor", l.NextCursor)
 	}
-	return zero, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+	return zero, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 		Message: "the lookup at the payment provider stopped before the start of the operation's time window",
 		Err:     fmt.Errorf("scanned %d pages of %s", lookupPages, path)}
 }
@@ -297,7 +298,7 @@ func paymentOutcome(p payment) (adapters.Result, error) {
 	case "succeeded":
 		minor, err := amountOf(p.Amount)
 		if err != nil {
-			return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: p.ID,
+			return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: p.ID,
 				Message: "the payment succeeded but its amount could not be read", Err: err}
 		}
 		return adapters.Result{ObjectID: p.ID, Data: map[string]any{
@@ -315,10 +316,10 @@ func paymentOutcome(p payment) (adapters.Result, error) {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: code, Message: msg, ObjectID: p.ID,
 			Err: fmt.Errorf("payment canceled: reason %q", reason)}
 	case "pending", "waiting_for_capture":
-		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: p.ID,
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: p.ID,
 			Message: "the payment exists at the payment provider but is not final yet", Err: fmt.Errorf("payment status %q", p.Status)}
 	}
-	return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: p.ID,
+	return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: p.ID,
 		Message: "the payment provider reported a payment status this gateway does not know", Err: fmt.Errorf("payment status %q", p.Status)}
 }
 
@@ -328,7 +329,7 @@ func refundOutcome(r refund) (adapters.Result, error) {
 	case "succeeded":
 		minor, err := amountOf(r.Amount)
 		if err != nil {
-			return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: r.ID,
+			return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: r.ID,
 				Message: "the refund succeeded but its amount could not be read", Err: err}
 		}
 		return adapters.Result{ObjectID: r.ID, Data: map[string]any{
@@ -346,13 +347,13 @@ func refundOutcome(r refund) (adapters.Result, error) {
 		if safeToken(reason) {
 			msg += " (reason: " + reason + ")"
 		}
-		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: CodeRefundCanceled, Message: msg, ObjectID: r.ID,
+		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: codes.RefundCanceled, Message: msg, ObjectID: r.ID,
 			Err: fmt.Errorf("refund canceled: reason %q", reason)}
 	case "pending":
-		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: r.ID,
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: r.ID,
 			Message: "the refund exists at the payment provider but is not final yet", Err: errors.New(`refund status "pending"`)}
 	}
-	return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: r.ID,
+	return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: r.ID,
 		Message: "the payment provider reported a refund status this gateway does not know", Err: fmt.Errorf("refund status %q", r.Status)}
 }
 
@@ -389,13 +390,13 @@ var declineReasons = map[string]bool{
 func cancelCode(reason string) (code, msg string) {
 	switch {
 	case reason == "insufficient_funds":
-		return CodeInsufficientFunds, "the payer's account has insufficient funds for this payment"
+		return codes.InsufficientFunds, "the payer's account has insufficient funds for this payment"
 	case declineReasons[reason]:
 		msg = "the payment was declined"
-		code = CodePaymentDeclined
+		code = codes.PaymentDeclined
 	default:
 		msg = "the payment was canceled at the payment provider"
-		code = CodePaymentCanceled
+		code = codes.PaymentCanceled
 	}
 	if safeToken(reason) {
 		msg += " (reason: " + reason + ")"
@@ -422,7 +423,7 @@ func (c *Client) executeError(intent string, resp *http.Response, data []byte) e
 	if resp.StatusCode == http.StatusAccepted {
 		var p processing
 		_ = json.Unmarshal(data, &p)
-		return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+		return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 			Message:    "the payment provider is still processing the request",
 			RetryAfter: int((p.RetryAfter + 999) / 1000),
 			Err:        errors.New("yookassa answered 202 (processing)")}
@@ -441,21 +442,21 @@ func (c *Client) executeError(intent string, resp *http.Response, data []byte) e
 	case http.StatusBadRequest:
 		return badRequest(intent, ae.Parameter, cause)
 	case http.StatusUnauthorized:
-		return adapters.Misconfigured(CodePermissionDenied, "the payment provider refused the shop credentials", cause)
+		return adapters.Misconfigured(codes.TargetPermissionDenied, "the payment provider refused the shop credentials", cause)
 	case http.StatusForbidden:
-		return adapters.Misconfigured(CodePermissionDenied, "the shop is not allowed to perform this operation at the payment provider", cause)
+		return adapters.Misconfigured(codes.TargetPermissionDenied, "the shop is not allowed to perform this operation at the payment provider", cause)
 	case http.StatusNotFound:
 		if intent == IntentRefund {
-			return final(CodeReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", cause)
+			return final(codes.ReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", cause)
 		}
 		// No resource of POST /payments can be missing: the base URL is
 		// wrong. Nothing was created; the call may be made again once fixed.
-		return &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "the payment provider endpoint was not found", Err: cause}
+		return &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable, Message: "the payment provider endpoint was not found", Err: cause}
 	}
 	if resp.StatusCode >= 400 {
-		return final(CodeValidation, "", "the payment provider refused the request", cause)
+		return final(codes.Validation, "", "the payment provider refused the request", cause)
 	}
-	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "the payment provider answered in an unexpected way", Err: cause}
+	return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "the payment provider answered in an unexpected way", Err: cause}
 }
 
 // badRequest maps 400 invalid_request by the parameter YooKassa names.
@@ -464,29 +465,29 @@ func badRequest(intent, parameter string, cause error) error {
 		// The provider holds another request under this key (or refused the
 		// key). The effect of that request may exist: look it up by key
 		// rather than give up on an operation that may have been applied.
-		return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+		return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 			Message: "the payment provider already holds a request under this operation key", Err: cause}
 	}
 	field := func(name string) bool { return parameter == name || strings.HasPrefix(parameter, name+".") }
 	switch {
 	case intent == IntentCharge && field("payment_method_id"):
-		return final(CodeReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider or cannot be charged", cause)
+		return final(codes.ReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider or cannot be charged", cause)
 	case intent == IntentRefund && field("payment_id"):
-		return final(CodeValidation, "payment_id", "the payment cannot be refunded (it does not exist, has not succeeded or is not refundable)", cause)
+		return final(codes.Validation, "payment_id", "the payment cannot be refunded (it does not exist, has not succeeded or is not refundable)", cause)
 	case parameter == "amount.currency":
-		return final(CodeValidation, "currency", "the payment provider refused the currency", cause)
+		return final(codes.Validation, "currency", "the payment provider refused the currency", cause)
 	case field("amount"):
 		if intent == IntentRefund {
-			return final(CodeValidation, "amount_minor", "the refund amount exceeds what is left to refund on the payment, or is invalid", cause)
+			return final(codes.Validation, "amount_minor", "the refund amount exceeds what is left to refund on the payment, or is invalid", cause)
 		}
-		return final(CodeValidation, "amount_minor", "the payment provider refused the amount", cause)
+		return final(codes.Validation, "amount_minor", "the payment provider refused the amount", cause)
 	case field("description"):
 		if intent == IntentRefund {
-			return final(CodeValidation, "reason", "the payment provider refused the refund reason", cause)
+			return final(codes.Validation, "reason", "the payment provider refused the refund reason", cause)
 		}
-		return final(CodeValidation, "description", "the payment provider refused the description", cause)
+		return final(codes.Validation, "description", "the payment provider refused the description", cause)
 	}
-	return final(CodeValidation, "", "the payment provider refused the request as invalid", cause)
+	return final(codes.Validation, "", "the payment provider refused the request as invalid", cause)
 }
 
 // cause is the provider's own account of a failure, for logs only.
@@ -535,6 +536,6 @@ func unreadable(err error) *adapters.Error {
 	if err == nil {
 		err = errors.New("answer without an object id")
 	}
-	return &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown,
+	return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 		Message: "the payment provider sent an answer that could not be read", Err: err}
 }

@@ -24,24 +24,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // Intents this target serves.
 const (
 	IntentCharge = "payment.charge"
 	IntentRefund = "payment.refund"
-)
-
-// Stable codes this adapter gives besides the transport ones in adapters.
-const (
-	CodeValidation        = "VALIDATION_ERROR"
-	CodeReferenceNotFound = "REFERENCE_NOT_FOUND"
-	CodeReferenceInactive = "REFERENCE_INACTIVE"
-	CodePermissionDenied  = "TARGET_PERMISSION_DENIED"
-	CodeInsufficientFunds = "INSUFFICIENT_FUNDS"
-	CodePaymentDeclined   = "PAYMENT_DECLINED"
-	CodePaymentCanceled   = "PAYMENT_CANCELED"
-	CodeRefundCanceled    = "REFUND_CANCELED"
 )
 
 // Metadata keys the adapter writes on payments and refunds. YooKassa allows
@@ -262,11 +251,11 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		pm, err := c.getPaymentMethod(ctx, p.AccountID)
 		switch {
 		case errors.Is(err, adapters.ErrNotFound):
-			return adapters.Plan{}, final(CodeReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider", nil)
+			return adapters.Plan{}, final(codes.ReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider", nil)
 		case err != nil:
 			return adapters.Plan{}, adapters.ReadFailure(err)
 		case !pm.Saved || pm.Status != "active":
-			return adapters.Plan{}, final(CodeReferenceInactive, "account_id", "the saved payment method (account) is not active at the payment provider", nil)
+			return adapters.Plan{}, final(codes.ReferenceInactive, "account_id", "the saved payment method (account) is not active at the payment provider", nil)
 		}
 		return adapters.Plan{Data: map[string]any{
 			"account_id":   p.AccountID,
@@ -286,7 +275,7 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		}
 		pay, err := c.getPayment(ctx, p.PaymentID)
 		if errors.Is(err, adapters.ErrNotFound) {
-			return adapters.Plan{}, final(CodeReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", nil)
+			return adapters.Plan{}, final(codes.ReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", nil)
 		}
 		if err != nil {
 			return adapters.Plan{}, adapters.ReadFailure(err)
@@ -309,25 +298,25 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 // left to refund before this refund.
 func refundable(pay payment, p refundPayload) (int64, error) {
 	if pay.Status != "succeeded" || !pay.Paid {
-		return 0, final(CodeValidation, "payment_id", "only a succeeded payment can be refunded", nil)
+		return 0, final(codes.Validation, "payment_id", "only a succeeded payment can be refunded", nil)
 	}
 	if pay.Amount.Currency != p.Currency {
-		return 0, final(CodeValidation, "currency", "the refund currency differs from the payment currency", nil)
+		return 0, final(codes.Validation, "currency", "the refund currency differs from the payment currency", nil)
 	}
 	exp, _ := exponent(p.Currency)
 	total, err := parseAmount(pay.Amount.Value, exp)
 	if err != nil {
-		return 0, &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "the payment provider sent an answer that could not be read", Err: err}
+		return 0, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable, Message: "the payment provider sent an answer that could not be read", Err: err}
 	}
 	var done int64
 	if pay.RefundedAmount != nil && pay.RefundedAmount.Value != "" {
 		if done, err = parseAmount(pay.RefundedAmount.Value, exp); err != nil {
-			return 0, &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "the payment provider sent an answer that could not be read", Err: err}
+			return 0, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable, Message: "the payment provider sent an answer that could not be read", Err: err}
 		}
 	}
 	left := total - done
 	if p.AmountMinor > left {
-		return left, final(CodeValidation, "amount_minor", "the refund amount exceeds what is left to refund on the payment", nil)
+		return left, final(codes.Validation, "amount_minor", "the refund amount exceeds what is left to refund on the payment", nil)
 	}
 	return left, nil
 }
@@ -335,7 +324,7 @@ func refundable(pay payment, p refundPayload) (int64, error) {
 func decodeCharge(op adapters.Op) (chargePayload, error) {
 	var p chargePayload
 	if err := json.Unmarshal(op.Payload, &p); err != nil {
-		return p, final(CodeValidation, "", "the payment payload could not be read", err)
+		return p, final(codes.Validation, "", "the payment payload could not be read", err)
 	}
 	return p, nil
 }
@@ -343,7 +332,7 @@ func decodeCharge(op adapters.Op) (chargePayload, error) {
 func decodeRefund(op adapters.Op) (refundPayload, error) {
 	var p refundPayload
 	if err := json.Unmarshal(op.Payload, &p); err != nil {
-		return p, final(CodeValidation, "", "the refund payload could not be read", err)
+		return p, final(codes.Validation, "", "the refund payload could not be read", err)
 	}
 	return p, nil
 }
@@ -358,23 +347,23 @@ func buildCharge(key string, p chargePayload) (paymentRequest, error) {
 		return paymentRequest{}, err
 	}
 	if p.AccountID == "" {
-		return paymentRequest{}, final(CodeValidation, "account_id", "account_id is required", nil)
+		return paymentRequest{}, final(codes.Validation, "account_id", "account_id is required", nil)
 	}
 	if p.OrderID == "" {
-		return paymentRequest{}, final(CodeValidation, "order_id", "order_id is required", nil)
+		return paymentRequest{}, final(codes.Validation, "order_id", "order_id is required", nil)
 	}
 	if utf8.RuneCountInString(p.OrderID) > maxMetaValue {
-		return paymentRequest{}, final(CodeValidation, "order_id", "order_id is longer than the payment provider keeps (512 characters)", nil)
+		return paymentRequest{}, final(codes.Validation, "order_id", "order_id is longer than the payment provider keeps (512 characters)", nil)
 	}
 	if utf8.RuneCountInString(p.CustomerID) > maxMetaValue {
-		return paymentRequest{}, final(CodeValidation, "customer_id", "customer_id is longer than the payment provider keeps (512 characters)", nil)
+		return paymentRequest{}, final(codes.Validation, "customer_id", "customer_id is longer than the payment provider keeps (512 characters)", nil)
 	}
 	desc := p.Description
 	if desc == "" {
 		desc = truncate("Order "+p.OrderID, maxPaymentDescription)
 	}
 	if utf8.RuneCountInString(desc) > maxPaymentDescription {
-		return paymentRequest{}, final(CodeValidation, "description", "description is longer than 128 characters", nil)
+		return paymentRequest{}, final(codes.Validation, "description", "description is longer than 128 characters", nil)
 	}
 	meta := keyMetadata(key)
 	meta[MetaOrderID] = p.OrderID
@@ -398,10 +387,10 @@ func buildRefund(key string, p refundPayload) (refundRequestBody, error) {
 		return refundRequestBody{}, err
 	}
 	if !validProviderID(p.PaymentID) {
-		return refundRequestBody{}, final(CodeValidation, "payment_id", "payment_id is not a payment id of the payment provider", nil)
+		return refundRequestBody{}, final(codes.Validation, "payment_id", "payment_id is not a payment id of the payment provider", nil)
 	}
 	if utf8.RuneCountInString(p.Reason) > maxRefundDescription {
-		return refundRequestBody{}, final(CodeValidation, "reason", "reason is longer than 250 characters", nil)
+		return refundRequestBody{}, final(codes.Validation, "reason", "reason is longer than 250 characters", nil)
 	}
 	return refundRequestBody{
 		PaymentID:   p.PaymentID,
@@ -441,14 +430,14 @@ func keyMetadata(key string) map[string]string {
 func money(minor int64, currency string) (amount, error) {
 	exp, ok := exponent(currency)
 	if !ok {
-		return amount{}, final(CodeValidation, "currency", "the currency is not supported for payments (RUB, USD, EUR, KZT, BYN, CNY)", nil)
+		return amount{}, final(codes.Validation, "currency", "the currency is not supported for payments (RUB, USD, EUR, KZT, BYN, CNY)", nil)
 	}
 	if minor <= 0 {
-		return amount{}, final(CodeValidation, "amount_minor", "amount_minor must be greater than zero", nil)
+		return amount{}, final(codes.Validation, "amount_minor", "amount_minor must be greater than zero", nil)
 	}
 	v, err := formatAmount(minor, exp)
 	if err != nil {
-		return amount{}, final(CodeValidation, "amount_minor", "amount_minor is out of range", err)
+		return amount{}, final(codes.Validation, "amount_minor", "amount_minor is out of range", err)
 	}
 	return amount{Value: v, Currency: currency}, nil
 }
@@ -477,7 +466,7 @@ func truncate(s string, n int) string {
 }
 
 func unknownIntent(intent string) error {
-	return final(CodeValidation, "", "the payment target does not serve this intent", fmt.Errorf("intent %q", intent))
+	return final(codes.Validation, "", "the payment target does not serve this intent", fmt.Errorf("intent %q", intent))
 }
 
 func final(code, field, msg string, err error) *adapters.Error {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 )
@@ -436,7 +437,7 @@ func TestExecuteFaults(t *testing.T) {
 		f.inject(t, sim.Fault{Fault: sim.FaultStatus, Status: 503})
 		op := chargeOp(t, "test:payment.charge:order-30:v1", 1000)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Retry, adapters.CodeTargetUnavailable, "")
+		wantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 		if got := f.effects(op.Key); got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
 		}
@@ -451,7 +452,7 @@ func TestExecuteFaults(t *testing.T) {
 		f := setup(t)
 		f.inject(t, sim.Fault{Fault: sim.FaultStatus, Status: 429})
 		_, err := f.client.Execute(context.Background(), chargeOp(t, "test:payment.charge:order-31:v1", 1000))
-		e := wantError(t, err, adapters.Retry, adapters.CodeTargetUnavailable, "")
+		e := wantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 		if got, want := e.RetryAfter, 1; got != want {
 			t.Fatalf("RetryAfter = %d, want %d", got, want)
 		}
@@ -463,7 +464,7 @@ func TestExecuteFaults(t *testing.T) {
 		f.inject(t, sim.Fault{Fault: sim.FaultReset})
 		op := chargeOp(t, "test:payment.charge:order-32:v1", 1000)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Retry, adapters.CodeTargetUnavailable, "")
+		wantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 		if got := f.effects(op.Key); got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
 		}
@@ -475,7 +476,7 @@ func TestExecuteFaults(t *testing.T) {
 		f.inject(t, sim.Fault{Fault: sim.FaultDropResponse})
 		op := chargeOp(t, "test:payment.charge:order-33:v1", 125000)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown, "")
+		wantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 		found, err := f.client.Lookup(context.Background(), op)
 		if err != nil {
 			t.Fatalf("Lookup: %v", err)
@@ -495,7 +496,7 @@ func TestExecuteFaults(t *testing.T) {
 		f.inject(t, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400})
 		op := chargeOp(t, "test:payment.charge:order-34:v1", 125000)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Reconcile, adapters.CodeOutcomeUnknown, "")
+		wantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 		res := eventually(t, f.client, op)
 		if got := f.effects(op.Key); got != 1 {
 			t.Fatalf("effects = %d, want 1", got)

@@ -11,25 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
-)
 
-// Stable machine codes of the refusals this package makes (API.md section 5).
-const (
-	// CodeKeyMissing: a mutating intent in execute mode came without an operation key.
-	// This package never returns it by itself; the caller decides whether a key is
-	// required and uses ErrKeyMissing.
-	CodeKeyMissing = "IDEMPOTENCY_KEY_MISSING"
-	// CodeKeyInvalid: malformed key, wrong contour, key/intent mismatch, secret in key,
-	// or header and request_id carrying different keys.
-	CodeKeyInvalid = "IDEMPOTENCY_KEY_INVALID"
-	// CodeIntentNotAllowed: the intent is not in the whitelist.
-	CodeIntentNotAllowed = "INTENT_NOT_ALLOWED"
-	// CodeUnknownField: a field that the contract does not define, envelope or payload.
-	CodeUnknownField = "UNKNOWN_FIELD"
-	// CodeValidation: any other violation of the envelope or the payload schema.
-	CodeValidation = "VALIDATION_ERROR"
-	// CodeUnsupportedSchema: schema_version is not one this gateway speaks.
-	CodeUnsupportedSchema = "UNSUPPORTED_SCHEMA"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // KeyField is the Field of errors about the operation key.
@@ -56,7 +39,7 @@ func (e *Error) Error() string {
 func ErrKeyMissing() *Error {
 	return &Error{
 		Status: http.StatusBadRequest,
-		Code:   CodeKeyMissing,
+		Code:   codes.KeyMissing,
 		Field:  KeyField,
 		Message: "this intent changes a business system, so it needs an operation key: send it in the " +
 			"Idempotency-Key header (or as request_id in the body), e.g. prod:invoice.create:order-48291:v1, " +
@@ -73,7 +56,7 @@ func ErrIntentNotAllowed(name string) *Error {
 	}
 	return &Error{
 		Status: http.StatusBadRequest,
-		Code:   CodeIntentNotAllowed,
+		Code:   codes.IntentNotAllowed,
 		Field:  "intent",
 		Message: fmt.Sprintf("intent %s is not in the whitelist; allowed intents: %s",
 			quoteShort(name), strings.Join(names, ", ")),

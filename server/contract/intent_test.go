@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -79,18 +80,18 @@ func TestLookup(t *testing.T) {
 
 func TestErrIntentNotAllowed(t *testing.T) {
 	t.Parallel()
-	ce := mustRefuse(t, contract.ErrIntentNotAllowed("sql.exec"), contract.CodeIntentNotAllowed, "intent")
+	ce := mustRefuse(t, contract.ErrIntentNotAllowed("sql.exec"), codes.IntentNotAllowed, "intent")
 	for _, w := range []string{`"sql.exec"`, "invoice.create", "payment.refund"} {
 		if !strings.Contains(ce.Message, w) {
 			t.Errorf("message %q lacks %q", ce.Message, w)
 		}
 	}
 	long := strings.Repeat("x", 5000) + "\x00\n"
-	ce = mustRefuse(t, contract.ErrIntentNotAllowed(long), contract.CodeIntentNotAllowed, "intent")
+	ce = mustRefuse(t, contract.ErrIntentNotAllowed(long), codes.IntentNotAllowed, "intent")
 	if strings.Contains(ce.Message, strings.Repeat("x", 65)) || strings.ContainsAny(ce.Message, "\x00\n") {
 		t.Fatalf("message reflects the input verbatim: %.200s", ce.Message)
 	}
-	ce = mustRefuse(t, contract.ErrIntentNotAllowed("\xff\xfe<script>"), contract.CodeIntentNotAllowed, "intent")
+	ce = mustRefuse(t, contract.ErrIntentNotAllowed("\xff\xfe<script>"), codes.IntentNotAllowed, "intent")
 	if strings.Contains(ce.Message, "\xff") {
 		t.Fatalf("message carries invalid UTF-8: %q", ce.Message)
 	}
@@ -98,7 +99,7 @@ func TestErrIntentNotAllowed(t *testing.T) {
 
 func TestErrKeyMissing(t *testing.T) {
 	t.Parallel()
-	ce := mustRefuse(t, contract.ErrKeyMissing(), contract.CodeKeyMissing, contract.KeyField)
+	ce := mustRefuse(t, contract.ErrKeyMissing(), codes.KeyMissing, contract.KeyField)
 	if !strings.Contains(ce.Message, "Idempotency-Key") {
 		t.Fatalf("message %q does not say where the key goes", ce.Message)
 	}

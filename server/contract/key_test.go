@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -29,19 +30,19 @@ func TestKeyFromRequest(t *testing.T) {
 		{name: "Neither", want: ""},
 		{name: "AbsentHeaderValueIgnored", header: "ignored", hasHeader: false, want: ""},
 
-		{name: "ErrEmptyHeader", header: "  ", hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
-		{name: "ErrEmptyQuoted", header: `""`, hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
-		{name: "ErrUnterminated", header: `"prod:x`, hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
-		{name: "ErrBadEscape", header: `"prod\n:x"`, hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
-		{name: "ErrTrailingEscape", header: `"prod:x\`, hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
-		{name: "ErrInnerQuote", header: `"prod"x"`, hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
-		{name: "ErrParameters", header: `"prod:x";a=1`, hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
-		{name: "ErrControlChar", header: "\"prod\x01x\"", hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
-		{name: "ErrNonASCII", header: `"prodж"`, hasHeader: true, wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
+		{name: "ErrEmptyHeader", header: "  ", hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
+		{name: "ErrEmptyQuoted", header: `""`, hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
+		{name: "ErrUnterminated", header: `"prod:x`, hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
+		{name: "ErrBadEscape", header: `"prod\n:x"`, hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
+		{name: "ErrTrailingEscape", header: `"prod:x\`, hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
+		{name: "ErrInnerQuote", header: `"prod"x"`, hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
+		{name: "ErrParameters", header: `"prod:x";a=1`, hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
+		{name: "ErrControlChar", header: "\"prod\x01x\"", hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
+		{name: "ErrNonASCII", header: `"prodж"`, hasHeader: true, wantCode: codes.KeyInvalid, wantField: contract.KeyField},
 		{name: "ErrDiffer", header: key, hasHeader: true, requestID: "prod:invoice.create:order-77002:v1",
-			wantCode: contract.CodeKeyInvalid, wantField: "request_id"},
+			wantCode: codes.KeyInvalid, wantField: "request_id"},
 		{name: "ErrEmptyHeaderWithRequestID", header: "", hasHeader: true, requestID: key,
-			wantCode: contract.CodeKeyInvalid, wantField: contract.KeyField},
+			wantCode: codes.KeyInvalid, wantField: contract.KeyField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -160,7 +161,7 @@ func TestCheckKey(t *testing.T) {
 				}
 				return
 			}
-			ce := mustRefuse(t, err, contract.CodeKeyInvalid, contract.KeyField)
+			ce := mustRefuse(t, err, codes.KeyInvalid, contract.KeyField)
 			if strings.HasPrefix(tt.name, "ErrCard") || secretCase(tt.name) {
 				// Neither the key nor a piece that may hold the secret is echoed.
 				for _, seg := range strings.Split(tt.key, ":") {
@@ -200,7 +201,7 @@ func TestCheckKey_Messages(t *testing.T) {
 		{"prod:invoice.create:order#1:v1", "prod", "invoice.create", []string{"position 26"}},
 	}
 	for _, tt := range tests {
-		ce := mustRefuse(t, contract.CheckKey(tt.key, tt.contour, tt.intent), contract.CodeKeyInvalid, contract.KeyField)
+		ce := mustRefuse(t, contract.CheckKey(tt.key, tt.contour, tt.intent), codes.KeyInvalid, contract.KeyField)
 		for _, w := range tt.want {
 			if !strings.Contains(ce.Message, w) {
 				t.Errorf("CheckKey(%q) message %q lacks %q", tt.key, ce.Message, w)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -56,7 +57,7 @@ func (in *Intent) Normalize(payload json.RawMessage) (Normalized, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return Normalized{}, badRequest(CodeValidation, "payload",
+		return Normalized{}, badRequest(codes.Validation, "payload",
 			"the payload must be a JSON object with the fields of %s (got %s)", in.Name, jsonType(v))
 	}
 	if err := checkNumbers(obj, obj, nil); err != nil {
@@ -90,12 +91,12 @@ func (in *Intent) Normalize(payload json.RawMessage) (Normalized, error) {
 		}
 		t, err := time.Parse(time.RFC3339, strings.ToUpper(s))
 		if err != nil {
-			return Normalized{}, badRequest(CodeValidation, name,
+			return Normalized{}, badRequest(codes.Validation, name,
 				"%s must be an RFC 3339 date-time with a time zone, e.g. 2026-12-03T10:00:00+03:00 (leap seconds are not accepted)", name)
 		}
 		t = t.UTC()
 		if y := t.Year(); y < 1 || y > 9999 {
-			return Normalized{}, badRequest(CodeValidation, name, "%s is out of range: the year in UTC must be 0001 to 9999", name)
+			return Normalized{}, badRequest(codes.Validation, name, "%s is out of range: the year in UTC must be 0001 to 9999", name)
 		}
 		obj[name] = t.Format(time.RFC3339Nano)
 	}
@@ -134,14 +135,14 @@ func payloadError(err error) *Error {
 		if dup.Path != "" {
 			where = dup.Path
 		}
-		return badRequest(CodeValidation, truncate(dup.Field(), MaxStringLen),
+		return badRequest(codes.Validation, truncate(dup.Field(), MaxStringLen),
 			"duplicate field %s in %s; each field may appear only once, the input is ambiguous", quoteShort(dup.Key), where)
 	case errors.Is(err, errTooDeep):
-		return badRequest(CodeValidation, "payload", "the payload is nested more than %d levels deep", maxDepth)
+		return badRequest(codes.Validation, "payload", "the payload is nested more than %d levels deep", maxDepth)
 	case errors.Is(err, errNotUTF8):
-		return badRequest(CodeValidation, "payload", "the payload is not valid UTF-8")
+		return badRequest(codes.Validation, "payload", "the payload is not valid UTF-8")
 	}
-	return badRequest(CodeValidation, "payload", "the payload is missing or is not valid JSON; send one JSON object")
+	return badRequest(codes.Validation, "payload", "the payload is missing or is not valid JSON; send one JSON object")
 }
 
 // normalizeStrings trims every string inside v and upper-cases currency codes, in place.
@@ -192,7 +193,7 @@ func checkNumbers(root, v any, loc []string) error {
 	case json.Number:
 		if !saneNumber(string(t)) {
 			field := fieldPath(root, loc)
-			return badRequest(CodeValidation, field,
+			return badRequest(codes.Validation, field,
 				"%s is out of range: send a plain decimal number within the schema's bounds", field)
 		}
 	case map[string]any:
@@ -239,7 +240,7 @@ func normalizeNumbers(root, v any, loc []string) (any, error) {
 		f, err := numberValue(t)
 		if err != nil {
 			field := fieldPath(root, loc)
-			return nil, badRequest(CodeValidation, field,
+			return nil, badRequest(codes.Validation, field,
 				"%s cannot be represented exactly; send a plain decimal number within the schema's bounds", field)
 		}
 		return json.Number(formatNumber(f)), nil

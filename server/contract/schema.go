@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
@@ -162,11 +163,11 @@ func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *Error
 		cands = append(cands, in.candidates(root, e)...)
 	}
 	if len(cands) == 0 { // defensive: the validator always names a reason
-		return badRequest(CodeValidation, "", "the payload does not match the schema of %s (GET /v1/intents)", in.Name)
+		return badRequest(codes.Validation, "", "the payload does not match the schema of %s (GET /v1/intents)", in.Name)
 	}
 	best := slices.MinFunc(cands, func(a, b candidate) int {
 		if a.err.Code != b.err.Code {
-			if a.err.Code == CodeUnknownField {
+			if a.err.Code == codes.UnknownField {
 				return -1
 			}
 			return 1
@@ -199,7 +200,7 @@ func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidat
 	}
 	child := func(name string) []string { return append(slices.Clip(loc), name) }
 	one := func(rank int, format string, args ...any) []candidate {
-		return []candidate{{err: badRequest(CodeValidation, field, subject+" "+format, args...), loc: loc, rank: rank}}
+		return []candidate{{err: badRequest(codes.Validation, field, subject+" "+format, args...), loc: loc, rank: rank}}
 	}
 
 	switch k := e.ErrorKind.(type) {
@@ -219,7 +220,7 @@ func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidat
 		for _, m := range k.Missing {
 			f := fieldPathIn(root, loc, m)
 			msg := fmt.Sprintf("missing required field %q in %s", m, where)
-			out = append(out, candidate{err: badRequest(CodeValidation, f, "%s", msg), loc: child(m), rank: 0})
+			out = append(out, candidate{err: badRequest(codes.Validation, f, "%s", msg), loc: child(m), rank: 0})
 		}
 		return out
 	case *kind.Type:

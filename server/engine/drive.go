@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -124,13 +125,13 @@ func (e *Engine) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		// row would say "no effect" of an effect about to appear.
 		safe := op.ResumedFrom == store.StatusFailedRetryable || (byAgent && e.dedupes(op.TargetSystem))
 		if wait := e.inFlightUntil(op).Sub(e.store.Now()); wait > 0 && !safe {
-			return false, false, e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, "", store.Failure{Code: CodeOutcomeUnknown, Message: "the last attempt may still be in flight"}, e.store.Now().Add(wait))
+			return false, false, e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, "", store.Failure{Code: codes.OutcomeUnknown, Message: "the last attempt may still be in flight"}, e.store.Now().Add(wait))
 		}
 		e.log.Info("look-up: the target has no effect", "key", op.Key)
 		return true, false, nil
 	case op.ResumedFrom == store.StatusFailedRetryable && adapters.ClassOf(err) == adapters.Retry:
 		e.log.Warn("look-up failed", "key", op.Key, "err", maskSecrets(errText(err)))
-		return false, false, e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable"})
+		return false, false, e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target is unavailable"})
 	default:
 		// Not known yet (the target could not be asked, could not tell, or
 		// holds the effect not final yet, such as a pending payment, whose
@@ -157,7 +158,7 @@ func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adap
 		if errors.Is(err, store.ErrLeaseLost) {
 			return err
 		}
-		ae = &adapters.Error{Class: adapters.ClassOf(err), Code: CodeOutcomeUnknown, Err: err}
+		ae = &adapters.Error{Class: adapters.ClassOf(err), Code: codes.OutcomeUnknown, Err: err}
 	}
 	detail := maskSecrets(errText(ae.Err))
 	e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
@@ -167,9 +168,9 @@ func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adap
 	case adapters.Retry:
 		// The cause (an outage, or the target refusing the gateway's own
 		// credentials) goes to the audit trail for the operator.
-		return e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target is unavailable", Detail: ae.Code + ": " + detail})
+		return e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target is unavailable", Detail: ae.Code + ": " + detail})
 	default:
-		return e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: CodeOutcomeUnknown, Message: "the request was sent but its outcome is not known"}, e.nextCheck(op.TargetSystem))
+		return e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: codes.OutcomeUnknown, Message: "the request was sent but its outcome is not known"}, e.nextCheck(op.TargetSystem))
 	}
 }
 

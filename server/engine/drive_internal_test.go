@@ -13,6 +13,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
@@ -92,7 +93,7 @@ func claimed(t *testing.T, e *Engine, st *store.Store, key string) store.Operati
 func TestLookUpPendingKeepsObject(t *testing.T) {
 	t.Parallel()
 	target := &scripted{lookup: func() (adapters.Result, error) {
-		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, ObjectID: "pay-17", Message: "not final yet"}
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: "pay-17", Message: "not final yet"}
 	}}
 	e, st := scriptedEngine(t, target)
 	const key = "test:payment.charge:pending:v1"
@@ -119,13 +120,13 @@ func TestLookUpPendingKeepsObject(t *testing.T) {
 func TestLookUpThatCannotTellIsCounted(t *testing.T) {
 	t.Parallel()
 	target := &scripted{lookup: func() (adapters.Result, error) {
-		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: adapters.CodeOutcomeUnknown, Message: "too many payments to scan"}
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "too many payments to scan"}
 	}}
 	e, st := scriptedEngine(t, target)
 	ctx := context.Background()
 	const key = "test:payment.charge:cannot-tell:v1"
 	first := claimed(t, e, st, key)
-	if err := st.Fail(ctx, key, first.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable}); err != nil {
+	if err := st.Fail(ctx, key, first.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable}); err != nil {
 		t.Fatal(err)
 	}
 	row, _ := st.Get(ctx, key)
@@ -144,12 +145,12 @@ func TestLookUpThatCannotTellIsCounted(t *testing.T) {
 	// Unavailable is another matter: back to failed_retryable, uncounted.
 	target.mu.Lock()
 	target.lookup = func() (adapters.Result, error) {
-		return adapters.Result{}, &adapters.Error{Class: adapters.Retry, Code: adapters.CodeTargetUnavailable, Message: "down"}
+		return adapters.Result{}, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable, Message: "down"}
 	}
 	target.mu.Unlock()
 	const down = "test:payment.charge:down:v1"
 	first = claimed(t, e, st, down)
-	st.Fail(ctx, down, first.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable})
+	st.Fail(ctx, down, first.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable})
 	op = claimed(t, e, st, down)
 	if _, _, err := e.lookUp(ctx, ctx, op, true); err != nil {
 		t.Fatal(err)

@@ -1,16 +1,8 @@
 package engine
 
-import "github.com/oncegate/oncegate/server/contract"
-
-// Stable machine codes of the agent API (API.md section 5) that the
-// engine produces; the server maps each to its HTTP status.
-const (
-	CodeKeyMismatch       = "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH"
-	CodeKeyForeign        = "IDEMPOTENCY_KEY_FOREIGN"
-	CodeOutcomeUnknown    = "OUTCOME_UNKNOWN"
-	CodeTargetUnavailable = "TARGET_UNAVAILABLE"
-	CodePermissionDenied  = "PERMISSION_DENIED"
-	CodePlanChanged       = "PLAN_CHANGED"
+import (
+	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/server/contract"
 )
 
 // Refusal is a request the engine refuses before anything is journaled:
@@ -26,11 +18,11 @@ func (r *Refusal) Error() string { return r.Code + ": " + r.Message }
 // keyMismatch and keyForeign are the refusals of a key that was first
 // used with another request, or by another agent.
 func keyMismatch() error {
-	return &Refusal{Code: CodeKeyMismatch, Message: "this key was first used with a different request; a changed request needs a new key"}
+	return &Refusal{Code: codes.KeyMismatch, Message: "this key was first used with a different request; a changed request needs a new key"}
 }
 
 func keyForeign() error {
-	return &Refusal{Code: CodeKeyForeign, Message: "this key was first used by another agent"}
+	return &Refusal{Code: codes.KeyForeign, Message: "this key was first used by another agent"}
 }
 
 // TargetRefusal is a check at the target that failed before anything was
@@ -49,7 +41,7 @@ type TargetRefusal struct {
 
 func (r *TargetRefusal) Error() string {
 	if r.Unavailable {
-		return CodeTargetUnavailable + ": the target could not be asked"
+		return codes.TargetUnavailable + ": the target could not be asked"
 	}
 	return r.Code + ": " + r.Message
 }

@@ -8,15 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
-)
-
-// Codes of business limits. Each names the field it is about.
-const (
-	CodeLimitExceeded      = "LIMIT_EXCEEDED"
-	CodeCurrencyNotAllowed = "CURRENCY_NOT_ALLOWED"
-	CodeUnitNotAllowed     = "UNIT_NOT_ALLOWED"
 )
 
 // IntentLimits are the business limits of one intent, as the
@@ -52,23 +46,23 @@ func (e *Engine) checkLimits(in *contract.Intent, norm contract.Normalized) erro
 		return &Refusal{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 	}
 	if p.Currency != "" && len(lim.Currencies) > 0 && !slices.Contains(lim.Currencies, p.Currency) {
-		return bad(CodeCurrencyNotAllowed, "currency", "currency %s is not allowed for %s; allowed: %s", p.Currency, in.Name, strings.Join(lim.Currencies, ", "))
+		return bad(codes.CurrencyNotAllowed, "currency", "currency %s is not allowed for %s; allowed: %s", p.Currency, in.Name, strings.Join(lim.Currencies, ", "))
 	}
 	if lim.MaxItems > 0 && len(p.Items) > lim.MaxItems {
-		return bad(CodeLimitExceeded, "items", "%d items exceed the limit of %d for %s", len(p.Items), lim.MaxItems, in.Name)
+		return bad(codes.LimitExceeded, "items", "%d items exceed the limit of %d for %s", len(p.Items), lim.MaxItems, in.Name)
 	}
 	total := new(big.Rat)
 	for i, it := range p.Items {
 		field := fmt.Sprintf("items[%d]", i)
 		if len(lim.Units) > 0 && !slices.Contains(lim.Units, it.Unit) {
-			return bad(CodeUnitNotAllowed, field+".unit", "unit %q is not allowed; allowed: %s", it.Unit, strings.Join(lim.Units, ", "))
+			return bad(codes.UnitNotAllowed, field+".unit", "unit %q is not allowed; allowed: %s", it.Unit, strings.Join(lim.Units, ", "))
 		}
 		q, ok := new(big.Rat).SetString(it.Quantity.String())
 		if !ok {
 			continue
 		}
 		if lim.MaxQuantity > 0 && q.Cmp(new(big.Rat).SetFloat64(lim.MaxQuantity)) > 0 {
-			return bad(CodeLimitExceeded, field+".quantity", "quantity %s exceeds the limit of %v", it.Quantity, lim.MaxQuantity)
+			return bad(codes.LimitExceeded, field+".quantity", "quantity %s exceeds the limit of %v", it.Quantity, lim.MaxQuantity)
 		}
 		if it.PriceMinor != nil {
 			price, _ := new(big.Rat).SetString(it.PriceMinor.String())
@@ -83,11 +77,11 @@ func (e *Engine) checkLimits(in *contract.Intent, norm contract.Normalized) erro
 	}
 	if p.AmountMinor != nil {
 		if amount, ok := new(big.Rat).SetString(p.AmountMinor.String()); ok && amount.Cmp(new(big.Rat).SetInt64(ceiling)) > 0 {
-			return bad(CodeLimitExceeded, "amount_minor", "amount %s exceeds the ceiling of %d minor units of %s", p.AmountMinor, ceiling, p.Currency)
+			return bad(codes.LimitExceeded, "amount_minor", "amount %s exceeds the ceiling of %d minor units of %s", p.AmountMinor, ceiling, p.Currency)
 		}
 	}
 	if len(p.Items) > 0 && total.Cmp(new(big.Rat).SetInt64(ceiling)) > 0 {
-		return bad(CodeLimitExceeded, "items", "the total %s exceeds the ceiling of %d minor units of %s", total.FloatString(0), ceiling, p.Currency)
+		return bad(codes.LimitExceeded, "items", "the total %s exceeds the ceiling of %d minor units of %s", total.FloatString(0), ceiling, p.Currency)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -93,7 +94,7 @@ func (e *Engine) precheck(ctx context.Context, in *contract.Intent, norm contrac
 	case err != nil:
 		return nil, e.refusalByTarget(in, norm, key, err)
 	case planHash != "" && hash != planHash:
-		return nil, &Refusal{Code: CodePlanChanged, Field: "plan_hash", Message: "the plan changed since it was validated; validate again and review the new plan"}
+		return nil, &Refusal{Code: codes.PlanChanged, Field: "plan_hash", Message: "the plan changed since it was validated; validate again and review the new plan"}
 	}
 	return nil, nil
 }
@@ -149,7 +150,7 @@ func (e *Engine) readOrder(ctx context.Context, in *contract.Intent, norm contra
 	defer cancel()
 	res, err := r.OrderStatus(ctx, p.OrderID)
 	if errors.Is(err, adapters.ErrNotFound) {
-		err = &adapters.Error{Class: adapters.Final, Code: "REFERENCE_NOT_FOUND", Field: "order_id", Message: "no sales order with this id"}
+		err = &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: "order_id", Message: "no sales order with this id"}
 	}
 	return res, err
 }

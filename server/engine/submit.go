@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
@@ -124,7 +125,7 @@ func (e *Engine) check(sub Submission, out *Outcome) (request, error) {
 	}
 	r.in, out.Intent = in, in
 	if !sub.Token.Has(in.Scope) {
-		return request{}, &Refusal{Code: CodePermissionDenied, Message: fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name)}
+		return request{}, &Refusal{Code: codes.PermissionDenied, Message: fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name)}
 	}
 	if r.key, err = contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, r.env.RequestID); err != nil {
 		return request{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
@@ -94,7 +95,7 @@ func (e *Engine) reconcileOne(ctx context.Context, op store.Operation) {
 	defer jcancel()
 	clear, _, err := e.lookUp(ctx, jctx, op, false)
 	if err == nil && clear {
-		err = e.store.Fail(jctx, op.Key, op.LeaseOwner, false, store.Failure{Code: CodeTargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
+		err = e.store.Fail(jctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
 	}
 	if err != nil {
 		e.log.Error("reconciler: settle operation", "key", op.Key, "err", err)

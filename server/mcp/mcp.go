@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -175,7 +176,7 @@ func (s *endpoint) callIntent(in *contract.Intent) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args map[string]json.RawMessage
 		if err := json.Unmarshal(orEmpty(req.Params.Arguments), &args); err != nil || args == nil {
-			return s.refused(contract.CodeValidation, "", "the arguments must be a JSON object"), nil
+			return s.refused(codes.Validation, "", "the arguments must be a JSON object"), nil
 		}
 		envelope := map[string]json.RawMessage{
 			"schema_version": json.RawMessage(`"1.0"`),
@@ -187,13 +188,13 @@ func (s *endpoint) callIntent(in *contract.Intent) mcp.ToolHandler {
 			case "operation_key":
 				var key string
 				if err := json.Unmarshal(v, &key); err != nil {
-					return s.refused(contract.CodeValidation, "operation_key", "operation_key must be a string"), nil
+					return s.refused(codes.Validation, "operation_key", "operation_key must be a string"), nil
 				}
 				header.Set("Idempotency-Key", key)
 			case "payload", "actor_id", "mode", "plan_hash":
 				envelope[name] = v
 			default:
-				return s.refused(contract.CodeUnknownField, name, "no such argument: "+name), nil
+				return s.refused(codes.UnknownField, name, "no such argument: "+name), nil
 			}
 		}
 		body, err := json.Marshal(envelope)
@@ -213,10 +214,10 @@ func (s *endpoint) callGetOperation(ctx context.Context, req *mcp.CallToolReques
 	dec := json.NewDecoder(bytes.NewReader(orEmpty(req.Params.Arguments)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
-		return s.refused(contract.CodeValidation, "", "the arguments must be {\"operation_key\": \"...\"}"), nil
+		return s.refused(codes.Validation, "", "the arguments must be {\"operation_key\": \"...\"}"), nil
 	}
 	if args.Key == "" {
-		return s.refused(contract.CodeValidation, "operation_key", "operation_key is required"), nil
+		return s.refused(codes.Validation, "operation_key", "operation_key is required"), nil
 	}
 	return s.callAPI(ctx, req, http.MethodGet, "/v1/operations/"+url.PathEscape(args.Key), nil, http.Header{}), nil
 }
@@ -229,7 +230,7 @@ func (s *endpoint) callGetOperation(ctx context.Context, req *mcp.CallToolReques
 func (s *endpoint) callAPI(ctx context.Context, req *mcp.CallToolRequest, method, path string, body []byte, header http.Header) *mcp.CallToolResult {
 	r, err := http.NewRequestWithContext(s.InProcess(ctx), method, path, bytes.NewReader(body))
 	if err != nil {
-		return s.refused(contract.CodeValidation, "", "the request could not be formed")
+		return s.refused(codes.Validation, "", "the request could not be formed")
 	}
 	if req.Extra != nil {
 		header.Set("Authorization", req.Extra.Header.Get("Authorization"))
