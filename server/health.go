@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/views"
 )
@@ -36,5 +37,5 @@ func (s *Server) handleHome(c echo.Context) error {
 			targets = append(targets, views.TargetInfo{System: system, Adapter: t.Name()})
 		}
 	}
-	return render(c, http.StatusOK, views.Home(views.HomeView{Contour: s.cfg.Contour, Targets: targets}))
+	return admin.Render(c, http.StatusOK, views.Home(views.HomeView{Contour: s.cfg.Contour, Targets: targets}))
 }

@@ -93,7 +93,7 @@ func (h *Handler) renderApprovals(c echo.Context, status int, errID int64, msg, 
 		}
 		v.Rows = append(v.Rows, row)
 	}
-	return render(c, status, views.ApprovalList(v))
+	return Render(c, status, views.ApprovalList(v))
 }
 
 // payers are the agents that still hold a valid token with the pay scope:

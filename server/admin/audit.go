@@ -54,7 +54,7 @@ func (h *Handler) handleAuditList(c echo.Context) error {
 	var err error
 	if f.From, f.To, err = h.dateRange(form.From, form.To); err != nil {
 		v.Error = l.ErrBadDate
-		return render(c, http.StatusUnprocessableEntity, views.AuditList(v))
+		return Render(c, http.StatusUnprocessableEntity, views.AuditList(v))
 	}
 	if q.Get("format") == "csv" {
 		return h.auditCSV(c, f)
@@ -62,12 +62,12 @@ func (h *Handler) handleAuditList(c echo.Context) error {
 	limit, ok := h.limit(form.Limit)
 	if !ok {
 		v.Error = l.ErrBadLimit
-		return render(c, http.StatusUnprocessableEntity, views.AuditList(v))
+		return Render(c, http.StatusUnprocessableEntity, views.AuditList(v))
 	}
 	if b := q.Get("before"); b != "" {
 		if f.BeforeID, err = strconv.ParseInt(b, 10, 64); err != nil || f.BeforeID <= 0 {
 			v.Error = l.ErrBadBefore
-			return render(c, http.StatusUnprocessableEntity, views.AuditList(v))
+			return Render(c, http.StatusUnprocessableEntity, views.AuditList(v))
 		}
 	}
 	f.Limit = limit + 1
@@ -101,7 +101,7 @@ func (h *Handler) handleAuditList(c echo.Context) error {
 			v.ChainText = fmt.Sprintf(l.ChainBrokenFmt, rep.BrokenAt, rep.Reason)
 		}
 	}
-	return render(c, http.StatusOK, views.AuditList(v))
+	return Render(c, http.StatusOK, views.AuditList(v))
 }
 
 // auditCSV streams every event matching f as CSV, newest first, with a

@@ -76,5 +76,5 @@ func (h *Handler) handleDashboard(c echo.Context) error {
 			Href: "/admin/operations?status=" + string(st),
 		})
 	}
-	return render(c, http.StatusOK, views.Dashboard(v))
+	return Render(c, http.StatusOK, views.Dashboard(v))
 }

@@ -56,7 +56,7 @@ func HandleError(err error, c echo.Context, log *slog.Logger) {
 		c.NoContent(status)
 		return
 	}
-	if err := render(c, status, views.ErrorPage(views.ErrorView{Page: p, Status: status, Heading: l.ErrTitle, Message: msg})); err != nil {
+	if err := Render(c, status, views.ErrorPage(views.ErrorView{Page: p, Status: status, Heading: l.ErrTitle, Message: msg})); err != nil {
 		log.Warn("render admin error page", "err", err)
 	}
 }

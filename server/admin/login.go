@@ -39,7 +39,7 @@ func (h *Handler) renderLogin(c echo.Context, status int, name, next, msg string
 	h.setCookie(c, loginCookie, token, int(SessionIdle.Seconds()))
 	l := labels(c)
 	p := h.page(c, "", l.SignInTitle)
-	return render(c, status, views.Login(views.LoginView{Page: p, Name: name, Next: next, Token: token, Error: msg}))
+	return Render(c, status, views.Login(views.LoginView{Page: p, Name: name, Next: next, Token: token, Error: msg}))
 }
 
 // handleLogin serves POST /admin/login: checks the throttle first (a
@@ -125,7 +125,7 @@ func (h *Handler) knownName(ctx context.Context, name string) (string, error) {
 // POST with the session's token.
 func (h *Handler) handleLogoutForm(c echo.Context) error {
 	l := labels(c)
-	return render(c, http.StatusOK, views.Logout(views.LogoutView{Page: h.page(c, "", l.SignOutTitle)}))
+	return Render(c, http.StatusOK, views.Logout(views.LogoutView{Page: h.page(c, "", l.SignOutTitle)}))
 }
 
 // handleLogout serves POST /admin/logout: ends the session (its id stops

@@ -84,23 +84,23 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 		v.Error = l.ErrBadTarget
 	}
 	if v.Error != "" {
-		return render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+		return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
 	}
 	var err error
 	if f.From, f.To, err = h.dateRange(form.From, form.To); err != nil {
 		v.Error = l.ErrBadDate
-		return render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+		return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
 	}
 	limit, ok := h.limit(form.Limit)
 	if !ok {
 		v.Error = l.ErrBadLimit
-		return render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+		return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
 	}
 	if at := q.Get("before_at"); at != "" {
 		t, err := time.Parse(time.RFC3339Nano, at)
 		if err != nil {
 			v.Error = l.ErrBadBefore
-			return render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+			return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
 		}
 		f.BeforeCreated, f.BeforeKey = t, q.Get("before_key")
 	}
@@ -141,7 +141,7 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 			ObjectID: op.TargetObjectID, Flagged: op.NeedsReview,
 		})
 	}
-	return render(c, http.StatusOK, views.OperationList(v))
+	return Render(c, http.StatusOK, views.OperationList(v))
 }
 
 // dateRange reads the From and To dates (YYYY-MM-DD, To inclusive) as

@@ -116,7 +116,7 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 		}
 	}
 	v.Transitions = evs
-	return render(c, http.StatusOK, views.OperationShow(v))
+	return Render(c, http.StatusOK, views.OperationShow(v))
 }
 
 func orDash(s string) string {

@@ -16,8 +16,9 @@ import (
 	"github.com/oncegate/oncegate/views"
 )
 
-// render writes a templ component as an HTML page with status.
-func render(c echo.Context, status int, component templ.Component) error {
+// Render writes a templ component as an HTML page with status: every page
+// of the gateway, the admin UI's and the home page, goes through it.
+func Render(c echo.Context, status int, component templ.Component) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(status)
 	return component.Render(c.Request().Context(), c.Response())

@@ -162,7 +162,7 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 	if !placed {
 		v.Error = f.msg
 	}
-	return render(c, status, views.ReviewList(v))
+	return Render(c, status, views.ReviewList(v))
 }
 
 // history is the last n audit events of an operation, oldest first.

@@ -47,7 +47,7 @@ func (h *Handler) handleTokenCreate(c echo.Context) error {
 		Page: h.page(c, "tokens", l.TokenCreatedTitle), ID: strconv.FormatInt(tok.ID, 10),
 		Agent: tok.Agent, Scopes: strings.Join(tok.Scopes, ", "), Secret: secret,
 	}
-	return render(c, http.StatusOK, views.TokenCreated(v))
+	return Render(c, http.StatusOK, views.TokenCreated(v))
 }
 
 // handleTokenRevoke serves POST /admin/tokens/{id}/revoke: the token stops
@@ -90,5 +90,5 @@ func (h *Handler) renderTokens(c echo.Context, status int, agent string, scopes 
 		}
 		v.Rows = append(v.Rows, r)
 	}
-	return render(c, status, views.TokenList(v))
+	return Render(c, status, views.TokenList(v))
 }

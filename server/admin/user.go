@@ -137,5 +137,5 @@ func (h *Handler) renderUsers(c echo.Context, status int, name, role, errUser, m
 			RoleURL: base + "/role", DisableURL: base + "/disable", EnableURL: base + "/enable", PasswordURL: base + "/password",
 		})
 	}
-	return render(c, status, views.UserList(v))
+	return Render(c, status, views.UserList(v))
 }
