@@ -52,7 +52,11 @@ func restore(c common, file string, stdout io.Writer, env func(string) string) e
 	} else if !fi.Mode().IsRegular() {
 		return fmt.Errorf("restore: %s is not a file", file)
 	}
-	if cfg.JournalURL(env) != "" {
+	journal, err := journalLocation(cfg, env)
+	if err != nil {
+		return err
+	}
+	if store.IsPostgres(journal) {
 		return errors.New("restore: the journal is in PostgreSQL: restore a pg_dump backup with pg_restore (oncegate backup makes one with pg_dump)")
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -68,7 +72,6 @@ func restore(c common, file string, stdout io.Writer, env func(string) string) e
 	defer unlock()
 
 	ctx := context.Background()
-	journal := journalPath(cfg)
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	staging := journal + ".restoring-" + stamp
 	if err := copyNew(file, staging); err != nil {

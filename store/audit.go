@@ -78,7 +78,7 @@ func chainHash(prev string, e AuditEvent) string {
 }
 
 // appendAudit adds an event to the caller's write, chained to the last
-// one when the write is done (flushAudit). detail is marshalled as JSON
+// one when its batch is done (flushAudit). detail is marshalled as JSON
 // (maps sort their keys).
 func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, detail map[string]any) error {
 	if detail == nil {
@@ -101,8 +101,8 @@ func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, det
 // event its predecessor's hash before that one commits.
 const auditLock = 0x6f6e636567617465 // "oncegate"
 
-// flushAudit writes the events the write (SQLite) or the batch
-// (PostgreSQL) added, chained to the head, in its transaction.
+// flushAudit writes the events the batch's writes added, chained to the
+// head, in its transaction.
 func (s *Store) flushAudit(ctx context.Context, tx *txn) error {
 	if len(tx.audit) == 0 {
 		return nil

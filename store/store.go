@@ -149,10 +149,6 @@ func (s *Store) Path() string { return s.path }
 // without the password.
 func (s *Store) Location() string { return s.location }
 
-// Shared reports whether other gateways may use the journal at once (it
-// is on PostgreSQL): a lease of another run is not known to be dead.
-func (s *Store) Shared() bool { return s.pg }
-
 // Ready reports an error unless the journal is writable and its schema is
 // the one this binary expects.
 func (s *Store) Ready(ctx context.Context) error {

@@ -16,9 +16,9 @@ type txn struct {
 	// connection before the next (reconnect).
 	broken bool
 
-	// audit holds the events of the write (SQLite) or of the batch
-	// (PostgreSQL) until flushAudit chains them, so the chain's head is
-	// read, and on PostgreSQL locked, last.
+	// audit holds the events of the batch's writes until flushAudit
+	// chains them, so the chain's head is read, and on PostgreSQL locked,
+	// last.
 	audit []AuditEvent
 }
 

@@ -13,15 +13,16 @@ import (
 
 // Group commit. Every write of the journal is a function run by one
 // writer goroutine on the one write connection (on PostgreSQL: a few per
-// gateway, pgWriters, each on a connection of its own). The writer takes what
-// has queued while the previous batch was being made durable and runs it
-// as one transaction, one fsync: each write inside its own savepoint, so
-// one that fails (a claim that finds its key taken, a transition whose
-// lease was lost) is undone alone and the others stay. A caller learns
-// its write's outcome only after the COMMIT that holds it returned, so
-// nothing is answered from a write a power loss could take back. Writes
-// run in the order they queued; audit events chain in that order, each
-// reading the head its predecessor in the batch left.
+// gateway, pgWriters, each on a connection of its own). The writer takes
+// what has queued while the previous batch was being made durable and
+// runs it as one transaction, one fsync: each write inside its own
+// savepoint, so one that fails (a claim that finds its key taken, a
+// transition whose lease was lost) is undone alone, with its audit
+// events, and the others stay. A caller learns its write's outcome only
+// after the COMMIT that holds it returned, so nothing is answered from a
+// write a power loss could take back. Writes run in the order they
+// queued; their audit events are chained in that order at the batch's
+// end.
 
 // maxBatch bounds one transaction, so a burst does not hold readers'
 // checkpoints back for long.
@@ -217,16 +218,11 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 			}
 			mark := len(t.audit)
 			err := r.fn(wctx, t)
-			if err == nil && !s.pg {
-				// SQLite chains each write's events at once; PostgreSQL
-				// chains the batch's at its end, under the chain's lock.
-				err = s.flushAudit(wctx, t)
-			}
 			if err != nil {
-				t.audit = t.audit[:mark]
+				t.audit = t.audit[:mark] // undone with the write
 			}
-			retry := s.pg && pgConflict(err) && attempt < pgWriteAttempts
-			if journalFailure(err) || (s.pg && !retry && (pgFailure(err) || pgConflict(err))) {
+			retry := pgConflict(err) && attempt < pgWriteAttempts
+			if !retry && (journalFailure(err) || pgConflict(err)) {
 				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
 			}
 			if err == nil {
@@ -257,11 +253,12 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		t.rollback()
 		return
 	}
-	if s.pg {
-		if err := s.flushAudit(bg, t); err != nil {
-			abort("append audit", err)
-			return
-		}
+	// The batch's audit events are chained last: one read of the chain's
+	// head per batch, and on PostgreSQL the chain's lock is held from here
+	// to COMMIT only.
+	if err := s.flushAudit(bg, t); err != nil {
+		abort("append audit", err)
+		return
 	}
 	if hook := s.beforeCommit.Load(); hook != nil {
 		if err := (*hook)(); err != nil {
@@ -277,8 +274,11 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 }
 
 // journalFailure reports whether err is the journal failing (its disk,
-// its file, its lock) rather than a rule refusing the write.
+// its file, its lock, its server) rather than a rule refusing the write.
 func journalFailure(err error) bool {
+	if pgFailure(err) {
+		return true
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false

@@ -10,12 +10,11 @@ import (
 
 // finalCache keeps final journal rows for replays. A final row never
 // changes, so a replay answered from here is the one the journal would
-// give; only a retention purge removes final rows, and each purge clears
-// the cache. A purge by another gateway on a shared journal clears
-// nothing here, so a row past its target's retention (one any purge may
-// have removed: stale) is not answered from memory either. Rows are kept
-// without their payload (an answer does not carry it), bounded in number
-// and in bytes.
+// give; only a retention purge removes final rows, and it removes only
+// rows past their target's retention. Such a row (stale) is never
+// answered from memory, whichever gateway's purge may have removed it.
+// Rows are kept without their payload (an answer does not carry it),
+// bounded in number and in bytes.
 //
 // A row also remembers the digest of the last request replayed from it:
 // the agent, the Idempotency-Key header and the body's bytes. Checking a
@@ -159,11 +158,4 @@ func (f *finalCache) drop(key string, e finalEntry) {
 		delete(f.seen, e.req.digest)
 	}
 	f.bytes -= finalSize(e.op)
-}
-
-// clear drops every row: a purge removed some from the journal.
-func (f *finalCache) clear() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rows, f.seen, f.bytes = nil, nil, 0
 }

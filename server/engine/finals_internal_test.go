@@ -41,8 +41,8 @@ func TestFinalCacheBounds(t *testing.T) {
 	}
 }
 
-// A purge that removes final rows empties the cache, so a purged key is
-// never replayed from memory once the journal forgot it.
+// A purged key is never replayed from memory once the journal forgot it:
+// the purge removed only rows the cache no longer answers.
 func TestPurgeClearsFinalCache(t *testing.T) {
 	t.Parallel()
 	e, st := scriptedEngine(t, &scripted{})

@@ -156,9 +156,6 @@ func (e *Engine) purge(ctx context.Context) {
 				return
 			}
 			total += n
-			if n > 0 {
-				e.finals.clear() // a purged key's replay is no longer the journal's
-			}
 			if n < 500 {
 				break
 			}
