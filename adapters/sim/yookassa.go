@@ -75,8 +75,9 @@ const (
 	ykRefundDesc  = 250
 )
 
-// ykCurrencies are the currencies the simulated shop accepts.
-var ykCurrencies = map[string]bool{"RUB": true, "USD": true, "EUR": true, "KZT": true, "BYN": true, "CNY": true}
+// ykCurrencies are the currencies the simulated shop accepts: those YooKassa's
+// API reference lists for amount.currency.
+var ykCurrencies = map[string]bool{"RUB": true, "USD": true, "EUR": true, "KZT": true, "BYN": true}
 
 func init() {
 	registrations = append(registrations, registerYooKassa)

@@ -14,7 +14,13 @@ import (
 // anything is sent, rather than guessed. It is also the gateway's list of
 // the currencies it knows (Currencies), which the configuration is checked
 // against. Their minor units come from adapters.MinorDigits.
-var currencies = []string{"BYN", "CNY", "EUR", "KZT", "RUB", "USD"}
+//
+// They are the values YooKassa's API reference lists for amount.currency
+// (https://yookassa.ru/developers/api#payment_object_amount_currency):
+// RUB, USD, EUR, BYN and KZT. CNY is not among them, and a shop registered
+// in Russia is acquired in roubles only (https://yookassa.ru/questions/q219/),
+// so the others are for shops that YooKassa opened for them.
+var currencies = []string{"BYN", "EUR", "KZT", "RUB", "USD"}
 
 // maxMinor bounds amounts so that formatting and parsing never overflow and
 // an absurd amount is refused locally (10^15 minor units).

@@ -430,7 +430,7 @@ func keyMetadata(key string) map[string]string {
 func money(minor int64, currency string) (amount, error) {
 	exp, ok := exponent(currency)
 	if !ok {
-		return amount{}, final(codes.Validation, "currency", "the currency is not supported for payments (RUB, USD, EUR, KZT, BYN, CNY)", nil)
+		return amount{}, final(codes.Validation, "currency", "the currency is not supported for payments (RUB, USD, EUR, KZT, BYN)", nil)
 	}
 	if minor <= 0 {
 		return amount{}, final(codes.Validation, "amount_minor", "amount_minor must be greater than zero", nil)
