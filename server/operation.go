@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -86,12 +87,11 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 	return s.writeAnswer(c, http.StatusOK, a)
 }
 
-// readJSON reads the request body, refusing a wrong media type (415) or a
-// body over the limit (413).
+// readJSON reads the request body, refusing a wrong or ambiguous media
+// type (415) or a body over the limit (413).
 func readJSON(c echo.Context) ([]byte, error) {
-	mt, _, err := mime.ParseMediaType(c.Request().Header.Get(echo.HeaderContentType))
-	if err != nil || mt != echo.MIMEApplicationJSON {
-		return nil, refuse(codes.UnsupportedMedia, "", "send the request as Content-Type: application/json")
+	if !isJSON(c.Request().Header.Values(echo.HeaderContentType)) {
+		return nil, refuse(codes.UnsupportedMedia, "", "send the request with one Content-Type: application/json (UTF-8)")
 	}
 	if c.Request().ContentLength > maxBody {
 		return nil, refuse(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
@@ -141,4 +141,20 @@ func targetRefusalAnswer(r *engine.TargetRefusal) (status, retryAfter int, a ans
 	a.Status = string(store.StatusFailedRetryable)
 	a.Errors = []ErrorItem{{Code: codes.TargetUnavailable, Message: "the target could not be asked; send the same request again later", Retryable: true}}
 	return http.StatusServiceUnavailable, 5, a
+}
+
+// isJSON reports whether a request's Content-Type lines name JSON in
+// UTF-8, unambiguously: exactly one line, application/json, and no
+// charset but UTF-8 (the body is read as UTF-8, so a body declared in
+// another charset would be read as something its sender did not mean).
+func isJSON(lines []string) bool {
+	if len(lines) != 1 {
+		return false
+	}
+	mt, params, err := mime.ParseMediaType(lines[0])
+	if err != nil || mt != echo.MIMEApplicationJSON {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8") || strings.EqualFold(cs, "utf8")
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -351,6 +352,56 @@ func TestRefusalsLeaveKeyFree(t *testing.T) {
 	if r.Body["replayed"] != false {
 		t.Fatalf("key was bound by a refusal: %s", r.Raw)
 	}
+}
+
+// A media type that could be read two ways is refused: two Content-Type
+// lines (which one did the client mean?) or a charset other than UTF-8
+// (the body would be read as something its sender did not write). The key
+// stays free and nothing reaches the target; UTF-8 spelled out is fine.
+func TestAmbiguousMediaType(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	body, _ := json.Marshal(invoice("o-1", 1))
+	const key = "test:invoice.create:o-1:v1"
+	send := func(types ...string) reply {
+		t.Helper()
+		req, err := http.NewRequest("POST", g.url+"/v1/operations", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+g.token)
+		req.Header.Set("Idempotency-Key", key)
+		for _, ct := range types {
+			req.Header.Add("Content-Type", ct)
+		}
+		resp, err := g.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		r := reply{Code: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+		if err := json.Unmarshal(raw, &r.Body); err != nil {
+			t.Fatalf("answer is not JSON: %s", raw)
+		}
+		return r
+	}
+	for name, types := range map[string][]string{
+		"TwoLines":        {"application/json", "text/plain"},
+		"TwoJSONLines":    {"application/json", "application/json"},
+		"Latin1":          {"application/json; charset=latin1"},
+		"Windows1251":     {"application/json; charset=windows-1251"},
+		"NoContentType":   nil,
+		"NotJSONFirstOne": {"text/plain", "application/json"},
+	} {
+		if r := send(types...); r.Code != http.StatusUnsupportedMediaType || r.errCode() != "UNSUPPORTED_MEDIA_TYPE" {
+			t.Errorf("%s: got %d %q, want 415 UNSUPPORTED_MEDIA_TYPE; body %s", name, r.Code, r.errCode(), r.Raw)
+		}
+	}
+	if got := g.sim.Calls(sim.OneC, key); got != 0 {
+		t.Fatalf("a refused request reached the target %d times", got)
+	}
+	expect(t, send("application/json; charset=UTF-8"), http.StatusOK, "succeeded", "")
 }
 
 // The key may come as an RFC 8941 string or as request_id alone.
