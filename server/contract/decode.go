@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -36,6 +38,32 @@ func (e *dupKeyError) Field() string {
 }
 
 func (e *dupKeyError) Error() string { return "duplicate key " + strconv.Quote(e.Key) }
+
+// controlError is a string (or member name) holding a control character
+// inside its text: NUL, a line break, an escape. No field of any intent is multi-line
+// text, and such characters in what people read (the approval page, the
+// audit trail, logs, a CSV export) forge lines or hide text.
+type controlError struct {
+	Field string // field path of the string, or of the member named with it
+	Rune  rune
+}
+
+func (e *controlError) Error() string {
+	return fmt.Sprintf("control character U+%04X in %s", e.Rune, e.Field)
+}
+
+// controlRune returns the first control character (Unicode category Cc:
+// C0, DEL, C1) in s, if any, leaving out white space around the text:
+// Normalize trims that (a trailing line break is a common slip, and a
+// request sent so before must still match its key's fingerprint).
+func controlRune(s string) (rune, bool) {
+	for _, r := range strings.TrimSpace(s) {
+		if unicode.IsControl(r) {
+			return r, true
+		}
+	}
+	return 0, false
+}
 
 // decodeStrict decodes one JSON value into map[string]any, []any, string, json.Number,
 // bool and nil. It refuses invalid JSON or UTF-8, trailing data, nesting deeper than
@@ -91,6 +119,9 @@ func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
 				if path != "" {
 					child = path + "." + k
 				}
+				if r, ok := controlRune(k); ok {
+					return nil, &controlError{Field: child, Rune: r}
+				}
 				v, err := decodeValue(dec, child, depth+1)
 				if err != nil {
 					return nil, err
@@ -116,7 +147,12 @@ func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
 			return arr, nil
 		}
 		return nil, errNotJSON
-	case string, json.Number, bool, nil:
+	case string:
+		if r, ok := controlRune(t); ok {
+			return nil, &controlError{Field: path, Rune: r}
+		}
+		return t, nil
+	case json.Number, bool, nil:
 		return t, nil
 	}
 	return nil, fmt.Errorf("unexpected JSON token %T", tok)

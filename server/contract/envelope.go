@@ -175,7 +175,11 @@ func envelopeString(obj map[string]any, name string, dst *string, required bool,
 // payload are named relative to the payload, like every payload field.
 func bodyError(err error) *Error {
 	var dup *dupKeyError
+	var ctl *controlError
 	switch {
+	case errors.As(err, &ctl):
+		field, _ := strings.CutPrefix(ctl.Field, "payload.")
+		return controlRefusal(field, ctl.Rune)
 	case errors.As(err, &dup):
 		field, where := dup.Field(), "the request body"
 		if rel, ok := strings.CutPrefix(field, "payload."); ok {

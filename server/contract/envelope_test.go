@@ -181,3 +181,40 @@ func errField(err error) string {
 	}
 	return ""
 }
+
+// Control characters in any string an agent sends — the envelope's, a
+// payload field's, a member name — are refused at the contract, naming
+// the field: they would forge lines or hide text on the approval page,
+// in the audit trail, the log and the CSV export. Bidirectional marks are
+// not control characters; the admin UI shows them neutralized.
+func TestDecodeEnvelope_ControlCharacters(t *testing.T) {
+	t.Parallel()
+	invoice := func(actor, customer string) string {
+		return `{"schema_version":"1.0","intent":"invoice.create","actor_id":` + actor + `,
+		  "payload":{"order_id":"order-1","organization_id":"org-main","customer_id":` + customer + `,"currency":"RUB",
+		  "items":[{"product_id":"p-1","quantity":1,"unit":"pcs","price_minor":100}]}}`
+	}
+	for name, c := range map[string]struct{ body, field string }{
+		"NULInActor":       {invoice(`"user\u0000-42"`, `"c-1"`), "actor_id"},
+		"CRLFInActor":      {invoice(`"user-42\r\nforged: line"`, `"c-1"`), "actor_id"},
+		"EscapeInActor":    {invoice(`"user-\u001b[31m42"`, `"c-1"`), "actor_id"},
+		"C1InActor":        {invoice(`"user-\u008542"`, `"c-1"`), "actor_id"},
+		"LineBreakInField": {invoice(`"user-42"`, `"c-1\nc-2"`), "customer_id"},
+		"NULAtTheEnd":      {invoice(`"user-42"`, `"c-1\u0000"`), "customer_id"},
+		"TabInMemberName":  {`{"schema_version":"1.0","intent":"invoice.create","payload":{"order\tid":"x"}}`, "order\tid"},
+	} {
+		_, err := contract.DecodeEnvelope([]byte(c.body))
+		if ce := mustRefuse(t, err, codes.Validation, c.field); !strings.Contains(ce.Message, "control character") {
+			t.Errorf("%s: message %q does not name a control character", name, ce.Message)
+		}
+	}
+	// The payload alone, as Normalize sees it, is held to the same rule.
+	_, err := mustLookup(t, "crm.callback.create").Normalize([]byte(`{"comment":"call\u0000back"}`))
+	if ce := mustRefuse(t, err, codes.Validation, "comment"); !strings.Contains(ce.Message, "U+0000") {
+		t.Errorf("Normalize: message %q does not name U+0000", ce.Message)
+	}
+	// A right-to-left override is no control character: accepted here.
+	if _, err := contract.DecodeEnvelope([]byte(invoice(`"user-\u202e24"`, `"c-1"`))); err != nil {
+		t.Fatalf("a bidirectional mark was refused: %v", err)
+	}
+}

@@ -129,6 +129,7 @@ func (in *Intent) Normalize(payload json.RawMessage) (Normalized, error) {
 // payloadError maps a decodeStrict error on a payload.
 func payloadError(err error) *Error {
 	var dup *dupKeyError
+	var ctl *controlError
 	switch {
 	case errors.As(err, &dup):
 		where := "the payload"
@@ -137,12 +138,23 @@ func payloadError(err error) *Error {
 		}
 		return badRequest(codes.Validation, truncate(dup.Field(), MaxStringLen),
 			"duplicate field %s in %s; each field may appear only once, the input is ambiguous", quoteShort(dup.Key), where)
+	case errors.As(err, &ctl):
+		return controlRefusal(ctl.Field, ctl.Rune)
 	case errors.Is(err, errTooDeep):
 		return badRequest(codes.Validation, "payload", "the payload is nested more than %d levels deep", maxDepth)
 	case errors.Is(err, errNotUTF8):
 		return badRequest(codes.Validation, "payload", "the payload is not valid UTF-8")
 	}
 	return badRequest(codes.Validation, "payload", "the payload is missing or is not valid JSON; send one JSON object")
+}
+
+// controlRefusal is the refusal of a control character r in field.
+func controlRefusal(field string, r rune) *Error {
+	if field == "" {
+		field = "payload"
+	}
+	return badRequest(codes.Validation, truncate(field, MaxStringLen),
+		"%s holds a control character (U+%04X); send plain one-line text, without line breaks, tabs, NUL or escapes", truncate(field, MaxStringLen), r)
 }
 
 // normalizeStrings trims every string inside v and upper-cases currency codes, in place.
