@@ -3,6 +3,7 @@ package server_test
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -35,6 +36,34 @@ func TestJournalWriteFailsNothingSent(t *testing.T) {
 
 	again := g.post(key, invoice("disk-full-1", 1))
 	expect(t, again, http.StatusOK, "succeeded", "")
+	if got := g.sim.Effects(sim.OneC, key); got != 1 {
+		t.Fatalf("effects at 1C = %d, want 1", got)
+	}
+}
+
+// A retry of a key whose earlier request reached the target, at a moment
+// the journal cannot write, is told the outcome is unknown and to send
+// the same key again, not that nothing was sent: an agent believing that
+// would move to a new key and make a second effect.
+func TestJournalWriteFailsAfterEarlierSend(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	const key = "test:invoice.create:disk-full-2:v1"
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDropResponse, Times: 1})
+	expect(t, g.post(key, invoice("disk-full-2", 1)), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
+
+	g.store.SetBeforeCommit(func() error { return errors.New("disk I/O error (injected)") })
+	r := g.post(key, invoice("disk-full-2", 1))
+	g.store.SetBeforeCommit(nil)
+	expect(t, r, http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatalf("unknown without Retry-After: %v", r.Header)
+	}
+	if strings.Contains(r.Raw, "nothing was sent") {
+		t.Fatalf("a key the target has was answered nothing was sent: %s", r.Raw)
+	}
+
+	expect(t, g.post(key, invoice("disk-full-2", 1)), http.StatusOK, "succeeded", "")
 	if got := g.sim.Effects(sim.OneC, key); got != 1 {
 		t.Fatalf("effects at 1C = %d, want 1", got)
 	}

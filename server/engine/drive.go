@@ -46,6 +46,10 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 	aop := targetOp(op)
 
 	found := false
+	// sent: the operation may have reached its target, in this drive or
+	// an earlier one. A journal failure after that must not become
+	// "nothing was sent".
+	sent := d == store.DecisionResume && op.AttemptCount > 0
 	err := func() error {
 		// Look the key up before anything is sent again.
 		if d == store.DecisionResume {
@@ -56,14 +60,18 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 			}
 			aop.Attempt = op.AttemptCount + 1
 		}
-		res, _, err := e.policy.Execute(ctx, target, aop, func(n int) error {
+		res, calls, err := e.policy.Execute(ctx, target, aop, func(n int) error {
 			if n <= op.AttemptCount {
 				return nil // recorded by the claim
 			}
 			return e.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, e.lease(op.TargetSystem))
 		})
+		sent = sent || calls > 0
 		return e.settleOutcome(jctx, op, res, err)
 	}()
+	if errors.Is(err, store.ErrUnavailable) && sent {
+		return e.unrecorded(op, err), false, nil
+	}
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
 		return store.Operation{}, false, err
 	}
@@ -72,6 +80,21 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 	}
 	after, err := e.store.Get(jctx, op.Key)
 	return after, found && after.Status == store.StatusSucceeded, err
+}
+
+// unrecorded is the answer for an operation that may have reached its
+// target when the journal could not record what came of it (a full or
+// failing disk): its outcome is unknown, never "nothing was sent". The row
+// stays started under this drive's lease; once the lease expires the
+// reconciler looks the key up (a restart hands it over at once), and the
+// agent's retry with the same key gets the outcome then.
+func (e *Engine) unrecorded(op store.Operation, err error) store.Operation {
+	e.log.Error("JOURNAL FAILED AFTER A SEND: the outcome of this operation could not be recorded; it is answered unknown and reconciled by key once the journal writes again",
+		"key", op.Key, "err", err)
+	op.Status = store.StatusUnknown
+	op.ErrorCode = codes.OutcomeUnknown
+	op.LeaseOwner, op.LeaseUntil = "", time.Time{}
+	return op
 }
 
 // targetOp is a journal row as its target sees it.

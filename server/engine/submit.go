@@ -206,6 +206,11 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		Lease:         e.lease(in.Target),
 	})
 	if err != nil {
+		if errors.Is(err, store.ErrUnavailable) && existing.AttemptCount > 0 && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint {
+			// This request sent nothing, but an earlier one with this key
+			// may have: "nothing was sent" would invite a new key.
+			return e.unrecorded(existing, err), false, nil
+		}
 		return store.Operation{}, false, err
 	}
 	e.log.Info("operation claimed", "key", key, "intent", in.Name, "agent", tok.Agent, "decision", d.String())

@@ -1,0 +1,183 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// fillDisk makes every write of the process to a file fail, as a full
+// disk does (the kernel refuses writes past the process's file size
+// limit, 0 here); free lifts the limit again.
+func fillDisk(t *testing.T, pid int) (free func()) {
+	t.Helper()
+	var old unix.Rlimit
+	if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: 0, Max: unix.RLIM_INFINITY}, &old); err != nil {
+		t.Fatalf("limit the gateway's writes: %v", err)
+	}
+	return func() {
+		if err := unix.Prlimit(pid, unix.RLIMIT_FSIZE, &old, nil); err != nil {
+			t.Fatalf("lift the gateway's write limit: %v", err)
+		}
+	}
+}
+
+// said is one answer an agent got.
+type said struct {
+	key    string
+	code   int
+	status string
+	errors string
+	detail string
+}
+
+func (s said) nothingSent() bool {
+	return strings.Contains(s.detail+s.errors, "nothing was sent") || strings.Contains(s.errors, "JOURNAL_UNAVAILABLE")
+}
+
+// postSaid posts and keeps what the agent was told.
+func (r *rig) postSaid(key, body string) said {
+	code, m, err := r.post(key, body)
+	if err != nil {
+		r.t.Fatalf("post %s: %v", key, err)
+	}
+	s := said{key: key, code: code}
+	s.status, _ = m["status"].(string)
+	s.detail, _ = m["detail"].(string)
+	for _, e := range asList(m["errors"]) {
+		if em, ok := e.(map[string]any); ok {
+			s.errors += fmt.Sprint(em["code"], ": ", em["message"], "; ")
+		}
+	}
+	return s
+}
+
+// The disk fills while operations are at the target: their completion
+// cannot be written, and they are answered unknown (202, OUTCOME_UNKNOWN,
+// retry the same key), never "nothing was sent"; requests that arrive
+// while it is full are refused before anything is sent. No answer that
+// says nothing was sent has an effect behind it. Once the disk has room
+// again the reconciler settles what was left in flight, and every key
+// ends with one effect.
+func TestFullDiskAnswers(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, 1000, loadConfig, "")
+	r.startGateway()
+	body := func(id string) string { return fmt.Sprintf(e2eInvoice, id, 1) }
+	key := func(id string) string { return "test:invoice.create:" + id + ":v1" }
+
+	var mu sync.Mutex
+	var answers []said
+	keep := func(s said) {
+		mu.Lock()
+		answers = append(answers, s)
+		mu.Unlock()
+	}
+	if s := r.postSaid(key("fd-before"), body("fd-before")); s.code != http.StatusOK {
+		t.Fatalf("before the disk fills: %+v", s)
+	}
+
+	// Operations held at 1C, their claims written.
+	const inFlight = 4
+	r.fault(fmt.Sprintf(`{"target":"onec","fault":"delay","delay_ms":600,"times":%d}`, inFlight))
+	var wg sync.WaitGroup
+	for i := range inFlight {
+		id := fmt.Sprintf("fd-flight-%d", i)
+		wg.Go(func() { keep(r.postSaid(key(id), body(id))) })
+	}
+	for i := range inFlight {
+		for r.getStatus(key(fmt.Sprintf("fd-flight-%d", i))) != "started" {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	free := fillDisk(t, r.gateway.cmd.Process.Pid)
+	for i := range 6 {
+		id := fmt.Sprintf("fd-full-%d", i)
+		wg.Go(func() { keep(r.postSaid(key(id), body(id))) })
+	}
+	wg.Wait()
+	// A retry of a key in flight while the disk is still full: its
+	// answer says to send the same key again, whatever it says of the
+	// state.
+	if s := r.postSaid(key("fd-flight-0"), body("fd-flight-0")); s.nothingSent() || (s.code != http.StatusAccepted && s.code != http.StatusConflict) {
+		t.Errorf("a retry of a key sent before the disk filled: %+v, want 202 unknown or 409 in progress", s)
+	}
+
+	effects := r.simJSON("/_sim/effects")["onec"]
+	for _, s := range answers {
+		if s.nothingSent() && effects[s.key] != 0 {
+			t.Errorf("%s was answered %d %s %q %q, yet 1C has %d effects of it", s.key, s.code, s.status, s.errors, s.detail, effects[s.key])
+		}
+		if effects[s.key] > 0 && s.status == "rejected" {
+			t.Errorf("%s was answered rejected (%d %q), yet 1C has its effect", s.key, s.code, s.errors)
+		}
+		if strings.Contains(s.key, ":fd-flight-") && (s.code != http.StatusAccepted || s.status != "unknown" || !strings.Contains(s.errors, "OUTCOME_UNKNOWN")) {
+			t.Errorf("%s, sent before the disk filled: %d %s %q, want 202 unknown OUTCOME_UNKNOWN", s.key, s.code, s.status, s.errors)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	// Room again: every key ends with one effect, the same key resent
+	// until its answer is final.
+	free()
+	ids := []string{"fd-before"}
+	for i := range inFlight {
+		ids = append(ids, fmt.Sprintf("fd-flight-%d", i))
+	}
+	for i := range 6 {
+		ids = append(ids, fmt.Sprintf("fd-full-%d", i))
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, id := range ids {
+		for {
+			s := r.postSaid(key(id), body(id))
+			if s.code == http.StatusOK {
+				break
+			}
+			if s.code != http.StatusAccepted && s.code != http.StatusConflict && s.code != http.StatusServiceUnavailable {
+				t.Fatalf("%s after the disk has room: %+v", id, s)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never settled: %+v", id, s)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	effects = r.simJSON("/_sim/effects")["onec"]
+	for _, id := range ids {
+		if got := effects[key(id)]; got != 1 {
+			t.Errorf("%s has %d effects at 1C, want 1", id, got)
+		}
+	}
+}
+
+// getStatus reads a key's state through the API.
+func (r *rig) getStatus(key string) string {
+	req, _ := http.NewRequest("GET", r.apiURL+"/v1/operations/"+key, nil)
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		r.t.Fatal(err)
+	}
+	s, _ := m["status"].(string)
+	return s
+}
