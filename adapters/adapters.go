@@ -35,6 +35,11 @@ type Op struct {
 	// CreatedAt is when the operation was first accepted; lookups that scan
 	// a provider's recent objects start there.
 	CreatedAt time.Time
+	// SentBy, when set, is by when every send of the operation could have
+	// reached the target (its last attempt, the drive's budget and the
+	// target's settle time); lookups that scan a provider's objects newest
+	// first start there instead of at the present.
+	SentBy time.Time
 }
 
 // Result is the minimal normalized outcome of an operation at its target.
@@ -85,6 +90,26 @@ type Pager interface {
 	LookupCalls() int
 }
 
+// ReadTimer is a target whose reads (look-ups, checks) have a timeout of
+// their own, shorter than the one of the requests that make effects: a
+// provider that may take long to make a payment answers a read at once,
+// and a look-up that pages through a list should not wait as long per page.
+type ReadTimer interface {
+	ReadTimeout() time.Duration
+}
+
+// Resender is a Deduper whose key holds for a bounded window after the
+// operation's first send (YooKassa's Idempotence-Key: 24 hours). Within
+// the window, sending the same request again with the same key answers the
+// effect already made, or makes the one the operation was sent to make: it
+// is how such a target documents finding the outcome of a request whose
+// answer was lost. KeyWindow is the window; past it the key may be
+// forgotten and only a look-up is safe.
+type Resender interface {
+	Deduper
+	KeyWindow() time.Duration
+}
+
 // ErrNotFound is returned by Lookup when the target holds no effect for the key.
 var ErrNotFound = errors.New("no effect at the target for this key")
 
@@ -129,8 +154,19 @@ type Error struct {
 	// Message is safe for a model to read: no stack traces, SQL, host
 	// names or credentials.
 	Message string
-	// RetryAfter is the target's own hint (Retry-After on 429/503), if any.
+	// RetryAfter is the target's own hint (Retry-After on 429/503, or the
+	// provider's retry_after in its body), in seconds, if any.
 	RetryAfter int
+	// InProgress: the target holds the request and is still working on it
+	// (YooKassa's 202 processing). It is Retry, because the same key is how
+	// to learn the outcome; once the attempts are spent the outcome is
+	// unknown (RetryPolicy.Execute answers it as Reconcile).
+	InProgress bool
+	// Pending: the effect exists at the target and is not final yet (a
+	// payment waiting for the payer's bank). It is Reconcile; a look-up
+	// that finds it is an answer, not a failed look-up, so it is polled
+	// again later without counting toward a person's review.
+	Pending bool
 	// ObjectID is the target's object id when the target named one before
 	// the outcome became clear (a payment still pending, say); the journal
 	// keeps it for later lookups.

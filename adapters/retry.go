@@ -77,7 +77,7 @@ func (p RetryPolicy) Execute(ctx context.Context, t Target, op Op, before func(a
 			}
 			select {
 			case <-ctx.Done():
-				return Result{}, n, err
+				return Result{}, n, unfinished(err)
 			case <-time.After(wait):
 			}
 		}
@@ -96,5 +96,17 @@ func (p RetryPolicy) Execute(ctx context.Context, t Target, op Op, before func(a
 			return Result{}, n + 1, err
 		}
 	}
-	return Result{}, attempts, err
+	return Result{}, attempts, unfinished(err)
+}
+
+// unfinished is the last error of attempts that ran out: a request the
+// target still holds in progress has an unknown outcome, not a refusal.
+func unfinished(err error) error {
+	var ae *Error
+	if !errors.As(err, &ae) || !ae.InProgress || ae.Class != Retry {
+		return err
+	}
+	m := *ae
+	m.Class = Reconcile
+	return &m
 }

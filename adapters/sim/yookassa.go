@@ -5,23 +5,31 @@ package sim
 // /yookassa/v3/…
 //
 // What it models, and where it is simpler than the provider:
-//   - HTTP Basic auth: any shop id, the secret from YOOKASSA_SECRET_KEY (or
-//     DefaultYooKassaSecret); otherwise 401 invalid_credentials.
+//   - HTTP Basic auth: any shop id (or only YooKassaMode.ShopID when set),
+//     the secret from YOOKASSA_SECRET_KEY (or DefaultYooKassaSecret);
+//     otherwise 401 invalid_credentials.
 //   - Idempotence-Key on every POST (missing or longer than 64 characters:
 //     400 invalid_request, parameter Idempotence-Key). A repeat with the same
 //     key and the same body within 24 hours answers the object already made,
 //     in its current state, and makes nothing; the same key with another body
 //     (or on the other endpoint) answers 400 invalid_request "Idempotence key
 //     duplicated". Only requests that made an object bind their key.
-//   - Payments charge a saved payment method (payment_method_id must be an
-//     active seeded account, sim.Accounts); GET /payment_methods/{id} shows
-//     a seeded account as a saved card, active or inactive. capture:true succeeds at once,
+//   - Payments charge a saved payment method: an active seeded account
+//     (sim.Accounts), which is a method saved by a binding and which
+//     GET /payment_methods/{id} shows as a saved card, active or inactive;
+//     or a card saved during an earlier payment (YooKassaSavedCard), whose
+//     id is that payment's id and which GET /payment_methods/{id} does not
+//     know (404), as YooKassa documents that endpoint for bindings only. capture:true succeeds at once,
 //     capture:false waits for capture; an amount of at least
 //     YooKassaInsufficientFundsMinor minor units is canceled by the payment
 //     network with reason insufficient_funds. Redirect confirmations are not
 //     modelled: a payment without payment_method_id is refused.
 //   - Refunds of a succeeded payment in its currency, up to what is left to
 //     refund; they succeed at once.
+//   - YooKassaMode adds what the real API also does: receipts required
+//     (54-FZ), slow answers, 202 processing with retry_after, a 500 after
+//     the object was made, 429 with retry_after in the body, payments and
+//     refunds pending for a while, canceled refunds, one shop id only.
 //   - Lists newest first, limit 1–100 (default 10), keyset cursors, filters
 //     created_at.gte/gt/lte/lt, status, and payment_id for refunds.
 //
@@ -83,10 +91,21 @@ func init() {
 	registrations = append(registrations, registerYooKassa)
 }
 
+// ykSims finds the YooKassa simulator of a Server.
+var ykSims = struct {
+	sync.Mutex
+	m map[*Server]*ykSim
+}{m: map[*Server]*ykSim{}}
+
 func registerYooKassa(s *Server) {
 	y := &ykSim{s: s, secret: YooKassaSecret()}
 	y.reset()
+	ykSims.Lock()
+	ykSims.m[s] = y
+	ykSims.Unlock()
 	s.OnReset(y.reset)
+	s.Handle("POST /_sim/yookassa", y.handleMode)
+	s.Handle("POST /_sim/yookassa/saved_cards", y.handleSavedCard)
 	s.Handle("POST "+ykRoot+"/payments", y.handleCreatePayment)
 	s.Handle("GET "+ykRoot+"/payments", y.handleListPayments)
 	s.Handle("GET "+ykRoot+"/payments/{id}", y.handleGetPayment)
@@ -108,6 +127,7 @@ type ykSim struct {
 	pOrder   []*ykPayment // in creation order
 	rOrder   []*ykRefund
 	keys     map[string]ykKeyRecord // Idempotence-Key → what it made
+	mode     YooKassaMode
 }
 
 // ykKeyRecord is what one Idempotence-Key bound.
@@ -116,6 +136,8 @@ type ykKeyRecord struct {
 	hash string // canonical body
 	at   time.Time
 	id   string // payment or refund made
+	// busyUntil: the request is "processing" until then (202).
+	busyUntil time.Time
 }
 
 type ykPayment struct {
@@ -133,6 +155,8 @@ type ykPayment struct {
 	captured     time.Time
 	cancelReason string
 	shopID       string
+	savedCard    bool      // it saved the payer's card; its id is the method's
+	settleAt     time.Time // a pending payment succeeds then
 }
 
 type ykRefund struct {
@@ -144,6 +168,9 @@ type ykRefund struct {
 	description string
 	metadata    map[string]string
 	created     time.Time
+	status      string
+	settleAt    time.Time // a pending refund ends then
+	cancel      bool      // and ends canceled
 }
 
 // Wire shapes.
@@ -188,13 +215,14 @@ type ykPaymentView struct {
 }
 
 type ykRefundView struct {
-	ID          string            `json:"id"`
-	PaymentID   string            `json:"payment_id"`
-	Status      string            `json:"status"`
-	Amount      ykAmount          `json:"amount"`
-	CreatedAt   string            `json:"created_at"`
-	Description string            `json:"description,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
+	ID                  string            `json:"id"`
+	PaymentID           string            `json:"payment_id"`
+	Status              string            `json:"status"`
+	Amount              ykAmount          `json:"amount"`
+	CreatedAt           string            `json:"created_at"`
+	Description         string            `json:"description,omitempty"`
+	Metadata            map[string]string `json:"metadata,omitempty"`
+	CancellationDetails *ykCancellation   `json:"cancellation_details,omitempty"`
 }
 
 type ykList struct {
@@ -209,6 +237,7 @@ type ykError struct {
 	Code        string `json:"code"`
 	Description string `json:"description,omitempty"`
 	Parameter   string `json:"parameter,omitempty"`
+	RetryAfter  int    `json:"retry_after,omitempty"` // ms, with 429 and 500
 }
 
 // ykFailure is an error answer not yet written.
@@ -234,15 +263,39 @@ func (y *ykSim) reset() {
 	y.pOrder = nil
 	y.rOrder = nil
 	y.keys = map[string]ykKeyRecord{}
+	y.mode = YooKassaMode{}
 }
 
-// authorized checks Basic auth: any shop id, the configured secret.
+// authorized checks Basic auth: any shop id (or the mode's), the
+// configured secret.
 func (y *ykSim) authorized(r *http.Request) (string, bool) {
 	user, pass, ok := r.BasicAuth()
 	if !ok || user == "" || subtle.ConstantTimeCompare([]byte(pass), []byte(y.secret)) != 1 {
 		return "", false
 	}
+	y.mu.Lock()
+	shop := y.mode.ShopID
+	y.mu.Unlock()
+	if shop != "" && user != shop {
+		return "", false
+	}
 	return user, true
+}
+
+// throttled answers 429 with retry_after in the body when the mode asks
+// for it; it reports whether it did.
+func (y *ykSim) throttled(w http.ResponseWriter) bool {
+	y.mu.Lock()
+	hit := take(&y.mode.TooManyRequests)
+	ms := y.retryAfterMS()
+	y.mu.Unlock()
+	if !hit {
+		return false
+	}
+	e := ykFail(http.StatusTooManyRequests, "too_many_requests", "", "Too many requests. Repeat the request later")
+	e.body.RetryAfter = ms
+	WriteJSON(w, e.status, e.body)
+	return true
 }
 
 func ykUnauthorized() *ykFailure {
@@ -271,6 +324,13 @@ func (y *ykSim) create(w http.ResponseWriter, r *http.Request, path string, comm
 	if key != "" {
 		y.s.Call(YooKassa, key)
 	}
+	if y.throttled(w) {
+		return
+	}
+	y.mu.Lock()
+	latency := time.Duration(y.mode.LatencyMS) * time.Millisecond
+	y.mu.Unlock()
+	time.Sleep(latency) // the caller may go; the request is handled anyway
 	status, v := y.createAnswer(w, r, path, key, commit)
 	if f.After(w) {
 		return
@@ -318,6 +378,9 @@ func (y *ykSim) createAnswer(w http.ResponseWriter, r *http.Request, path, key s
 			e := ykInvalid("Idempotence-Key", "Idempotence key duplicated")
 			return e.status, e.body
 		}
+		if time.Now().Before(rec.busyUntil) {
+			return y.processing()
+		}
 		if p, ok := y.payments[rec.id]; ok {
 			return http.StatusOK, y.paymentView(p)
 		}
@@ -327,9 +390,26 @@ func (y *ykSim) createAnswer(w http.ResponseWriter, r *http.Request, path, key s
 	if fail != nil {
 		return fail.status, fail.body
 	}
-	y.keys[key] = ykKeyRecord{path: path, hash: hash, at: time.Now(), id: id}
+	rec := ykKeyRecord{path: path, hash: hash, at: time.Now(), id: id}
 	y.s.Effect(YooKassa, key)
+	switch {
+	case take(&y.mode.Processing):
+		rec.busyUntil = rec.at.Add(time.Duration(y.retryAfterMS()) * time.Millisecond)
+		y.keys[key] = rec
+		return y.processing()
+	case take(&y.mode.FailAfterCommit):
+		y.keys[key] = rec
+		e := ykFail(http.StatusInternalServerError, "internal_server_error", "", "Internal server error. The result of processing is unknown")
+		e.body.RetryAfter = y.retryAfterMS()
+		return e.status, e.body
+	}
+	y.keys[key] = rec
 	return http.StatusOK, view
+}
+
+// processing is the 202 of a request still being handled; y.mu is held.
+func (y *ykSim) processing() (int, any) {
+	return http.StatusAccepted, map[string]any{"type": "processing", "description": "Request accepted, but is still in process", "retry_after": y.retryAfterMS()}
 }
 
 // ykCanonicalHash hashes a JSON object with its keys sorted, so that two
@@ -353,6 +433,7 @@ type ykPaymentRequest struct {
 	PaymentMethodID string          `json:"payment_method_id"`
 	Description     string          `json:"description"`
 	Metadata        json.RawMessage `json:"metadata"`
+	Receipt         *ykReceipt      `json:"receipt"`
 }
 
 type ykRefundRequest struct {
@@ -360,6 +441,7 @@ type ykRefundRequest struct {
 	Amount      *ykAmount       `json:"amount"`
 	Description string          `json:"description"`
 	Metadata    json.RawMessage `json:"metadata"`
+	Receipt     *ykReceipt      `json:"receipt"`
 }
 
 // createPayment makes a payment; y.mu is held.
@@ -375,8 +457,11 @@ func (y *ykSim) createPayment(shop string, raw []byte) (string, any, *ykFailure)
 	if req.PaymentMethodID == "" {
 		return "", nil, ykInvalid("payment_method_id", "Specify payment_method_id: this simulator charges saved payment methods only")
 	}
-	if Accounts[req.PaymentMethodID] != Active {
+	if saver, ok := y.payments[req.PaymentMethodID]; Accounts[req.PaymentMethodID] != Active && !(ok && saver.savedCard) {
 		return "", nil, ykInvalid("payment_method_id", "Payment method is not available for this shop")
+	}
+	if fail := y.checkReceipt(req.Receipt, minor); fail != nil {
+		return "", nil, fail
 	}
 	if utf8.RuneCountInString(req.Description) > ykPaymentDesc {
 		return "", nil, ykInvalid("description", "Description is longer than 128 characters")
@@ -395,6 +480,8 @@ func (y *ykSim) createPayment(shop string, raw []byte) (string, any, *ykFailure)
 	switch {
 	case minor >= YooKassaInsufficientFundsMinor:
 		p.status, p.cancelReason = "canceled", "insufficient_funds"
+	case y.mode.PendingMS > 0 && req.Capture:
+		p.status, p.settleAt = "pending", now.Add(time.Duration(y.mode.PendingMS)*time.Millisecond)
 	case req.Capture:
 		p.status, p.paid, p.captured = "succeeded", true, now
 	default:
@@ -429,6 +516,10 @@ func (y *ykSim) createRefund(shop string, raw []byte) (string, any, *ykFailure) 
 	if !ok {
 		return "", nil, ykFail(http.StatusNotFound, "not_found", "payment_id", "Payment not found")
 	}
+	y.settlePayment(p)
+	if fail := y.checkReceipt(req.Receipt, minor); fail != nil {
+		return "", nil, fail
+	}
 	if p.status != "succeeded" {
 		return "", nil, ykInvalid("payment_id", "Payment has not succeeded, it cannot be refunded")
 	}
@@ -442,6 +533,11 @@ func (y *ykSim) createRefund(shop string, raw []byte) (string, any, *ykFailure) 
 	ref := &ykRefund{
 		seq: y.seq, id: ykNewID("0015"), paymentID: p.id, minor: minor, currency: currency,
 		description: req.Description, metadata: meta, created: time.Now().UTC().Truncate(time.Millisecond),
+		status: "succeeded", cancel: y.mode.CancelRefunds,
+	}
+	if y.mode.PendingMS > 0 || y.mode.CancelRefunds {
+		ref.status, ref.settleAt = "pending", ref.created.Add(time.Duration(y.mode.PendingMS)*time.Millisecond)
+		y.settleRefund(ref)
 	}
 	p.refunded += minor
 	y.refunds[ref.id] = ref
@@ -512,6 +608,7 @@ func ykCheckMetadata(raw json.RawMessage) (map[string]string, *ykFailure) {
 }
 
 func (y *ykSim) paymentView(p *ykPayment) ykPaymentView {
+	y.settlePayment(p)
 	v := ykPaymentView{
 		ID: p.id, Status: p.status, Paid: p.paid,
 		Amount:        ykAmount{Value: ykFormatValue(p.minor), Currency: p.currency},
@@ -536,19 +633,24 @@ func (y *ykSim) paymentView(p *ykPayment) ykPaymentView {
 }
 
 func (y *ykSim) refundView(r *ykRefund) ykRefundView {
-	return ykRefundView{
-		ID: r.id, PaymentID: r.paymentID, Status: "succeeded",
+	y.settleRefund(r)
+	v := ykRefundView{
+		ID: r.id, PaymentID: r.paymentID, Status: r.status,
 		Amount:      ykAmount{Value: ykFormatValue(r.minor), Currency: r.currency},
 		CreatedAt:   r.created.Format(ykTimeLayout),
 		Description: r.description,
 		Metadata:    r.metadata,
 	}
+	if r.status == "canceled" {
+		v.CancellationDetails = &ykCancellation{Party: "yoo_money", Reason: "rejected_by_payee"}
+	}
+	return v
 }
 
 // read is the common path of a GET: fault, auth, the read, the answer.
 func (y *ykSim) read(w http.ResponseWriter, r *http.Request, get func() (any, *ykFailure)) {
 	f := y.s.TakeFault(YooKassa, OnLookup)
-	if f.Before(w) {
+	if f.Before(w) || y.throttled(w) {
 		return
 	}
 	var (
@@ -630,6 +732,7 @@ func (y *ykSim) handleListPayments(w http.ResponseWriter, r *http.Request) {
 		last := int64(0)
 		for i := len(y.pOrder) - 1; i >= 0; i-- {
 			p := y.pOrder[i]
+			y.settlePayment(p)
 			if !q.admits(p.seq, p.created, p.status, "") {
 				continue
 			}
@@ -657,7 +760,8 @@ func (y *ykSim) handleListRefunds(w http.ResponseWriter, r *http.Request) {
 		last := int64(0)
 		for i := len(y.rOrder) - 1; i >= 0; i-- {
 			ref := y.rOrder[i]
-			if !q.admits(ref.seq, ref.created, "succeeded", ref.paymentID) {
+			y.settleRefund(ref)
+			if !q.admits(ref.seq, ref.created, ref.status, ref.paymentID) {
 				continue
 			}
 			if len(page.Items) == q.limit {

@@ -17,6 +17,10 @@ import (
 	"github.com/oncegate/oncegate/adapters/codes"
 )
 
+// errReadForbidden is the cause of a read the provider refused for the
+// shop's rights (403).
+var errReadForbidden = errors.New("read forbidden")
+
 // maxBody bounds how much of one answer is read.
 const maxBody = 4 << 20
 
@@ -65,6 +69,16 @@ type payment struct {
 	CancellationDetails *cancellation  `json:"cancellation_details,omitempty"`
 	Refundable          bool           `json:"refundable"`
 	Test                bool           `json:"test"`
+	PaymentMethod       *methodRef     `json:"payment_method,omitempty"`
+}
+
+// methodRef is a payment's payment_method: for a payment that saved the
+// payer's method (save_payment_method), its id is the payment's and saved
+// is true while the method can be charged again.
+type methodRef struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	Saved bool   `json:"saved"`
 }
 
 // refund is the part of YooKassa's refund object the adapter reads.
@@ -86,20 +100,43 @@ type objectList[T any] struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// apiError is YooKassa's error body.
+// apiError is YooKassa's error body. retry_after, in milliseconds, may
+// come with 429 and 500: when to send the same request again.
 type apiError struct {
 	Type        string `json:"type"`
 	ID          string `json:"id"`
 	Code        string `json:"code"`
 	Description string `json:"description"`
 	Parameter   string `json:"parameter"`
+	RetryAfter  int64  `json:"retry_after"`
 }
 
 // processing is the body of HTTP 202: the request is still being handled;
 // repeat it with the same Idempotence-Key after retry_after milliseconds.
+// The unit is the SDKs' reading of it: YooKassa's PHP SDK sleeps
+// retry_after*1000 microseconds before repeating a request answered 202
+// (BaseClient::delay, default 1800 ms).
 type processing struct {
 	Type       string `json:"type"`
 	RetryAfter int64  `json:"retry_after"`
+}
+
+// retryAfterSeconds turns a retry_after in milliseconds into the whole
+// seconds of adapters.Error.RetryAfter, rounded up; 0 when there is none.
+func retryAfterSeconds(ms int64) int {
+	if ms <= 0 {
+		return 0
+	}
+	return int(min((ms+999)/1000, 3600))
+}
+
+// bodyRetryAfter reads retry_after (ms) from an error body, as seconds.
+func bodyRetryAfter(data []byte) int {
+	var ae apiError
+	if json.Unmarshal(data, &ae) != nil {
+		return 0
+	}
+	return retryAfterSeconds(ae.RetryAfter)
 }
 
 // do sends one request and reads its answer. A transport failure comes back
@@ -115,6 +152,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, idem
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	// A POST may take YooKassa up to 30 s (it answers 500 then); a read
+	// is answered at once, so it has a shorter bound of its own.
+	limit := c.readTimeout
+	if method == http.MethodPost {
+		limit = c.timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, nil, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable, Message: "the request to the payment provider could not be built", Err: errors.New("build request")}
@@ -160,9 +205,14 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) 
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		e := adapters.StatusError(resp)
 		e.Err = c.cause(resp, data)
+		if ra := bodyRetryAfter(data); ra > e.RetryAfter {
+			e.RetryAfter = ra
+		}
 		return e
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return adapters.Misconfigured(codes.TargetPermissionDenied, "the payment provider refused the shop credentials or rights", c.cause(resp, data))
+	case resp.StatusCode == http.StatusUnauthorized:
+		return adapters.Misconfigured(codes.TargetPermissionDenied, "the payment provider refused the shop credentials", c.cause(resp, data))
+	case resp.StatusCode == http.StatusForbidden:
+		return adapters.Misconfigured(codes.TargetPermissionDenied, "the payment provider refused the shop the rights to read this", fmt.Errorf("%w: %w", errReadForbidden, c.cause(resp, data)))
 	}
 	return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "the payment provider answered a read in an unexpected way", Err: c.cause(resp, data)}
 }
@@ -246,11 +296,18 @@ func (c *Client) findRefund(ctx context.Context, op adapters.Op) (refund, error)
 	return scan(ctx, c, "/refunds", q, op.Key, func(r refund) map[string]any { return r.Metadata })
 }
 
-// scanQuery starts a list at the operation's creation, less a margin.
+// scanQuery bounds a list to the operation's time window: from its
+// creation, less a margin, to when its last send could have landed
+// (op.SentBy), plus a margin. The list has no metadata filter and walks
+// back from its upper bound, so without one an old operation in a busy
+// shop is behind every payment made since, past the pages a look-up reads.
 func scanQuery(op adapters.Op) url.Values {
 	q := url.Values{"limit": {strconv.Itoa(lookupPageSize)}}
 	if !op.CreatedAt.IsZero() {
 		q.Set("created_at.gte", op.CreatedAt.Add(-lookupMargin).UTC().Format("2006-01-02T15:04:05.000Z"))
+	}
+	if !op.SentBy.IsZero() {
+		q.Set("created_at.lte", op.SentBy.Add(lookupMargin).UTC().Format("2006-01-02T15:04:05.000Z"))
 	}
 	return q
 }
@@ -316,7 +373,7 @@ func paymentOutcome(p payment) (adapters.Result, error) {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: code, Message: msg, ObjectID: p.ID,
 			Err: fmt.Errorf("payment canceled: reason %q", reason)}
 	case "pending", "waiting_for_capture":
-		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: p.ID,
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: p.ID, Pending: true,
 			Message: "the payment exists at the payment provider but is not final yet", Err: fmt.Errorf("payment status %q", p.Status)}
 	}
 	return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: p.ID,
@@ -350,7 +407,7 @@ func refundOutcome(r refund) (adapters.Result, error) {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: codes.RefundCanceled, Message: msg, ObjectID: r.ID,
 			Err: fmt.Errorf("refund canceled: reason %q", reason)}
 	case "pending":
-		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: r.ID,
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: r.ID, Pending: true,
 			Message: "the refund exists at the payment provider but is not final yet", Err: errors.New(`refund status "pending"`)}
 	}
 	return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: r.ID,
@@ -421,19 +478,28 @@ func safeToken(s string) bool {
 // executeError classifies a non-200 answer to a POST.
 func (c *Client) executeError(intent string, resp *http.Response, data []byte) error {
 	if resp.StatusCode == http.StatusAccepted {
+		// "202 processing": the request is being handled; the same request
+		// with the same key after retry_after answers its outcome. The key
+		// dedupes, so sending it again is a retry, never a second payment.
 		var p processing
 		_ = json.Unmarshal(data, &p)
-		return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
+		return &adapters.Error{Class: adapters.Retry, Code: codes.OutcomeUnknown, InProgress: true,
 			Message:    "the payment provider is still processing the request",
-			RetryAfter: int((p.RetryAfter + 999) / 1000),
-			Err:        errors.New("yookassa answered 202 (processing)")}
+			RetryAfter: max(retryAfterSeconds(p.RetryAfter), 1),
+			Err:        fmt.Errorf("yookassa answered 202 (processing, retry_after %d ms)", p.RetryAfter)}
 	}
 	cause := c.cause(resp, data)
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
 		// 429, 502, 503: Retry; 500 and the rest: Reconcile — YooKassa
-		// documents 500 as "the result of processing is unknown".
+		// documents 500 as "the result of processing is unknown" and asks
+		// for the same request with the same key again
+		// (https://yookassa.ru/developers/using-api/response-handling/recommendations),
+		// which the reconciler does, after the body's retry_after if any.
 		e := adapters.StatusError(resp)
 		e.Err = cause
+		if ra := bodyRetryAfter(data); ra > e.RetryAfter {
+			e.RetryAfter = ra
+		}
 		return e
 	}
 	var ae apiError

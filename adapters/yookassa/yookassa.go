@@ -60,8 +60,21 @@ const (
 	lookupMargin   = 10 * time.Minute
 )
 
-// DefaultTimeout bounds one HTTP call when the configuration names none.
-const DefaultTimeout = 5 * time.Second
+// DefaultTimeout bounds one request that makes a payment or refund when
+// the configuration names none. YooKassa may take up to 30 s before it
+// answers 500 to such a request (and then tries to cancel it), so the
+// gateway waits longer than that: a slow but normal charge is answered,
+// not left unknown.
+const DefaultTimeout = 35 * time.Second
+
+// DefaultReadTimeout bounds one read (a payment, a list page) when the
+// configuration names none; never more than the timeout.
+const DefaultReadTimeout = 10 * time.Second
+
+// KeyWindow is how long YooKassa keeps an Idempotence-Key: a repeat of the
+// same request under the same key within it answers the object first made
+// (https://yookassa.ru/developers/using-api/interaction-format, "Идемпотентность").
+const KeyWindow = 24 * time.Hour
 
 // Config is the adapter's configuration. SecretKey comes from the
 // environment variable the configuration names, never from a file or request.
@@ -73,16 +86,22 @@ type Config struct {
 	ShopID string
 	// SecretKey is the shop's secret key (the Basic auth password).
 	SecretKey string
-	// Timeout bounds one HTTP call; zero means DefaultTimeout.
+	// Timeout bounds one request that makes a payment or refund; zero
+	// means DefaultTimeout.
 	Timeout time.Duration
+	// ReadTimeout bounds one read; zero means DefaultReadTimeout, and it
+	// is never more than Timeout.
+	ReadTimeout time.Duration
 }
 
 // Client is the YooKassa target. It is safe for concurrent use.
 type Client struct {
-	base   string
-	shopID string
-	secret string
-	http   *http.Client
+	base        string
+	shopID      string
+	secret      string
+	timeout     time.Duration // of a POST
+	readTimeout time.Duration // of a GET
+	http        *http.Client
 }
 
 var _ adapters.Target = (*Client)(nil)
@@ -102,17 +121,22 @@ func New(cfg Config) (*Client, error) {
 	if cfg.SecretKey == "" {
 		return nil, errors.New("yookassa: secret key is empty (set the environment variable named by secret_key_env)")
 	}
-	if cfg.Timeout < 0 {
+	if cfg.Timeout < 0 || cfg.ReadTimeout < 0 {
 		return nil, errors.New("yookassa: timeout must not be negative")
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.ReadTimeout == 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
 	return &Client{
-		base:   strings.TrimRight(cfg.BaseURL, "/"),
-		shopID: cfg.ShopID,
-		secret: cfg.SecretKey,
-		http:   &http.Client{Transport: adapters.NewTransport(), Timeout: cfg.Timeout},
+		base:        strings.TrimRight(cfg.BaseURL, "/"),
+		shopID:      cfg.ShopID,
+		secret:      cfg.SecretKey,
+		timeout:     cfg.Timeout,
+		readTimeout: min(cfg.ReadTimeout, cfg.Timeout),
+		http:        &http.Client{Transport: adapters.NewTransport()},
 	}, nil
 }
 
@@ -122,6 +146,15 @@ func (c *Client) Name() string { return "yookassa" }
 // DedupesByKey implements adapters.Deduper: YooKassa answers a repeated
 // Idempotence-Key with the payment or refund it made.
 func (c *Client) DedupesByKey() bool { return true }
+
+// KeyWindow implements adapters.Resender: within 24 hours of the first
+// request, the same request under the same key answers the payment or
+// refund it made, which is YooKassa's own way to learn the outcome of a
+// request whose answer was lost.
+func (c *Client) KeyWindow() time.Duration { return KeyWindow }
+
+// ReadTimeout implements adapters.ReadTimer.
+func (c *Client) ReadTimeout() time.Duration { return c.readTimeout }
 
 // LookupCalls implements adapters.Pager: a look-up by key scans up to
 // lookupPages pages of the provider's list.
@@ -248,22 +281,18 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		if err != nil {
 			return adapters.Plan{}, err
 		}
-		pm, err := c.getPaymentMethod(ctx, p.AccountID)
-		switch {
-		case errors.Is(err, adapters.ErrNotFound):
-			return adapters.Plan{}, final(codes.ReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider", nil)
-		case err != nil:
-			return adapters.Plan{}, adapters.ReadFailure(err)
-		case !pm.Saved || pm.Status != "active":
-			return adapters.Plan{}, final(codes.ReferenceInactive, "account_id", "the saved payment method (account) is not active at the payment provider", nil)
+		checked, err := c.checkSavedMethod(ctx, p.AccountID)
+		if err != nil {
+			return adapters.Plan{}, err
 		}
 		return adapters.Plan{Data: map[string]any{
-			"account_id":   p.AccountID,
-			"order_id":     p.OrderID,
-			"amount_minor": p.AmountMinor,
-			"currency":     p.Currency,
-			"amount_value": req.Amount.Value,
-			"description":  req.Description,
+			"account_check": checked,
+			"account_id":    p.AccountID,
+			"order_id":      p.OrderID,
+			"amount_minor":  p.AmountMinor,
+			"currency":      p.Currency,
+			"amount_value":  req.Amount.Value,
+			"description":   req.Description,
 		}}, nil
 	case IntentRefund:
 		p, err := decodeRefund(op)
@@ -293,6 +322,51 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	}
 	return adapters.Plan{}, unknownIntent(op.Intent)
 }
+
+// checkSavedMethod checks the saved payment method a charge names and says
+// how: "payment_method" (GET /payment_methods/{id}), "saving_payment" (the
+// payment that saved it) or "left_to_charge".
+//
+// YooKassa documents GET /payment_methods/{id} for methods saved by a
+// binding (a zero-amount save) only. The usual saved card is saved during
+// a payment (save_payment_method), and its id is that payment's id
+// (https://yookassa.ru/developers/payment-acceptance/scenario-extensions/recurring-payments/save-payment-method/save-during-payment):
+// the endpoint does not know it. Such a method is checked through the
+// payment that saved it, whose payment_method is that method with saved
+// true. An id neither knows is refused; a check the provider will not
+// answer (no right to read, say) is left to the charge itself, which
+// refuses an unknown method with 400 payment_method_id.
+func (c *Client) checkSavedMethod(ctx context.Context, id string) (string, error) {
+	pm, err := c.getPaymentMethod(ctx, id)
+	switch {
+	case err == nil && pm.Saved && pm.Status == "active":
+		return "payment_method", nil
+	case err == nil:
+		return "", final(codes.ReferenceInactive, "account_id", "the saved payment method (account) is not active at the payment provider", nil)
+	case !errors.Is(err, adapters.ErrNotFound) && !refusedRead(err):
+		return "", adapters.ReadFailure(err)
+	}
+	pay, err := c.getPayment(ctx, id)
+	switch {
+	case errors.Is(err, adapters.ErrNotFound):
+		return "", final(codes.ReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider", nil)
+	case refusedRead(err):
+		return "left_to_charge", nil
+	case err != nil:
+		return "", adapters.ReadFailure(err)
+	case pay.PaymentMethod == nil || pay.PaymentMethod.ID != id:
+		// A payment made with a saved method names that method, not
+		// itself: its id is no saved method.
+		return "", final(codes.ReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider", nil)
+	case !pay.PaymentMethod.Saved:
+		return "", final(codes.ReferenceInactive, "account_id", "the payment named by account_id did not save its payment method, or the payer withdrew it", nil)
+	}
+	return "saving_payment", nil
+}
+
+// refusedRead reports whether a read was refused for the shop's rights
+// (403) rather than failed.
+func refusedRead(err error) bool { return errors.Is(err, errReadForbidden) }
 
 // refundable checks that p can be refunded from pay and returns what is
 // left to refund before this refund.

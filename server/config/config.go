@@ -146,8 +146,13 @@ type YooKassaConfig struct {
 	BaseURL      string `yaml:"base_url"`
 	ShopID       string `yaml:"shop_id"`
 	SecretKeyEnv string `yaml:"secret_key_env"`
-	TimeoutMS    int    `yaml:"timeout_ms"`
-	SettleMS     int    `yaml:"settle_ms"`
+	// TimeoutMS bounds a request that makes a payment or refund: YooKassa
+	// may take up to 30 s before it answers 500, so it is 35 s by default.
+	TimeoutMS int `yaml:"timeout_ms"`
+	// ReadTimeoutMS bounds a read (a payment, a page of a list); never
+	// more than TimeoutMS.
+	ReadTimeoutMS int `yaml:"read_timeout_ms"`
+	SettleMS      int `yaml:"settle_ms"`
 }
 
 // RetryConfig is the retry policy of target calls.
@@ -199,7 +204,7 @@ func Default() Config {
 		Targets: TargetsConfig{
 			OneC:     OneCConfig{TimeoutMS: 5000},
 			Bitrix24: Bitrix24Config{TimeoutMS: 5000, SettleMS: 30000},
-			YooKassa: YooKassaConfig{ShopID: "demo-shop", TimeoutMS: 5000},
+			YooKassa: YooKassaConfig{ShopID: "demo-shop", TimeoutMS: 35000, ReadTimeoutMS: 10000, SettleMS: 60000},
 		},
 		Retry:      RetryConfig{MaxAttempts: 4, InitialDelayMS: 500, Multiplier: 2, MaxDelayMS: 5000, Jitter: &jitter},
 		Approval:   ApprovalConfig{TTL: Duration(24 * time.Hour)},
@@ -395,6 +400,7 @@ func (c Config) validate(currencies []string) error {
 	checkEnv("targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv)
 	checkEnv("journal.url_env", c.Journal.URLEnv)
 	checkTimeout("targets.yookassa.timeout_ms", t.YooKassa.TimeoutMS)
+	checkTimeout("targets.yookassa.read_timeout_ms", t.YooKassa.ReadTimeoutMS)
 	if t.YooKassa.BaseURL != "" && (t.YooKassa.ShopID == "" || t.YooKassa.SecretKeyEnv == "") {
 		bad("targets.yookassa", "base_url needs shop_id and secret_key_env")
 	}

@@ -48,13 +48,19 @@ func (e *Engine) purgeable(op store.Operation) bool {
 
 // lookupBudget is the longest one look-up at system's target may take: a
 // call timeout for each call it may make, which for a target that pages
-// through a list (adapters.Pager) is one per page it may read.
+// through a list (adapters.Pager) is one per page it may read. A target
+// whose reads have a shorter timeout of their own (adapters.ReadTimer) is
+// given that per call.
 func (e *Engine) lookupBudget(system string) time.Duration {
 	calls := 1
 	if p, ok := e.targets[system].(adapters.Pager); ok {
 		calls = max(p.LookupCalls(), 1)
 	}
-	return time.Duration(calls) * e.timeout(system)
+	per := e.timeout(system)
+	if r, ok := e.targets[system].(adapters.ReadTimer); ok && r.ReadTimeout() > 0 {
+		per = min(per, r.ReadTimeout())
+	}
+	return time.Duration(calls) * per
 }
 
 // budget is the longest one drive of an operation may take: a lookup and
