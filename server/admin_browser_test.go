@@ -170,7 +170,10 @@ func (b *tab) shot(name string) {
 	}
 }
 
-// mustUsers makes admin UI users, in parallel (each hash takes a while).
+// mustUsers makes admin UI users, in parallel (each hash takes a while),
+// as an admin does, with a password the admin chose; then each user
+// chooses their own (uiPassword), as everyone does at first sign-in
+// before the UI lets them act.
 func (g *gateway) mustUsers(tb testing.TB, roles map[string]string) {
 	tb.Helper()
 	var wg sync.WaitGroup
@@ -179,7 +182,13 @@ func (g *gateway) mustUsers(tb testing.TB, roles map[string]string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := g.store.CreateUser(context.Background(), name, role, uiPassword); err != nil {
+			ctx := context.Background()
+			if _, err := g.store.CreateUser(ctx, name, role, "an-admin-chose-this"); err != nil {
+				errs <- err
+				return
+			}
+			me := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: name})
+			if err := g.store.ChangeOwnPassword(me, name, uiPassword); err != nil {
 				errs <- err
 			}
 		}()

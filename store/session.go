@@ -109,10 +109,10 @@ func (s *Store) session(ctx context.Context, id string, idle time.Duration, touc
 	u := &sess.User
 	err := s.rdb.QueryRowContext(ctx, `
 		SELECT s.csrf_token, s.expires_at, s.last_seen_at,
-			u.id, u.name, u.role, u.disabled_at, u.created_at, u.password_changed_at
+			u.id, u.name, u.role, u.disabled_at, u.created_at, u.password_changed_at, u.must_change_password
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.id_hash = ?`, hash).
-		Scan(&csrf, &expires, &lastSeen, &u.ID, &u.Name, &u.Role, &disabled, &created, &changed)
+		Scan(&csrf, &expires, &lastSeen, &u.ID, &u.Name, &u.Role, &disabled, &created, &changed, &u.MustChangePassword)
 	if err != nil {
 		return Session{}, fmt.Errorf("find session: %w", interpretError(err))
 	}

@@ -48,6 +48,10 @@ type User struct {
 	Disabled          bool
 	CreatedAt         time.Time
 	PasswordChangedAt time.Time
+	// MustChangePassword: someone else chose the user's password (an
+	// admin, a command, the first run). Until the user chooses their own,
+	// the admin UI lets them do nothing else.
+	MustChangePassword bool
 }
 
 var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
@@ -78,8 +82,10 @@ func ValidatePassword(password string) error {
 	return nil
 }
 
-// CreateUser adds a user. A name taken already, in any letter case, is
-// ErrConflict; a bad name, role or password is ErrInvalid.
+// CreateUser adds a user. Whoever makes the user chose the password, so
+// the user must choose their own at first sign-in (MustChangePassword). A
+// name taken already, in any letter case, is ErrConflict; a bad name, role
+// or password is ErrInvalid.
 func (s *Store) CreateUser(ctx context.Context, name, role, password string) (User, error) {
 	for _, err := range []error{validateUserName(name), validateRole(role), ValidatePassword(password)} {
 		if err != nil {
@@ -104,8 +110,8 @@ func (s *Store) createUserTx(ctx context.Context, tx *txn, name, role, hash stri
 	now := s.now().Truncate(time.Microsecond) // as stored
 	var id int64
 	err := tx.QueryRowContext(ctx, `
-		INSERT INTO users (name, role, password_hash, created_at, updated_at, password_changed_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		INSERT INTO users (name, role, password_hash, created_at, updated_at, password_changed_at, must_change_password)
+		VALUES (?, ?, ?, ?, ?, ?, 1) RETURNING id`,
 		name, role, hash, formatTime(now), formatTime(now), formatTime(now)).Scan(&id)
 	if err := interpretError(err); errors.Is(err, ErrConflict) {
 		return User{}, fmt.Errorf("create user %q: %w: the name is taken", name, ErrConflict)
@@ -115,12 +121,14 @@ func (s *Store) createUserTx(ctx context.Context, tx *txn, name, role, hash stri
 	if err := s.appendAudit(ctx, tx, "user.created", "", map[string]any{"name": name, "role": role}); err != nil {
 		return User{}, err
 	}
-	return User{ID: id, Name: name, Role: role, CreatedAt: now, PasswordChangedAt: now}, nil
+	return User{ID: id, Name: name, Role: role, CreatedAt: now, PasswordChangedAt: now, MustChangePassword: true}, nil
 }
 
-// SetPassword replaces the user's password and ends all of their
-// sessions, so a reset locks out whoever knew the old one. A caller
-// changing the signed-in user's own password makes them a new session.
+// SetPassword is a reset by someone else (an admin, the command line): it
+// replaces the user's password, ends all of their sessions, so whoever
+// knew the old one is locked out, and makes the user choose their own
+// password at their next sign-in (MustChangePassword). A user's change of
+// their own password is ChangeOwnPassword.
 func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 	if err := ValidatePassword(password); err != nil {
 		return fmt.Errorf("set password: %w", err)
@@ -137,7 +145,8 @@ func (s *Store) SetPassword(ctx context.Context, name, password string) error {
 func (s *Store) setPasswordTx(ctx context.Context, tx *txn, name, hash string) error {
 	now := formatTime(s.now())
 	res, err := tx.ExecContext(ctx, `
-		UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE lower(name) = lower(?)`,
+		UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ?, must_change_password = 1
+		WHERE lower(name) = lower(?)`,
 		hash, now, now, name)
 	if err := mustAffect(res, err, name); err != nil {
 		return fmt.Errorf("set password: %w", err)
@@ -145,10 +154,49 @@ func (s *Store) setPasswordTx(ctx context.Context, tx *txn, name, hash string) e
 	if err := deleteUserSessions(ctx, tx, name); err != nil {
 		return fmt.Errorf("set password: %w", err)
 	}
-	if err := s.appendAudit(ctx, tx, "user.password_set", "", map[string]any{"name": name}); err != nil {
+	if err := s.appendAudit(ctx, tx, "user.password_set", "", map[string]any{"name": name, "must_change": true}); err != nil {
 		return err
 	}
 	return nil
+}
+
+// ChangeOwnPassword is the user's own choice of a new password: the
+// caller has checked that the person at hand is the user (a session and
+// the current password). It ends all of the user's sessions (another
+// browser signed in with the old password included; the caller makes the
+// person a new one), clears MustChangePassword, and audits
+// user.password_changed with self=true, so the trail shows that whoever
+// signs in as the user from now on chose the password themselves.
+func (s *Store) ChangeOwnPassword(ctx context.Context, name, password string) error {
+	if err := ValidatePassword(password); err != nil {
+		return fmt.Errorf("change password: %w", err)
+	}
+	hash, err := hashPassword(ctx, password) // outside the write, as in CreateUser
+	if err != nil {
+		return fmt.Errorf("change password: %w", err)
+	}
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		return s.changeOwnPasswordTx(ctx, tx, name, hash)
+	})
+}
+
+func (s *Store) changeOwnPasswordTx(ctx context.Context, tx *txn, name, hash string) error {
+	u, err := userByName(ctx, tx, name)
+	if err != nil {
+		return fmt.Errorf("change password of %q: %w", name, err)
+	}
+	now := formatTime(s.now())
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ?, must_change_password = 0
+		WHERE id = ?`, hash, now, now, u.ID); err != nil {
+		return fmt.Errorf("change password: %w", interpretError(err))
+	}
+	if err := deleteUserSessions(ctx, tx, u.Name); err != nil {
+		return fmt.Errorf("change password: %w", err)
+	}
+	return s.appendAudit(ctx, tx, "user.password_changed", "", map[string]any{
+		"name": u.Name, "self": true, "was_required": u.MustChangePassword,
+	})
 }
 
 // DisableUser stops the user from signing in and ends their sessions.
@@ -280,7 +328,8 @@ func (s *Store) CountUsers(ctx context.Context) (int, error) {
 // Authenticate returns the enabled user with that name and password, or
 // ErrBadCredentials. It takes about as long whether or not the name
 // exists. A hash made with other parameters than the current ones is
-// replaced on success. Callers check LoginAllowed first.
+// replaced on success. It counts nothing: a person's sign-in goes through
+// Login, which throttles.
 func (s *Store) Authenticate(ctx context.Context, name, password string) (User, error) {
 	if len(password) > MaxPasswordBytes {
 		return User{}, fmt.Errorf("authenticate: %w", ErrBadCredentials)
@@ -289,9 +338,9 @@ func (s *Store) Authenticate(ctx context.Context, name, password string) (User, 
 	var hash string
 	var disabled, created, changed sql.NullString
 	err := s.rdb.QueryRowContext(ctx, `
-		SELECT id, name, role, password_hash, disabled_at, created_at, password_changed_at
+		SELECT id, name, role, password_hash, disabled_at, created_at, password_changed_at, must_change_password
 		FROM users WHERE lower(name) = lower(?)`, strings.ToValidUTF8(name, "\uFFFD")).
-		Scan(&u.ID, &u.Name, &u.Role, &hash, &disabled, &created, &changed)
+		Scan(&u.ID, &u.Name, &u.Role, &hash, &disabled, &created, &changed, &u.MustChangePassword)
 	if errors.Is(err, sql.ErrNoRows) {
 		// Spend the time a real check would, so timing does not tell
 		// whether the name exists.
@@ -337,12 +386,12 @@ func (s *Store) rehash(ctx context.Context, id int64, old, password string) erro
 	return nil
 }
 
-const userColumns = `id, name, role, disabled_at, created_at, password_changed_at`
+const userColumns = `id, name, role, disabled_at, created_at, password_changed_at, must_change_password`
 
 func scanUser(sc scanner) (User, error) {
 	var u User
 	var disabled, created, changed sql.NullString
-	if err := sc.Scan(&u.ID, &u.Name, &u.Role, &disabled, &created, &changed); err != nil {
+	if err := sc.Scan(&u.ID, &u.Name, &u.Role, &disabled, &created, &changed, &u.MustChangePassword); err != nil {
 		return User{}, err
 	}
 	u.Disabled = disabled.Valid

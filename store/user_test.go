@@ -187,6 +187,70 @@ func TestUsers(t *testing.T) {
 			t.Fatalf("SetPassword(unknown) = %v, want ErrNotFound", err)
 		}
 	})
+	t.Run("ChooseOwnPassword", func(t *testing.T) {
+		s := MustOpenStore(t)
+		clock := pinClock(s)
+		// Made by someone else: the user must choose their own password.
+		u := MustCreateUser(t, s, "alice", store.RoleAccountant)
+		if !u.MustChangePassword {
+			t.Fatal("a new user need not choose their own password")
+		}
+		id, sess, err := s.CreateSession(ctx, u.ID, time.Hour, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sess.User.MustChangePassword {
+			t.Fatal("the session does not say the password must change")
+		}
+		// Another browser, signed in with the password someone else chose.
+		other, _, err := s.CreateSession(ctx, u.ID, time.Hour, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Minute)
+		const own = "only alice knows this one"
+		me := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: "alice"})
+		if err := s.ChangeOwnPassword(me, "ALICE", own); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Authenticate(ctx, "alice", own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.MustChangePassword || !got.PasswordChangedAt.Equal(clock.Now()) {
+			t.Fatalf("after ChangeOwnPassword %+v", got)
+		}
+		for _, sid := range []string{id, other} {
+			if _, err := s.SessionByID(ctx, sid, 0); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("a session of the old password: %v, want ErrNotFound", err)
+			}
+		}
+		evs, err := s.AuditEvents(ctx, store.AuditFilter{Event: "user.password_changed"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Actor != (store.Actor{Kind: store.ActorUser, Name: "alice"}) ||
+			string(evs[0].Detail) != `{"name":"alice","self":true,"was_required":true}` {
+			t.Fatalf("audit of the change: %+v", evs)
+		}
+		if strings.Contains(string(evs[0].Detail), own) {
+			t.Fatal("the password is in the audit trail")
+		}
+
+		// A reset by someone else: again the user must choose.
+		if err := s.SetPassword(ctx, "alice", "an admin chose this one"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.UserByID(ctx, u.ID); err != nil || !got.MustChangePassword {
+			t.Fatalf("after a reset: %+v, %v", got, err)
+		}
+		if err := s.ChangeOwnPassword(ctx, "alice", "short"); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("ChangeOwnPassword(short) = %v, want ErrInvalid", err)
+		}
+		if err := s.ChangeOwnPassword(ctx, "carol", own); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("ChangeOwnPassword(unknown) = %v, want ErrNotFound", err)
+		}
+	})
 	t.Run("DisableEnable", func(t *testing.T) {
 		s := MustOpenStore(t)
 		MustCreateUser(t, s, "alice", store.RoleAccountant)

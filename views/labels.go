@@ -70,10 +70,15 @@ type Labels struct {
 	SetPassword, ErrUserName, ErrUserTaken, ErrPasswordRules, ErrRole    string
 	ErrLastAdmin, ErrTokenGone                                           string
 
+	// One's own password.
+	OwnPasswordTitle, OwnPasswordRequired, CurrentPassword, RepeatPassword  string
+	ChangePassword, ErrPasswordsDiffer, ErrPasswordSame, ErrCurrentPassword string
+	ErrMustChangePassword                                                   string
+
 	// Sign-in and errors.
-	ErrBadCredentials, ErrThrottledFmt, ErrLoginExpired   string
-	ErrForbidden, ErrNotFound, ErrInternal, ErrBadRequest string
-	ErrCSRF, ErrTitle, ErrMethod                          string
+	ErrBadCredentials, ErrThrottledFmt, ErrLoginExpired, ErrLoginBusy string
+	ErrForbidden, ErrNotFound, ErrInternal, ErrBadRequest             string
+	ErrCSRF, ErrTitle, ErrMethod                                      string
 
 	// Units of durations: days, hours, minutes; under a minute.
 	Day, Hour, Minute, UnderMinute, Ago string

@@ -105,6 +105,8 @@ func (h *Handler) Register(e *echo.Echo) {
 	s := g.Group("", h.requireSession)
 	s.GET("/logout", h.handleLogoutForm)
 	s.POST("/logout", h.handleLogout, h.checkCSRF)
+	s.GET("/password", h.handlePasswordForm)
+	s.POST("/password", h.handlePasswordChange, h.checkCSRF)
 	s.GET("/", h.handleDashboard)
 
 	s.GET("/approvals", h.handleApprovalList)

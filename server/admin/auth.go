@@ -24,6 +24,10 @@ var crossOrigin = http.NewCrossOriginProtection()
 
 // requireSession lets through requests of a live session and sends
 // everyone else to the sign-in page, remembering where they were going.
+// A user whose password someone else chose gets only the password page
+// and signing out until they choose their own: other pages send them
+// there, anything else is refused, so whoever chose the password cannot
+// act as them.
 func (h *Handler) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ck, err := c.Cookie(SessionCookie)
@@ -43,6 +47,12 @@ func (h *Handler) requireSession(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		c.Set(ctxSession, sess)
+		if sess.User.MustChangePassword && c.Path() != passwordPage && c.Path() != "/admin/logout" {
+			if r := c.Request(); r.Method == http.MethodGet || r.Method == http.MethodHead {
+				return c.Redirect(http.StatusSeeOther, passwordPath(safeNext(r.URL.RequestURI())))
+			}
+			return errMustChangePassword
+		}
 		return next(c)
 	}
 }
@@ -65,13 +75,15 @@ func toLogin(c echo.Context) error {
 
 // checkCSRF refuses, with 403 and no change, a form whose csrf field is
 // not the session's token, or that the browser says came from elsewhere.
+// The token counts only in the form's body: one in the address would be
+// kept in logs, histories and Referer headers.
 func (h *Handler) checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		sess := session(c)
 		if err := crossOrigin.Check(c.Request()); err != nil {
 			return errCSRF
 		}
-		if !sess.CheckCSRF(c.FormValue("csrf")) {
+		if !sess.CheckCSRF(c.Request().PostFormValue("csrf")) {
 			return errCSRF
 		}
 		return next(c)

@@ -274,7 +274,7 @@ func TestLogoutPage(t *testing.T) {
 func TestLoginThrottle(t *testing.T) {
 	t.Parallel()
 	a := newOwnApp(t, nil) // failures count per address too: keep them apart
-	if _, err := a.st.CreateUser(context.Background(), "throttled-anna", store.RoleAccountant, password); err != nil {
+	if _, err := ownPasswordUser(context.Background(), a.st, "throttled-anna", store.RoleAccountant); err != nil {
 		t.Fatal(err)
 	}
 	c := a.client()
@@ -312,7 +312,7 @@ func TestLoginThrottle(t *testing.T) {
 func TestLoginFailedAuditsOnlyUserNames(t *testing.T) {
 	t.Parallel()
 	a := newOwnApp(t, nil)
-	if _, err := a.st.CreateUser(context.Background(), "audit-anna", store.RoleAccountant, password); err != nil {
+	if _, err := ownPasswordUser(context.Background(), a.st, "audit-anna", store.RoleAccountant); err != nil {
 		t.Fatal(err)
 	}
 	c := a.client()
@@ -442,7 +442,7 @@ func TestLiveRefreshIsNotActivity(t *testing.T) {
 	var offset atomic.Int64
 	base := time.Now()
 	a.st.Now = func() time.Time { return base.Add(time.Duration(offset.Load())) }
-	u, err := a.st.CreateUser(context.Background(), "watcher", store.RoleAccountant, password)
+	u, err := ownPasswordUser(context.Background(), a.st, "watcher", store.RoleAccountant)
 	if err != nil {
 		t.Fatal(err)
 	}

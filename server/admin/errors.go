@@ -27,6 +27,8 @@ func HandleError(err error, c echo.Context, log *slog.Logger) {
 	switch {
 	case errors.Is(err, errCSRF):
 		status, msg = http.StatusForbidden, l.ErrCSRF
+	case errors.Is(err, errMustChangePassword):
+		status, msg = http.StatusForbidden, l.ErrMustChangePassword
 	case errors.As(err, &he):
 		status = he.Code
 		switch he.Code {

@@ -42,53 +42,58 @@ func (h *Handler) renderLogin(c echo.Context, status int, name, next, msg string
 	return Render(c, status, views.Login(views.LoginView{Page: p, Name: name, Next: next, Token: token, Error: msg}))
 }
 
-// handleLogin serves POST /admin/login: checks the throttle first (a
-// throttled sign-in is refused without looking at the password), then
-// the password; success starts a session and audits user.login, failure
-// counts against the name and the address and audits user.login_failed.
+// handleLogin serves POST /admin/login. The store counts the sign-in
+// against the name and the address before it checks the password, in one
+// step with the throttle's decision, so parallel tries cannot outrun the
+// limit; a throttled sign-in is refused unchecked. Success starts a
+// session and audits user.login; a user whose password someone else chose
+// goes to choose their own first. Failure audits user.login_failed.
 func (h *Handler) handleLogin(c echo.Context) error {
 	ctx := c.Request().Context()
 	l := labels(c)
-	name, password := c.FormValue("name"), c.FormValue("password")
-	next := safeNext(c.FormValue("next"))
+	r := c.Request()
+	// The form's body only: a password or a token in the address would
+	// be kept in logs and histories.
+	name, password := r.PostFormValue("name"), r.PostFormValue("password")
+	next := safeNext(r.PostFormValue("next"))
 	ip := h.clientIP(c)
 
 	ck, err := c.Cookie(loginCookie)
-	if err != nil || !equalToken(ck.Value, c.FormValue("csrf")) {
+	if err != nil || !equalToken(ck.Value, r.PostFormValue("csrf")) {
 		return h.renderLogin(c, http.StatusForbidden, name, next, l.ErrLoginExpired)
-	}
-	wait, err := h.d.Store.LoginAllowed(ctx, name, ip)
-	if err != nil {
-		return fmt.Errorf("sign in: %w", err)
 	}
 	who, err := h.knownName(ctx, name)
 	if err != nil {
 		return fmt.Errorf("sign in: %w", err)
 	}
-	failCtx := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: who})
-	if wait > 0 {
-		if err := h.d.Store.Audit(failCtx, "user.login_failed", "", map[string]any{"addr": ip, "reason": "throttled"}); err != nil {
+	failed := func(reason string) error {
+		actor := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: who})
+		if err := h.d.Store.Audit(actor, "user.login_failed", "", map[string]any{"addr": ip, "reason": reason}); err != nil {
 			return fmt.Errorf("sign in: %w", err)
+		}
+		return nil
+	}
+	u, wait, err := h.d.Store.Login(ctx, name, password, ip)
+	switch {
+	case errors.Is(err, store.ErrThrottled):
+		if err := failed("throttled"); err != nil {
+			return err
 		}
 		return h.renderLogin(c, http.StatusTooManyRequests, name, next, fmt.Sprintf(l.ErrThrottledFmt, formatDuration(wait+59e9, l)))
-	}
-	u, err := h.d.Store.Authenticate(ctx, name, password)
-	if errors.Is(err, store.ErrBadCredentials) {
-		if err := h.d.Store.RecordLoginFailure(ctx, name, ip); err != nil {
-			return fmt.Errorf("sign in: %w", err)
+	case errors.Is(err, store.ErrLoginBusy):
+		if err := failed("busy"); err != nil {
+			return err
 		}
-		if err := h.d.Store.Audit(failCtx, "user.login_failed", "", map[string]any{"addr": ip, "reason": "bad_credentials"}); err != nil {
-			return fmt.Errorf("sign in: %w", err)
+		return h.renderLogin(c, http.StatusTooManyRequests, name, next, l.ErrLoginBusy)
+	case errors.Is(err, store.ErrBadCredentials):
+		if err := failed("bad_credentials"); err != nil {
+			return err
 		}
 		return h.renderLogin(c, http.StatusUnprocessableEntity, name, next, l.ErrBadCredentials)
-	}
-	if err != nil {
+	case err != nil:
 		return fmt.Errorf("sign in: %w", err)
 	}
 
-	if err := h.d.Store.ClearLoginFailures(ctx, u.Name); err != nil {
-		return fmt.Errorf("sign in: %w", err)
-	}
 	id, _, err := h.d.Store.CreateSession(ctx, u.ID, SessionTTL, ip)
 	if err != nil {
 		return fmt.Errorf("sign in: %w", err)
@@ -99,6 +104,9 @@ func (h *Handler) handleLogin(c echo.Context) error {
 	}
 	h.setCookie(c, SessionCookie, id, int(SessionTTL.Seconds()))
 	h.clearCookie(c, loginCookie)
+	if u.MustChangePassword {
+		return c.Redirect(http.StatusSeeOther, passwordPath(next))
+	}
 	return c.Redirect(http.StatusSeeOther, next)
 }
 

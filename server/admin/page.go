@@ -82,6 +82,9 @@ func (h *Handler) page(c echo.Context, active, title string) views.Page {
 	}
 	p.User, p.RoleLabel, p.CSRF = sess.User.Name, l.RoleLabel(sess.User.Role), sess.CSRF
 	for _, n := range nav {
+		if sess.User.MustChangePassword {
+			break // nowhere to go before choosing one's own password
+		}
 		if n.roles != nil && !can(c, n.roles...) {
 			continue
 		}

@@ -66,7 +66,7 @@ func sharedStore(tb testing.TB) (*store.Store, map[string]store.User) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				u, err := shared.st.CreateUser(ctx, "test-"+role, role, password)
+				u, err := ownPasswordUser(ctx, shared.st, "test-"+role, role)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -81,6 +81,26 @@ func sharedStore(tb testing.TB) (*store.Store, map[string]store.User) {
 		tb.Fatal(shared.err)
 	}
 	return shared.st, shared.users
+}
+
+// givenPassword is what an admin chose for a user who has not yet chosen
+// their own.
+const givenPassword = "an-admin-chose-this"
+
+// ownPasswordUser adds a user as an admin does, with a password the admin
+// chose, and then has the user choose their own (password), as everyone
+// does at first sign-in before the UI lets them act: the state of every
+// working account. Tests of the first sign-in use CreateUser alone.
+func ownPasswordUser(ctx context.Context, st *store.Store, name, role string) (store.User, error) {
+	u, err := st.CreateUser(ctx, name, role, givenPassword)
+	if err != nil {
+		return store.User{}, err
+	}
+	me := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: name})
+	if err := st.ChangeOwnPassword(me, name, password); err != nil {
+		return store.User{}, err
+	}
+	return st.UserByID(ctx, u.ID)
 }
 
 // app is the admin UI on a real Echo over a real journal, on loopback.
