@@ -89,7 +89,8 @@ type prober interface {
 // check validates the configuration and probes each target it points at
 // a real system, printing per target what works and what to fix. It never
 // starts the simulators and never prints a secret: a setting is named by
-// its key and its variable, not its value.
+// its key and its variable, not its value, and what a target answered is
+// redacted of the targets' secrets and the 1C user's name.
 func check(c common, stdout io.Writer, env func(string) string) error {
 	path := c.config
 	if path == "" {
@@ -110,6 +111,9 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 	for _, s := range cfg.Simulated(env) {
 		simulated[s] = true
 	}
+	// What a target answers may quote the credentials it was sent: it is
+	// printed through the same redaction as serve's log and journal.
+	red := checkRedactor(cfg, env)
 	failed, checked := 0, 0
 	for _, tc := range targetChecks {
 		if simulated[tc.name] {
@@ -118,6 +122,7 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 		}
 		checked++
 		ok, what, fix := checkTarget(cfg, tc, env)
+		what, fix = red.Foreign(what), red.Own(fix)
 		if ok {
 			fmt.Fprintf(stdout, "%-9s OK         %s\n", tc.name, what)
 			continue
@@ -161,7 +166,7 @@ func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok
 }
 
 // probeFailure is what went wrong, in the adapter's safe words and its
-// cause, which the adapters keep free of secrets.
+// cause, which may quote what the target answered (check redacts it).
 func probeFailure(err error) string {
 	var e *adapters.Error
 	if !errors.As(err, &e) {

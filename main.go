@@ -52,6 +52,9 @@ func main() {
 type common struct {
 	config string
 	data   string
+	// newJournal (serve --new-journal): begin a new journal where a lost
+	// one was.
+	newJournal bool
 }
 
 // flags declares --config and --data on fs.
@@ -102,6 +105,9 @@ func (c common) open(ctx context.Context, env func(string) string, create bool) 
 			return nil, err
 		}
 	}
+	if err := journalNotLost(ctx, cfg.DataDir, journal); err != nil {
+		return nil, err
+	}
 	// Opening applies pending migrations; the schema must not change under
 	// a running gateway, so a journal behind this binary needs serve
 	// stopped first. (A shared journal has no data directory to tell: its
@@ -116,7 +122,7 @@ func (c common) open(ctx context.Context, env func(string) string, create bool) 
 		}
 		defer unlock()
 	}
-	return openStore(ctx, cfg, journal)
+	return openStore(ctx, cfg, journal, false)
 }
 
 // journalExists refuses a data directory that holds no journal. A
@@ -132,12 +138,28 @@ func journalExists(journal string) error {
 }
 
 // openStore opens the journal (in the configured data directory, or on
-// PostgreSQL).
-func openStore(ctx context.Context, cfg config.Config, journal string) (*store.Store, error) {
+// PostgreSQL). It makes no new embedded journal where one was lost
+// (journalNotLost) unless newJournal says to begin again.
+func openStore(ctx context.Context, cfg config.Config, journal string, newJournal bool) (*store.Store, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	return store.Open(ctx, journal)
+	if !newJournal {
+		if err := journalNotLost(ctx, cfg.DataDir, journal); err != nil {
+			return nil, err
+		}
+	}
+	st, err := store.Open(ctx, journal)
+	if err != nil {
+		return nil, err
+	}
+	if !store.IsPostgres(journal) {
+		if err := writeMarker(cfg.DataDir, newJournal); err != nil {
+			st.Close()
+			return nil, err
+		}
+	}
+	return st, nil
 }
 
 func journalPath(cfg config.Config) string { return filepath.Join(cfg.DataDir, "journal.db") }
@@ -167,6 +189,7 @@ var serveCommand = command{
 		listen := fs.String("listen", "", "`ADDR` to listen on (overrides the configuration's listen)")
 		envFile := fs.String("env-file", "", envFileUsage)
 		service := fs.String("service", "", "Windows: run under the service manager as the service `NAME` (service install sets it)")
+		fs.BoolVar(&c.newJournal, "new-journal", false, "begin a new, empty journal where a lost one was (every key it knew would execute again; restore a backup instead if there is one)")
 		return func(cl cli, args []string) error {
 			if len(args) != 0 {
 				return badUsage("serve", "takes no arguments")
@@ -200,7 +223,7 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 	if listen != "" {
 		cfg.Listen = listen
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(serveLog(stderr, cfg, env))
 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
@@ -220,7 +243,13 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		defer unlock()
 	}
 
-	st, err := openStore(ctx, cfg, journal)
+	if c.newJournal {
+		if err := noJournalYet(ctx, journal); err != nil {
+			return err
+		}
+		log.Warn("NEW JOURNAL: --new-journal begins an empty journal; keys the lost one knew will execute again", "journal", journal)
+	}
+	st, err := openStore(ctx, cfg, journal, c.newJournal)
 	if err != nil {
 		return err
 	}
@@ -339,9 +368,19 @@ func migrate(c common, step string, stdout io.Writer, env func(string) string) e
 		}
 		defer unlock()
 	}
+	if step == "up" {
+		if err := journalNotLost(context.Background(), cfg.DataDir, journal); err != nil {
+			return err
+		}
+	}
 	v, err := store.Migrate(context.Background(), journal, step)
 	if err != nil {
 		return err
+	}
+	if step == "up" {
+		if err := markJournal(cfg.DataDir, journal); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "journal schema version %d (this binary's latest: %d)\n", v, store.LatestVersion())
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/redact"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
@@ -60,7 +61,7 @@ func (m *metrics) observeCall(target, call string, start time.Time, err error) {
 }
 
 // instrumented wraps a target so that every call is measured. It passes
-// Validate, OrderStatus, DedupesByKey and LookupCalls through when the
+// Validate, OrderStatus, DedupesByKey, LookupCalls and Secrets through when the
 // target has them.
 type instrumented struct {
 	adapters.Target
@@ -88,6 +89,14 @@ func (t instrumented) LookupCalls() int {
 		return p.LookupCalls()
 	}
 	return 1
+}
+
+// Secrets implements adapters.Secretive for the target inside.
+func (t instrumented) Secrets() []redact.Secret {
+	if s, ok := t.Target.(adapters.Secretive); ok {
+		return s.Secrets()
+	}
+	return nil
 }
 
 // Lookup implements adapters.Target.

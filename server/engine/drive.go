@@ -127,7 +127,11 @@ func targetOp(op store.Operation) adapters.Op {
 // sends the operation again; the reconciler marks it safe to retry.
 func (e *Engine) lookUp(ctx, jctx context.Context, op store.Operation, byAgent bool) (clear, found bool, err error) {
 	lctx, cancel := context.WithTimeout(ctx, e.lookupBudget(op.TargetSystem))
-	res, err := e.targets[op.TargetSystem].Lookup(lctx, targetOp(op))
+	aop := targetOp(op)
+	if !op.LastAttemptAt.IsZero() {
+		aop.SentBy = e.inFlightUntil(op) // a scan need not look later
+	}
+	res, err := e.targets[op.TargetSystem].Lookup(lctx, aop)
 	cancel()
 	ctx = jctx // from here on, only journal writes
 	switch {
@@ -156,18 +160,11 @@ func (e *Engine) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		e.log.Warn("look-up failed", "key", op.Key, "err", maskSecrets(errText(err)))
 		return false, false, e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target is unavailable"})
 	default:
-		// Not known yet (the target could not be asked, could not tell, or
-		// holds the effect not final yet, such as a pending payment, whose
-		// id is kept): counted, with backoff, and after review_after times a
-		// person is asked to look.
-		var objectID string
-		if ae := (*adapters.Error)(nil); errors.As(err, &ae) {
-			objectID = ae.ObjectID
-		}
-		next := e.store.Now().Add(max(e.lookupBackoff(op.LookupFailures+1), e.settle(op.TargetSystem)))
-		flagged, ferr := e.store.LookupFailed(ctx, op.Key, op.LeaseOwner, objectID, e.cfg.ReviewAfter, next)
-		e.log.Warn("look-up failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", maskSecrets(errText(err)))
-		return false, false, ferr
+		// Not known yet: the target holds the effect not final yet (a
+		// pending payment: polled, its id kept), or could not be asked or
+		// could not tell (counted, with backoff, and after review_after
+		// times a person is asked to look).
+		return false, false, e.stillUnknown(ctx, op, err)
 	}
 }
 
@@ -193,7 +190,7 @@ func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adap
 		// credentials) goes to the audit trail for the operator.
 		return e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target is unavailable", Detail: ae.Code + ": " + detail})
 	default:
-		return e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: codes.OutcomeUnknown, Message: "the request was sent but its outcome is not known"}, e.nextCheck(op.TargetSystem))
+		return e.unknownAfterSend(ctx, op, ae)
 	}
 }
 

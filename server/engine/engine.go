@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/redact"
 	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
@@ -67,6 +68,7 @@ type Engine struct {
 	policy  adapters.RetryPolicy
 	owner   string // lease owner id of this run
 	log     *slog.Logger
+	redact  *redact.Redactor // of what the targets say: their secrets, the 1C user
 
 	// inflight counts operations being driven, so shutdown can wait for them.
 	inflight work
@@ -94,6 +96,7 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	for system, t := range targets {
 		e.targets[system] = t
 	}
+	e.redact = adapters.Redactor(e.targets)
 	e.finals.stale = e.purgeable
 	return e
 }

@@ -89,7 +89,7 @@ func (e *Engine) precheck(ctx context.Context, in *contract.Intent, norm contrac
 	var ae *adapters.Error
 	switch {
 	case errors.As(err, &ae) && ae.Class == adapters.Final:
-		e.log.Info("target refused the checks", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", maskSecrets(errText(ae.Err)))
+		e.log.Info("target refused the checks", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", e.detail(ae.Err))
 		return ae, nil
 	case err != nil:
 		return nil, e.refusalByTarget(in, norm, key, err)
@@ -117,11 +117,11 @@ func (e *Engine) refusalByTarget(in *contract.Intent, norm contract.Normalized, 
 	r := &TargetRefusal{Intent: in, Key: key, Fingerprint: norm.Fingerprint}
 	var ae *adapters.Error
 	if errors.As(err, &ae) && ae.Class == adapters.Final {
-		e.log.Info("target refused a check", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", maskSecrets(errText(ae.Err)))
+		e.log.Info("target refused a check", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", e.detail(ae.Err))
 		r.Code, r.Field, r.Message = ae.Code, ae.Field, ae.Message
 		return r
 	}
-	e.log.Warn("target check failed", "intent", in.Name, "key", key, "err", maskSecrets(errText(err)))
+	e.log.Warn("target check failed", "intent", in.Name, "key", key, "err", e.detail(err))
 	r.Unavailable = true
 	return r
 }

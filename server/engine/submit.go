@@ -201,7 +201,7 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		Payload:       norm.Payload,
 		AwaitApproval: in.Money,
 		ApprovalTTL:   e.cfg.ApprovalTTL,
-		Refused:       failureOf(refused),
+		Refused:       e.failureOf(refused),
 		Owner:         e.leaseOwner(),
 		Lease:         e.lease(in.Target),
 	})
@@ -247,11 +247,11 @@ func (e *Engine) Operation(ctx context.Context, agent, key string) (store.Operat
 }
 
 // failureOf is how a refusal by the target's checks is journaled.
-func failureOf(ae *adapters.Error) *store.Failure {
+func (e *Engine) failureOf(ae *adapters.Error) *store.Failure {
 	if ae == nil {
 		return nil
 	}
-	return &store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: maskSecrets(errText(ae.Err))}
+	return &store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: e.detail(ae.Err)}
 }
 
 // keyStillFits refuses a validate whose key an execute would refuse: a

@@ -1,0 +1,134 @@
+package redact_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/oncegate/oncegate/adapters/redact"
+)
+
+const (
+	user     = "rtu-обмен"
+	password = "p@ss/wörd:42"
+	hook     = "q1w2e3r4t5y6u7i8"
+	shop     = "506751"
+	key      = "live_Zk3mP9xQ2"
+)
+
+func testRedactor() *redact.Redactor {
+	return redact.New(
+		redact.Basic(user, password), redact.Name(user),
+		redact.Webhook("https://portal.example/rest/7/"+hook+"/"),
+		redact.Basic(shop, key),
+	)
+}
+
+// Every secret, in every encoding a target may echo it in, is gone from
+// a target's text; what is not a secret stays.
+func TestForeign(t *testing.T) {
+	t.Parallel()
+	r := testRedactor()
+	b64 := func(enc *base64.Encoding, s string) string { return enc.EncodeToString([]byte(s)) }
+	for _, c := range []struct{ in, gone, kept string }{
+		{"Authorization: Basic " + b64(base64.StdEncoding, user+":"+password), b64(base64.RawStdEncoding, user+":"+password)[:12], "Authorization"},
+		{"auth=" + b64(base64.URLEncoding, user+":"+password), b64(base64.RawURLEncoding, user+":"+password)[:12], "auth="},
+		{"echo " + b64(base64.RawStdEncoding, shop+":"+key) + " end", b64(base64.RawStdEncoding, shop+":"+key)[:12], "end"},
+		{"password " + password + " is wrong", "wörd", "is wrong"},
+		{"path /x?pw=" + url.QueryEscape(password), url.QueryEscape(password), "/x?pw="},
+		{"path /x/" + url.PathEscape(password) + "/y", url.PathEscape(password), "/y"},
+		{"path /x/" + strings.ToLower(url.PathEscape(password)) + "/y", strings.ToLower(url.PathEscape(password)), "/y"},
+		{`{"msg":"` + strings.ReplaceAll(password, "/", `\/`) + `"}`, `wörd`, `"msg"`},
+		{`{"msg":"p@ss\/w\u00f6rd:42"}`, `w\u00f6rd`, `"msg"`},
+		{"GET https://portal.example/rest/7/" + hook + "/crm.contact.list", hook, "portal.example"},
+		{"secret " + hook[:10] + hook[10:], hook, "secret"},
+		{"key " + key + ".", key, "key"},
+		{"Пользователь rtu-обмен не имеет прав", "rtu-обмен", "не имеет прав"},
+		{"user=RTU-ОБМЕН denied", "RTU-ОБМЕН", "denied"},
+		{"GET /x?user=" + url.QueryEscape(user), url.QueryEscape(user), "/x?user="},
+		{`{"login": "rtu-обмен"}`, "rtu-обмен", "login"},
+		{"card 4111 1111 1111 1111 declined", "4111 1111", "declined"},
+		{"auth failed for og_fjPSCdP_Eh2m6OQqENSGQdwSbybum5xBrwj2gLJbTE0", "fjPSCdP", "og_***"},
+		{"connect: password=hunter2; host=srv-1c.corp.local", "hunter2", "srv-1c.corp.local"},
+		{"GET https://shop:topsecret@api.example/v3", "topsecret", "https://***@api.example"},
+		{"shop " + shop + " is enabled", "", shop},
+	} {
+		got := r.Foreign(c.in)
+		if c.gone != "" && strings.Contains(got, c.gone) || !strings.Contains(got, c.kept) {
+			t.Errorf("Foreign(%q) = %q: want %q gone and %q kept", c.in, got, c.gone, c.kept)
+		}
+	}
+}
+
+// A user's name that is a common word is masked where it stands as the
+// user everywhere, as a word in a target's text, and left alone in the
+// gateway's own lines and inside other words.
+func TestName(t *testing.T) {
+	t.Parallel()
+	r := redact.New(redact.Basic("admin", "s3cret-pw"), redact.Name("admin"))
+	for _, c := range []struct {
+		own      bool
+		in, want string
+	}{
+		{true, "serving admin=http://127.0.0.1:8080/admin/", "serving admin=http://127.0.0.1:8080/admin/"},
+		{true, "user=admin denied", "user=*** denied"},
+		{true, `{"username": "admin"}`, `{"username": "***"}`},
+		{true, "http://admin@1c.local/base", "http://***@1c.local/base"},
+		{true, "admin:s3cret-pw", "***"},
+		{false, "403: admin has no rights to /admin/", "403: *** has no rights to /***/"},
+		{false, "administrator madmin admin_x", "administrator madmin admin_x"},
+	} {
+		got := r.Foreign(c.in)
+		if c.own {
+			got = r.Own(c.in)
+		}
+		if got != c.want {
+			t.Errorf("own %v: %q → %q, want %q", c.own, c.in, got, c.want)
+		}
+	}
+}
+
+// Short values are not masked as substrings of other words; their
+// credentials still are.
+func TestShortValue(t *testing.T) {
+	t.Parallel()
+	r := redact.New(redact.Basic("u", "abc"))
+	if got, want := r.Foreign("abcdef cab"), "abcdef cab"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := r.Foreign("u:abc " + base64.StdEncoding.EncodeToString([]byte("u:abc"))); strings.Contains(got, "abc") || strings.Contains(got, "dTph") {
+		t.Errorf("credentials kept: %q", got)
+	}
+}
+
+// A nil Redactor masks the patterns alone.
+func TestNil(t *testing.T) {
+	t.Parallel()
+	var r *redact.Redactor
+	if got := r.Foreign("Bearer abcdefghijklmnop"); strings.Contains(got, "abcdefghijklmnop") {
+		t.Errorf("got %q", got)
+	}
+}
+
+// The log handler masks messages, strings, errors, groups and attributes
+// given in advance; other values stay as they are.
+func TestHandler(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := slog.New(redact.Handler(slog.NewTextHandler(&buf, nil), testRedactor())).With("hook", "https://portal.example/rest/7/"+hook+"/")
+	log.WithGroup("g").Info("sent "+key, "err", errors.New("Пользователь rtu-обмен: Basic "+base64.StdEncoding.EncodeToString([]byte(user+":"+password))),
+		"n", 42, "body", []byte(password), slog.Group("in", "pw", url.QueryEscape(password)), "any", struct{ K string }{key})
+	out := buf.String()
+	for _, s := range []string{hook, key, "rtu-обмен", "wörd", url.QueryEscape(password), base64.StdEncoding.EncodeToString([]byte(user + ":" + password))[:12]} {
+		if strings.Contains(out, s) {
+			t.Errorf("%q in %s", s, out)
+		}
+	}
+	if !strings.Contains(out, "g.n=42") {
+		t.Errorf("other values changed: %s", out)
+	}
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/redact"
+	"github.com/oncegate/oncegate/server/config"
+)
+
+// serveLog is serve's log: text lines on w from Info up, with the secrets
+// of the configured targets masked by the one redaction the engine uses
+// as well (adapters.Redactor). The targets are built as serve builds
+// them, for their secrets only; when they cannot be, serve refuses them
+// before it logs a word of theirs.
+func serveLog(w io.Writer, cfg config.Config, env func(string) string) slog.Handler {
+	targets, _ := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9"), env)
+	return redact.Handler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}), adapters.Redactor(targets))
+}
+
+// checkRedactor is the redaction of the secrets of every target check
+// reaches, each built alone as check builds it; a target that cannot be
+// built has none to mask.
+func checkRedactor(cfg config.Config, env func(string) string) *redact.Redactor {
+	all := map[string]adapters.Target{}
+	for _, tc := range targetChecks {
+		one := cfg
+		one.Targets = tc.alone(cfg)
+		if targets, err := buildTargets(one, builtInSimulators("http://127.0.0.1:9"), env); err == nil {
+			all[tc.name] = targets[tc.system]
+		}
+	}
+	return adapters.Redactor(all)
+}
