@@ -19,6 +19,7 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/store"
 )
@@ -231,6 +232,15 @@ func runChaos(t *testing.T, r *chaosRig, maxKills int64) {
 	// Let in-flight simulator commits (delays) land before counting.
 	time.Sleep(600 * time.Millisecond)
 	r.check(t, rep, ops)
+	// The simulator limits requests as a Bitrix24 portal does; the
+	// gateway paces itself to it (a restart starts with a whole burst, so
+	// a refusal now and then is possible and harmless: it is retried).
+	var refusals map[string]int
+	if resp, err := http.Get(r.simURL + "/_sim/bitrix24/refusals"); err == nil {
+		json.NewDecoder(resp.Body).Decode(&refusals)
+		resp.Body.Close()
+	}
+	t.Logf("the Bitrix24 portal's limits refused %v", refusals)
 	counts := map[string]int{}
 	for _, op := range ops {
 		counts[op.target+"/"+op.final]++
@@ -425,7 +435,7 @@ func (c *chaosRig) check(ft *testing.T, t *chaosReport, ops []*chaosOp) {
 	}
 	defer st.Close()
 	one, _ := onec.New(onec.Config{BaseURL: c.simURL + "/onec"})
-	crm, _ := bitrix24.New(bitrix24.Config{WebhookURL: c.simURL + "/bitrix24/rest/1/e2e-secret/"})
+	crm, _ := bitrix24.New(bitrix24.Config{WebhookURL: c.simURL + "/bitrix24" + sim.Bitrix24WebhookPath()})
 	pay, _ := yookassa.New(yookassa.Config{BaseURL: c.simURL + "/yookassa/v3", ShopID: "e2e-shop", SecretKey: "sim-secret-key"})
 	lookups := map[string]adapters.Target{"onec": one, "bitrix24": crm, "yookassa": pay}
 	for _, op := range ops {
@@ -468,4 +478,70 @@ func (c *chaosRig) check(ft *testing.T, t *chaosReport, ops []*chaosOp) {
 			t.Errorf("%s: target has object %q (%v), journal %q", op.key, res.ObjectID, err, row.TargetObjectID)
 		}
 	}
+}
+
+// TestCRMPacedToPortalLimit: 300 CRM operations from 32 agents against a
+// simulator that limits requests as a Bitrix24 portal does (the rigs'
+// bucket); the gateway, told the portal's rate, paces itself: the portal
+// refuses none of its calls with QUERY_LIMIT_EXCEEDED, and every operation
+// ends with one effect.
+func TestCRMPacedToPortalLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test skipped in -short mode")
+	}
+	t.Parallel()
+	c := newLoadRig(t, 2000, 1500)
+	c.startGateway(t)
+	ops := make([]*chaosOp, 300)
+	for i := range ops {
+		ops[i] = mixedOp(fmt.Sprintf("paced-%d", i), 2*i+1, "customer-1042") // odd: Bitrix24
+	}
+	rep := &chaosReport{t: t}
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	answers := map[int]*atomic.Int64{}
+	for _, code := range []int{0, 200, 202, 409, 422, 429, 503} {
+		answers[code] = &atomic.Int64{}
+	}
+	work := make(chan *chaosOp)
+	var agents sync.WaitGroup
+	for range 32 {
+		agents.Go(func() {
+			for op := range work {
+				c.drive(ctx, rep, op, answers)
+			}
+		})
+	}
+	for _, op := range ops {
+		work <- op
+	}
+	close(work)
+	agents.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("the agents did not finish in time")
+	}
+	var refusals map[string]int
+	resp, err := http.Get(c.simURL + "/_sim/bitrix24/refusals")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&refusals)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := refusals["QUERY_LIMIT_EXCEEDED"]; n != 0 {
+		t.Errorf("the portal refused %d of the gateway's calls with QUERY_LIMIT_EXCEEDED", n)
+	}
+	effects := c.simJSON("/_sim/effects")
+	for _, op := range ops {
+		if op.final != "succeeded" {
+			t.Errorf("%s ended %q", op.key, op.final)
+		}
+		if n := effects["bitrix24"][op.key]; n != 1 {
+			t.Errorf("%s: %d effects, want 1", op.key, n)
+		}
+	}
+	t.Logf("300 CRM operations: answers 200=%d 202=%d 409=%d 503=%d; portal refusals %v",
+		answers[200].Load(), answers[202].Load(), answers[409].Load(), answers[503].Load(), refusals)
 }

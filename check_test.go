@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/oncegate/oncegate/adapters/sim"
 )
 
 // runCheck runs oncegate check with args and env (the process's own
@@ -51,7 +53,7 @@ func TestCheck(t *testing.T) {
 	before := effects()
 	secrets := func(yookassa string) string {
 		f := filepath.Join(t.TempDir(), "secrets.env")
-		body := fmt.Sprintf("# the service's secrets\nE2E_BITRIX24_WEBHOOK=%s/bitrix24/rest/1/e2e-secret/\nE2E_YOOKASSA_SECRET=%q\n", r.simURL, yookassa)
+		body := fmt.Sprintf("# the service's secrets\nE2E_BITRIX24_WEBHOOK=%s/bitrix24/rest/1/sim-webhook/\nE2E_YOOKASSA_SECRET=%q\n", r.simURL, yookassa)
 		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +73,7 @@ func TestCheck(t *testing.T) {
 		if !strings.Contains(out, "configuration "+r.config+": valid") {
 			t.Errorf("the configuration is not said valid:\n%s", out)
 		}
-		if strings.Contains(out, "sim-secret-key") || strings.Contains(out, "e2e-secret") {
+		if strings.Contains(out, "sim-secret-key") || strings.Contains(out, sim.DefaultBitrix24Secret) {
 			t.Errorf("the output shows a secret:\n%s", out)
 		}
 	})
@@ -102,7 +104,7 @@ func TestCheck(t *testing.T) {
 	})
 
 	t.Run("SecretUnset", func(t *testing.T) {
-		out, code := runCheck(t, []string{"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/e2e-secret/"}, "--config", r.config)
+		out, code := runCheck(t, []string{"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24" + sim.Bitrix24WebhookPath()}, "--config", r.config)
 		if code != 1 {
 			t.Fatalf("check exited %d, want 1:\n%s", code, out)
 		}

@@ -13,12 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -190,12 +192,25 @@ func newRigWith(t testing.TB, timeoutMS int, extra, bitrix24 string) *rig {
 
 // newRigOn is newRigWith on the PostgreSQL journal at journalURL ("": the
 // embedded one in the rig's data directory).
+// The rigs' Bitrix24 simulator limits requests as a portal does, at a
+// rate fast enough for the tests, and their gateways declare that rate.
+const (
+	rigBitrix24Rate   = 100
+	rigBitrix24Bucket = 20
+)
+
+// rigSimEnv is the environment of the rigs' simulators.
+var rigSimEnv = []string{
+	sim.Bitrix24RateEnv + "=" + strconv.Itoa(rigBitrix24Rate),
+	sim.Bitrix24BucketEnv + "=" + strconv.Itoa(rigBitrix24Bucket),
+}
+
 func newRigOn(t testing.TB, journalURL string, timeoutMS int, extra, bitrix24 string) *rig {
 	t.Helper()
 	r := &rig{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
 	r.journal = filepath.Join(r.dataDir, "journal.db")
 	simAddr := freeAddr(t)
-	start(t, nil, "sim", "--listen", simAddr)
+	start(t, rigSimEnv, "sim", "--listen", simAddr)
 	r.simURL = "http://" + simAddr
 	waitHTTP(t, r.simURL+"/_sim/effects")
 
@@ -203,14 +218,14 @@ func newRigOn(t testing.TB, journalURL string, timeoutMS int, extra, bitrix24 st
 	cfg := fmt.Sprintf(`contour: test
 targets:
   onec: { base_url: "%[1]s/onec", timeout_ms: %[2]d }
-  bitrix24: { webhook_url_env: E2E_BITRIX24_WEBHOOK, timeout_ms: %[2]d %[3]s }
+  bitrix24: { webhook_url_env: E2E_BITRIX24_WEBHOOK, timeout_ms: %[2]d, rate: { per_second: %[4]d, burst: %[5]d } %[3]s }
   yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "e2e-shop", secret_key_env: E2E_YOOKASSA_SECRET, timeout_ms: %[2]d }
-`, r.simURL, timeoutMS, map[bool]string{true: ", " + bitrix24, false: ""}[bitrix24 != ""]) + extra
+`, r.simURL, timeoutMS, map[bool]string{true: ", " + bitrix24, false: ""}[bitrix24 != ""], rigBitrix24Rate, rigBitrix24Bucket) + extra
 	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r.env = []string{
-		"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24/rest/1/e2e-secret/",
+		"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24" + sim.Bitrix24WebhookPath(),
 		"E2E_YOOKASSA_SECRET=sim-secret-key",
 	}
 	if journalURL != "" {

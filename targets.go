@@ -22,6 +22,9 @@ import (
 type simulators struct {
 	URL            string // where they answer, e.g. http://127.0.0.1:9001
 	YooKassaSecret string // the secret key the YooKassa simulator accepts
+	// Bitrix24Webhook is the path of the webhook the Bitrix24 simulator
+	// accepts, below /bitrix24: "/rest/<user>/<secret>/".
+	Bitrix24Webhook string
 }
 
 // buildTargets makes the adapters of the three target systems. Secrets
@@ -53,11 +56,12 @@ func buildTargets(c config.Config, sims simulators, env func(string) string) (ma
 		return nil, fmt.Errorf("targets.onec: %w", err)
 	}
 
-	webhook := sims.URL + "/bitrix24/rest/1/sim-webhook/"
+	webhook := sims.URL + "/bitrix24" + sims.Bitrix24Webhook
 	if t.Bitrix24.WebhookURLEnv != "" {
 		webhook = env(t.Bitrix24.WebhookURLEnv)
 	}
-	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.Bitrix24.TimeoutMS)})
+	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.Bitrix24.TimeoutMS),
+		Rate: adapters.Rate{PerSecond: t.Bitrix24.Rate.PerSecond, Burst: t.Bitrix24.Rate.Burst}})
 	if err != nil {
 		return nil, fmt.Errorf("targets.bitrix24 (the URL in $%s): %w", t.Bitrix24.WebhookURLEnv, err)
 	}
@@ -77,7 +81,7 @@ func buildTargets(c config.Config, sims simulators, env func(string) string) (ma
 }
 
 // builtInSimulators is what buildTargets needs of the simulators running
-// at url: where they answer and the secret the YooKassa one accepts.
+// at url: where they answer and the credentials they accept.
 func builtInSimulators(url string) simulators {
-	return simulators{URL: url, YooKassaSecret: sim.YooKassaSecret()}
+	return simulators{URL: url, YooKassaSecret: sim.YooKassaSecret(), Bitrix24Webhook: sim.Bitrix24WebhookPath()}
 }

@@ -20,9 +20,10 @@ import (
 // each call carried: the Basic auth user and password, and for Bitrix24
 // the webhook path (its secret).
 type credentialsSeen struct {
-	url string
-	mu  sync.Mutex
-	got map[string]string // "onec", "bitrix24", "yookassa" → "user:password" or the path
+	url  string
+	sims *sim.Server
+	mu   sync.Mutex
+	got  map[string]string // "onec", "bitrix24", "yookassa" → "user:password" or the path
 }
 
 func noEnv(string) string { return "" }
@@ -44,7 +45,7 @@ func newCredentialsSeen(t *testing.T) *credentialsSeen {
 		simulators.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	c.url = hs.URL
+	c.url, c.sims = hs.URL, simulators
 	return c
 }
 
@@ -128,6 +129,10 @@ func TestBuildTargetsSecrets(t *testing.T) {
 	t.Run("Configured", func(t *testing.T) {
 		t.Parallel()
 		seen := newCredentialsSeen(t)
+		// The portal's webhook, not the simulator's own.
+		portal := sim.DefaultBitrix24Portal()
+		portal.WebhookSecret = "portal-secret"
+		seen.sims.SetBitrix24Portal(portal)
 		cfg := config.Default()
 		cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv, cfg.Targets.OneC.PasswordEnv = seen.url+"/onec", "ONEC_USER", "ONEC_PW"
 		cfg.Targets.Bitrix24.WebhookURLEnv = "B24_WEBHOOK"
@@ -146,7 +151,7 @@ func TestBuildTargetsSecrets(t *testing.T) {
 		lookUpAll(t, targets)
 		for target, want := range map[string]string{
 			sim.OneC:     "integration:onec-pw",
-			sim.Bitrix24: "/bitrix24/rest/1/portal-secret/crm.activity.list.json",
+			sim.Bitrix24: "/bitrix24/rest/1/portal-secret/user.admin.json", // the look-up's last call
 			sim.YooKassa: "demo-shop:" + sim.YooKassaSecret(),
 		} {
 			if got := seen.seen(target); got != want {
@@ -168,7 +173,7 @@ func TestBuildTargetsSecrets(t *testing.T) {
 		lookUpAll(t, targets)
 		for target, want := range map[string]string{
 			sim.OneC:     ":",
-			sim.Bitrix24: "/bitrix24/rest/1/sim-webhook/crm.activity.list.json",
+			sim.Bitrix24: "/bitrix24/rest/1/sim-webhook/user.admin.json", // the look-up's last call
 			sim.YooKassa: "demo-shop:" + sim.DefaultYooKassaSecret,
 		} {
 			if got := seen.seen(target); got != want {

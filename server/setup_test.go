@@ -167,6 +167,11 @@ func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	tb.Helper()
 	ctx := context.Background()
 	simulators := sim.New()
+	// The targets here are not paced: the portal's rate limit is tested
+	// with the adapter and the binary, not in every server test.
+	portal := sim.DefaultBitrix24Portal()
+	portal.PerSecond = 0
+	simulators.SetBitrix24Portal(portal)
 	simHTTP := httptest.NewServer(simulators)
 	tb.Cleanup(simHTTP.Close)
 

@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -70,6 +71,12 @@ type Config struct {
 	WebhookURL string
 	// Timeout bounds one HTTP call; 5s when zero.
 	Timeout time.Duration
+	// Rate is the portal's request rate, which every call of the client
+	// (adds, look-ups, checks) keeps to: Bitrix24 Cloud allows 2 a second
+	// with a bucket of 50 (5 and 250 on Enterprise) and refuses beyond it
+	// with 503 QUERY_LIMIT_EXCEEDED (https://apidocs.bitrix24.com/limits.html).
+	// Zero is no pacing.
+	Rate adapters.Rate
 }
 
 // Client is the Bitrix24 target. It is safe for concurrent use.
@@ -77,6 +84,10 @@ type Client struct {
 	base   string // webhook URL ending in "/"; a secret
 	userID int    // the webhook's user, responsible when a contact has none
 	http   *http.Client
+	pace   *adapters.Pacer
+
+	mu      sync.Mutex
+	resetAt map[string]time.Time // method → its operating_reset_at, as last announced
 }
 
 var errWebhookURL = errors.New("bitrix24: the webhook URL must look like https://<portal>/rest/<user_id>/<secret>/")
@@ -94,9 +105,14 @@ func New(cfg Config) (*Client, error) {
 	if timeout == 0 {
 		timeout = defaultTimeout
 	}
+	if cfg.Rate.PerSecond < 0 || cfg.Rate.Burst < 0 {
+		return nil, errors.New("bitrix24: the rate must not be negative")
+	}
 	return &Client{
-		base:   base,
-		userID: userID,
+		base:    base,
+		userID:  userID,
+		pace:    adapters.NewPacer(cfg.Rate),
+		resetAt: map[string]time.Time{},
 		http: &http.Client{
 			Transport: adapters.NewTransport(),
 			Timeout:   timeout,
@@ -143,8 +159,9 @@ func (c *Client) GoString() string { return c.String() }
 func (c *Client) Name() string { return "bitrix24" }
 
 // LookupCalls implements adapters.Pager: a look-up by key follows up to
-// maxPages pages of crm.activity.list.
-func (c *Client) LookupCalls() int { return maxPages }
+// maxPages pages of crm.activity.list, then, when it found nothing, asks
+// whether the webhook's user sees everything (user.admin).
+func (c *Client) LookupCalls() int { return maxPages + 1 }
 
 // payload is crm.callback.create's normalized payload.
 type payload struct {
@@ -277,8 +294,10 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 
 // Lookup finds the activity an earlier attempt of op created, by
 // ORIGINATOR_ID and ORIGIN_ID. It returns adapters.ErrNotFound when there is
-// none. Should there be several (the lease failed to serialize attempts),
-// the lowest id is the answer, so every lookup names the same one.
+// none and the webhook's user reads every activity (else Reconcile: an
+// activity hidden from the user cannot be told from none). Should there be
+// several (the lease failed to serialize attempts), the lowest id is the
+// answer, so every lookup names the same one.
 func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	if err := checkKey(op.Key); err != nil {
 		return adapters.Result{}, err
@@ -320,10 +339,43 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	if err != nil {
 		return adapters.Result{}, err
 	}
-	if best == "" {
-		return adapters.Result{}, adapters.ErrNotFound
+	if best != "" {
+		return result(best, owner), nil
 	}
-	return result(best, owner), nil
+	// crm.activity.list leaves out, without a word, the activities the
+	// webhook's user may not read (its CRM role: own, department, all). An
+	// empty list is "not found" only for a user who reads everything; for
+	// another, the activity may exist out of its sight (a contact handed
+	// to another manager), and adding it again would be a second effect.
+	admin, err := c.isAdmin(ctx)
+	if err != nil {
+		return adapters.Result{}, err
+	}
+	if !admin {
+		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
+			Message: "the CRM webhook's user may not see every activity, so the CRM's empty answer does not prove there is none; make the webhook's user a Bitrix24 administrator",
+			Err:     errors.New("crm.activity.list: nothing found, and user.admin is false for the webhook's user")}
+	}
+	return adapters.Result{}, adapters.ErrNotFound
+}
+
+// isAdmin asks the portal whether the webhook's user is an administrator
+// (user.admin, scope basic, which every webhook may call:
+// https://apidocs.bitrix24.com/api-reference/common/users/user-admin.html).
+// An administrator reads every CRM record whatever the CRM roles say. It
+// is asked anew each time, so a change of rights counts at once; only a
+// look-up that found nothing asks.
+func (c *Client) isAdmin(ctx context.Context) (bool, error) {
+	r, err := c.call(ctx, "user.admin", map[string]any{}, false)
+	if err != nil {
+		return false, adapters.ReadFailure(err)
+	}
+	var admin bool
+	if err := json.Unmarshal(r.Result, &admin); err != nil {
+		return false, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
+			Message: "the CRM answered in an unexpected shape", Err: fmt.Errorf("user.admin: %w", err)}
+	}
+	return admin, nil
 }
 
 // result is the normalized outcome; Execute and Lookup give the same one.

@@ -25,11 +25,26 @@ const secret = "s3cr3tw3bh00k"
 
 var keySeq atomic.Int64
 
+// testUser is the webhook's user in these tests, an administrator.
+const testUser = 7
+
+// newSim returns simulators whose Bitrix24 portal accepts the tests'
+// webhook (user testUser, secret) and sets no rate limit, so the tests
+// are paced by nothing but themselves.
+func newSim() *sim.Server {
+	s := sim.New()
+	p := sim.DefaultBitrix24Portal()
+	p.WebhookUser, p.WebhookSecret, p.Admins = testUser, secret, []int{1, testUser}
+	p.PerSecond = 0
+	s.SetBitrix24Portal(p)
+	return s
+}
+
 // setup serves fresh simulators and returns them with a client whose
 // timeout is short, so delay faults outlast it.
 func setup(t *testing.T) (*sim.Server, *bitrix24.Client, string) {
 	t.Helper()
-	s := sim.New()
+	s := newSim()
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	base := srv.URL + "/bitrix24/rest/7/" + secret + "/"
@@ -214,7 +229,7 @@ func TestExecute(t *testing.T) {
 	})
 	t.Run("ErrPermissionDenied", func(t *testing.T) {
 		t.Parallel()
-		s := sim.New()
+		s := newSim()
 		srv := httptest.NewServer(s)
 		t.Cleanup(srv.Close)
 		for _, path := range []string{
@@ -478,10 +493,10 @@ func TestNoSecretInErrors(t *testing.T) {
 		assertNoSecret(t, err)
 	}
 	// Nothing listening at all.
-	srv := httptest.NewServer(sim.New())
+	srv := httptest.NewServer(newSim())
 	url := srv.URL
 	srv.Close()
-	dead, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/1/" + secret + "/", Timeout: 200 * time.Millisecond})
+	dead, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/7/" + secret + "/", Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,7 +511,7 @@ func TestNoSecretInErrors(t *testing.T) {
 // never simply sent again.
 func TestExecute_ProxyFailureAfterCommit(t *testing.T) {
 	t.Parallel()
-	s := sim.New()
+	s := newSim()
 	portal := httptest.NewServer(s)
 	t.Cleanup(portal.Close)
 	target, _ := url.Parse(portal.URL)
@@ -512,7 +527,7 @@ func TestExecute_ProxyFailureAfterCommit(t *testing.T) {
 	}
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
-	c, err := bitrix24.New(bitrix24.Config{WebhookURL: front.URL + "/bitrix24/rest/1/" + secret + "/", Timeout: time.Second})
+	c, err := bitrix24.New(bitrix24.Config{WebhookURL: front.URL + "/bitrix24/rest/7/" + secret + "/", Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +549,7 @@ func TestLookup_ListLongerThanRead(t *testing.T) {
 		fmt.Fprintf(w, `{"result":[],"next":%d,"total":100000,"time":{}}`, n*50)
 	}))
 	t.Cleanup(endless.Close)
-	c, err := bitrix24.New(bitrix24.Config{WebhookURL: endless.URL + "/rest/1/" + secret + "/", Timeout: time.Second})
+	c, err := bitrix24.New(bitrix24.Config{WebhookURL: endless.URL + "/rest/7/" + secret + "/", Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/adapters/sim"
 )
 
 func TestProbe(t *testing.T) {
@@ -27,7 +26,7 @@ func TestProbe(t *testing.T) {
 		}
 	})
 	t.Run("ErrCredentials", func(t *testing.T) {
-		srv := httptest.NewServer(sim.New())
+		srv := httptest.NewServer(newSim())
 		defer srv.Close()
 		// User 0 has no webhook: the portal answers 401 INVALID_CREDENTIALS.
 		c, err := bitrix24.New(bitrix24.Config{WebhookURL: srv.URL + "/bitrix24/rest/0/" + secret + "/", Timeout: time.Second})

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/codes"
@@ -29,7 +30,20 @@ type reply struct {
 	Next        *int            `json:"next"`
 	Error       *string         `json:"error"`
 	Description string          `json:"error_description"`
+	Time        struct {
+		// OperatingResetAt is when part of the method's execution-time
+		// limit is released (Unix seconds), given in every answer of the
+		// cloud portal since REST 22.0.0; see
+		// https://apidocs.bitrix24.com/limits.html ("Resource Consumption
+		// Limits"): past 480 s of a method's execution time within 10
+		// minutes the method is blocked, answering 429 OPERATION_TIME_LIMIT.
+		OperatingResetAt float64 `json:"operating_reset_at"`
+	} `json:"time"`
 }
+
+// operationBlockFallback is how long a method is held back after a 429
+// OPERATION_TIME_LIMIT when no answer has said when its limit is released.
+const operationBlockFallback = time.Minute
 
 // call posts params to <webhook>/<method>.json and returns the answer, or a
 // classified *adapters.Error. write says whether the method creates an
@@ -40,6 +54,16 @@ func (c *Client) call(ctx context.Context, method string, params any, write bool
 	if err != nil {
 		return nil, &adapters.Error{Class: adapters.Final, Code: codes.Validation,
 			Message: "the request for the CRM could not be encoded", Err: err}
+	}
+	// Every call waits for its turn under the portal's request rate and
+	// for any block of its method (OPERATION_TIME_LIMIT) to end, within
+	// ctx's deadline; a write must still have its whole timeout then.
+	need := time.Duration(0)
+	if write {
+		need = c.http.Timeout
+	}
+	if err := c.pace.Wait(ctx, method, need); err != nil {
+		return nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method+".json", bytes.NewReader(body))
 	if err != nil {
@@ -71,10 +95,46 @@ func (c *Client) call(ctx context.Context, method string, params any, write bool
 	}
 	var r reply
 	decodeErr := json.Unmarshal(raw, &r)
+	c.noteReset(method, r.Time.OperatingResetAt)
 	if resp.StatusCode/100 == 2 && decodeErr == nil && r.Error == nil && r.Description == "" {
 		return &r, nil
 	}
-	return nil, interpret(method, resp, &r, write)
+	e := interpret(method, resp, &r, write)
+	if r.Error != nil && strings.EqualFold(*r.Error, "OPERATION_TIME_LIMIT") {
+		// The method is blocked for every caller of the portal: send none
+		// of it before its limit is released.
+		until := c.blockedUntil(method)
+		c.pace.Hold(method, until)
+		e.RetryAfter = max(e.RetryAfter, int(time.Until(until).Seconds()+1))
+	}
+	return nil, e
+}
+
+// noteReset remembers the latest operating_reset_at the portal gave for
+// method (Unix seconds; 0 when the answer had none).
+func (c *Client) noteReset(method string, unix float64) {
+	if unix <= 0 {
+		return
+	}
+	t := time.Unix(0, int64(unix*1e9))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.resetAt[method]) {
+		c.resetAt[method] = t
+	}
+}
+
+// blockedUntil is when a method the portal just blocked may be called
+// again: the release its answers announced, if still ahead, else
+// operationBlockFallback from now.
+func (c *Client) blockedUntil(method string) time.Time {
+	c.mu.Lock()
+	t := c.resetAt[method]
+	c.mu.Unlock()
+	if now := time.Now(); t.After(now) {
+		return t
+	}
+	return time.Now().Add(operationBlockFallback)
 }
 
 // Error codes of the REST layer (not of a method) that mean the webhook
@@ -103,6 +163,14 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 	cause := fmt.Errorf("%s: HTTP %d: %q: %q", method, resp.StatusCode, code, clip(r.Description, 200))
 	upper := strings.ToUpper(code)
 	switch {
+	case upper == "QUERY_LIMIT_EXCEEDED" || upper == "OPERATION_TIME_LIMIT":
+		// The portal's own limits refuse before the method runs (503
+		// QUERY_LIMIT_EXCEEDED for the request rate, 429
+		// OPERATION_TIME_LIMIT for a method's execution time; see
+		// https://apidocs.bitrix24.com/limits.html): nothing was applied.
+		e := adapters.StatusError(resp)
+		e.Class, e.Code, e.Message, e.Err = adapters.Retry, codes.TargetUnavailable, "the CRM's request limit is exceeded", cause
+		return e
 	case write && code == "" && (resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable):
 		// A bare 502/503 from a proxy in front of the portal can come after
 		// PHP committed the write, and Bitrix24 does not dedupe by key:
@@ -114,9 +182,6 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 		e := adapters.StatusError(resp)
 		e.Err = cause
 		return e
-	case upper == "QUERY_LIMIT_EXCEEDED" || upper == "OPERATION_TIME_LIMIT":
-		return &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
-			Message: "the CRM's request limit is exceeded", Err: cause}
 	case deniedCodes[upper] || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden ||
 		resp.StatusCode == http.StatusNotFound || resp.StatusCode/100 == 3 ||
 		strings.HasPrefix(strings.ToLower(r.Description), "access denied"):

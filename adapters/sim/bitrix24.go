@@ -9,10 +9,13 @@ package sim
 // {"error": "CODE", "error_description": "…"} with the REST API's statuses:
 // 401 INVALID_CREDENTIALS for a user id that is not a positive number,
 // 404 ERROR_METHOD_NOT_FOUND for an unknown method, 400 with an empty code
-// and a text for a method's own refusals. Any non-empty secret is accepted.
+// and a text for a method's own refusals. Only one webhook is accepted
+// (user and secret of BITRIX24_WEBHOOK_URL, else user 1 with secret
+// DefaultBitrix24Secret; see Bitrix24Portal), the portal's limits and each
+// user's rights are enforced (bitrix24_portal.go).
 //
 // Methods: crm.contact.list, crm.activity.add, crm.activity.list,
-// crm.activity.get. Contacts are seeded from Customers (ids 1, 2, 3, … in
+// crm.activity.get, user.admin. Contacts are seeded from Customers (ids 1, 2, 3, … in
 // the order of their external ids) with ORIGINATOR_ID "oncegate" and
 // ORIGIN_ID = the external id; a Blocked customer has the boolean user
 // field UF_CRM_ONCEGATE_BLOCKED = "1". Like the real thing, the simulator
@@ -56,6 +59,7 @@ type b24Record map[string]any
 
 type bitrix24Sim struct {
 	s *Server
+	b24Limits
 
 	mu           sync.Mutex
 	contacts     []b24Record
@@ -65,8 +69,11 @@ type bitrix24Sim struct {
 
 func registerBitrix24(s *Server) {
 	b := &bitrix24Sim{s: s}
+	b.portal = DefaultBitrix24Portal()
 	b.reset()
+	s.b24 = b
 	s.Handle("POST /bitrix24/rest/{user}/{secret}/{method}", b.serve)
+	s.Handle("GET /_sim/bitrix24/refusals", s.handleBitrix24Refusals)
 	s.OnReset(b.reset)
 }
 
@@ -100,6 +107,24 @@ func (b *bitrix24Sim) reset() {
 	b.activities = nil
 	b.nextActivity = 1
 	b.mu.Unlock()
+	b.resetLimits()
+}
+
+// b24Req is one call being served: its method, the webhook's user, and
+// when it started.
+type b24Req struct {
+	b       *bitrix24Sim
+	method  string
+	user    int
+	started time.Time
+}
+
+// time is the "time" block of the call's answer, accounting the call's
+// execution time to its method.
+func (c b24Req) time() map[string]any {
+	now := time.Now()
+	operating, resetAt := c.b.account(c.method, c.started, now)
+	return b24Time(c.started, now, operating, resetAt)
 }
 
 // serve dispatches one webhook call.
@@ -107,7 +132,7 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
 	method := strings.ToLower(strings.TrimSuffix(r.PathValue("method"), ".json"))
 	var (
-		handle func(http.ResponseWriter, map[string]json.RawMessage, time.Time)
+		handle func(http.ResponseWriter, map[string]json.RawMessage, b24Req)
 		kind   string
 	)
 	switch method {
@@ -119,14 +144,26 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		handle, kind = b.activityGet, OnLookup
 	case "crm.activity.add":
 		handle, kind = nil, OnExecute
+	case "user.admin":
+		handle, kind = b.userAdmin, OnLookup
 	default:
 		b24Error(w, http.StatusNotFound, "ERROR_METHOD_NOT_FOUND", "Method not found!")
 		return
 	}
-	if user, err := strconv.Atoi(r.PathValue("user")); err != nil || user <= 0 || r.PathValue("secret") == "" {
+	user, ok := b.authorized(r)
+	if !ok {
 		b24Error(w, http.StatusUnauthorized, "INVALID_CREDENTIALS", "Invalid request credentials")
 		return
 	}
+	switch status, code := b.admit(method, started); code {
+	case "QUERY_LIMIT_EXCEEDED":
+		b24Error(w, status, code, "Too many requests")
+		return
+	case "OPERATION_TIME_LIMIT":
+		b24Error(w, status, code, "Method is blocked due to operation time limit.")
+		return
+	}
+	c := b24Req{b: b, method: method, user: user, started: started}
 	f := b.s.TakeFault(Bitrix24, kind)
 	var body []byte
 	var readErr error
@@ -150,10 +187,10 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if method == "crm.activity.add" {
-		b.activityAdd(w, params, started, f)
+		b.activityAdd(w, params, c, f)
 		return
 	}
-	handle(w, params, started)
+	handle(w, params, c)
 }
 
 // b24Params decodes the body; parameter names are case-insensitive, as in
@@ -174,34 +211,52 @@ func b24Params(w http.ResponseWriter, body []byte) (map[string]json.RawMessage, 
 	return params, true
 }
 
-func (b *bitrix24Sim) contactList(w http.ResponseWriter, params map[string]json.RawMessage, started time.Time) {
+func (b *bitrix24Sim) contactList(w http.ResponseWriter, params map[string]json.RawMessage, c b24Req) {
+	sees := b.seesOf(c.user)
 	b.mu.Lock()
-	rows := slices.Clone(b.contacts)
+	var rows []b24Record
+	for _, ct := range b.contacts {
+		if sees.contact(ct) {
+			rows = append(rows, ct)
+		}
+	}
 	b.mu.Unlock()
-	b24List(w, params, started, rows, b24ListSpec{
+	b24List(w, params, c, rows, b24ListSpec{
 		multiple:      map[string]bool{"PHONE": true, "EMAIL": true, "WEB": true, "IM": true, "LINK": true},
 		defaultSelect: []string{"*", "UF_*"},
 		defaultOrder:  [][2]string{{"ID", "ASC"}},
 	})
 }
 
-func (b *bitrix24Sim) activityList(w http.ResponseWriter, params map[string]json.RawMessage, started time.Time) {
+func (b *bitrix24Sim) activityList(w http.ResponseWriter, params map[string]json.RawMessage, c b24Req) {
+	sees := b.seesOf(c.user)
 	b.mu.Lock()
-	rows := slices.Clone(b.activities)
+	var rows []b24Record
+	for _, a := range b.activities {
+		if sees.activity(a, b.contacts) {
+			rows = append(rows, a)
+		}
+	}
 	b.mu.Unlock()
-	b24List(w, params, started, rows, b24ListSpec{
+	b24List(w, params, c, rows, b24ListSpec{
 		multiple:      map[string]bool{"COMMUNICATIONS": true, "FILES": true, "BINDINGS": true},
 		defaultSelect: []string{"*"},
 		defaultOrder:  [][2]string{{"START_TIME", "ASC"}},
 	})
 }
 
-func (b *bitrix24Sim) activityGet(w http.ResponseWriter, params map[string]json.RawMessage, started time.Time) {
+// userAdmin answers whether the webhook's user is an administrator.
+func (b *bitrix24Sim) userAdmin(w http.ResponseWriter, _ map[string]json.RawMessage, c b24Req) {
+	WriteJSON(w, http.StatusOK, map[string]any{"result": b.seesOf(c.user).all, "time": c.time()})
+}
+
+func (b *bitrix24Sim) activityGet(w http.ResponseWriter, params map[string]json.RawMessage, c b24Req) {
 	id, ok := b24PositiveInt(params["id"])
 	if !ok {
 		b24Error(w, http.StatusBadRequest, "", "ID is not defined or invalid.")
 		return
 	}
+	sees := b.seesOf(c.user)
 	b.mu.Lock()
 	var found b24Record
 	for _, a := range b.activities {
@@ -210,18 +265,27 @@ func (b *bitrix24Sim) activityGet(w http.ResponseWriter, params map[string]json.
 			break
 		}
 	}
+	visible := found != nil && sees.activity(found, b.contacts)
+	var out b24Record
+	if visible {
+		out = b24Project(found, []string{"*"}, map[string]bool{"COMMUNICATIONS": true})
+	}
 	b.mu.Unlock()
-	if found == nil {
+	switch {
+	case found == nil:
 		b24Error(w, http.StatusBadRequest, "", "Activity is not found.")
 		return
+	case !visible:
+		b24Error(w, http.StatusBadRequest, "", "Access denied.")
+		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"result": b24Project(found, []string{"*"}, map[string]bool{"COMMUNICATIONS": true}), "time": b24Time(started)})
+	WriteJSON(w, http.StatusOK, map[string]any{"result": out, "time": c.time()})
 }
 
 // activityAdd validates fields as crm.activity.add does, commits the
 // activity and counts the effect under its ORIGIN_ID, then applies the
 // fault's after-commit part. It never dedupes.
-func (b *bitrix24Sim) activityAdd(w http.ResponseWriter, params map[string]json.RawMessage, started time.Time, f *Fault) {
+func (b *bitrix24Sim) activityAdd(w http.ResponseWriter, params map[string]json.RawMessage, c b24Req, f *Fault) {
 	var fields map[string]any
 	if raw, ok := params["fields"]; !ok || b24Decode(raw, &fields) != nil || fields == nil {
 		b24Error(w, http.StatusBadRequest, "", "The parameter 'fields' must be array.")
@@ -314,7 +378,7 @@ func (b *bitrix24Sim) activityAdd(w http.ResponseWriter, params map[string]json.
 		return
 	}
 	n, _ := strconv.Atoi(id)
-	WriteJSON(w, http.StatusOK, map[string]any{"result": n, "time": b24Time(started)})
+	WriteJSON(w, http.StatusOK, map[string]any{"result": n, "time": c.time()})
 }
 
 // b24Communications checks COMMUNICATIONS: a non-empty array of objects
@@ -351,7 +415,7 @@ type b24ListSpec struct {
 }
 
 // b24List filters, orders, pages and projects rows as a list method does.
-func b24List(w http.ResponseWriter, params map[string]json.RawMessage, started time.Time, rows []b24Record, spec b24ListSpec) {
+func b24List(w http.ResponseWriter, params map[string]json.RawMessage, c b24Req, rows []b24Record, spec b24ListSpec) {
 	filter := map[string]any{}
 	if raw, ok := params["filter"]; ok && !b24EmptyArray(raw) {
 		if b24Decode(raw, &filter) != nil || filter == nil {
@@ -408,7 +472,7 @@ func b24List(w http.ResponseWriter, params map[string]json.RawMessage, started t
 	for i := start; i < len(matched) && i < start+b24PageSize; i++ {
 		page = append(page, b24Project(matched[i], sel, spec.multiple))
 	}
-	answer := map[string]any{"result": page, "total": len(matched), "time": b24Time(started)}
+	answer := map[string]any{"result": page, "total": len(matched), "time": c.time()}
 	if start+b24PageSize < len(matched) {
 		answer["next"] = start + b24PageSize
 	}
@@ -531,15 +595,14 @@ func b24Error(w http.ResponseWriter, status int, code, description string) {
 }
 
 // b24Time is the "time" block every answer carries.
-func b24Time(started time.Time) map[string]any {
-	now := time.Now()
+func b24Time(started, now time.Time, operating float64, resetAt int64) map[string]any {
 	sec := func(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 	d := now.Sub(started).Seconds()
 	return map[string]any{
 		"start": sec(started), "finish": sec(now), "duration": d, "processing": d,
 		"date_start":         started.In(b24Zone).Format(b24DateTime),
 		"date_finish":        now.In(b24Zone).Format(b24DateTime),
-		"operating_reset_at": now.Add(10 * time.Minute).Unix(), "operating": d,
+		"operating_reset_at": resetAt, "operating": operating,
 	}
 }
 

@@ -13,13 +13,17 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 )
 
-// b24Setup serves fresh simulators and returns them with a webhook base URL.
+// b24Setup serves fresh simulators, their Bitrix24 portal without a rate
+// limit, and returns them with a webhook base URL.
 func b24Setup(t *testing.T) (*sim.Server, string) {
 	t.Helper()
 	s := sim.New()
+	p := sim.DefaultBitrix24Portal()
+	p.PerSecond = 0
+	s.SetBitrix24Portal(p)
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return s, srv.URL + "/bitrix24/rest/1/anysecret/"
+	return s, srv.URL + "/bitrix24" + sim.Bitrix24WebhookPath()
 }
 
 // b24Call posts params to a method and decodes the JSON answer.
@@ -265,13 +269,16 @@ func TestBitrix24_RESTErrors(t *testing.T) {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 
-	answer := b24Must(t, srv.URL+"/bitrix24/rest/1/anysecret/crm.deal.delete.json", map[string]any{"id": 1}, http.StatusNotFound)
+	hook := srv.URL + "/bitrix24/rest/1/" + sim.DefaultBitrix24Secret + "/"
+	answer := b24Must(t, hook+"crm.deal.delete.json", map[string]any{"id": 1}, http.StatusNotFound)
 	b24AssertError(t, answer, "ERROR_METHOD_NOT_FOUND", "Method not found!")
 
-	answer = b24Must(t, srv.URL+"/bitrix24/rest/0/anysecret/crm.contact.list.json", map[string]any{}, http.StatusUnauthorized)
-	b24AssertError(t, answer, "INVALID_CREDENTIALS", "Invalid request credentials")
+	for _, wrong := range []string{"/bitrix24/rest/0/" + sim.DefaultBitrix24Secret + "/", "/bitrix24/rest/1/anysecret/", "/bitrix24/rest/2/" + sim.DefaultBitrix24Secret + "/"} {
+		answer = b24Must(t, srv.URL+wrong+"crm.contact.list.json", map[string]any{}, http.StatusUnauthorized)
+		b24AssertError(t, answer, "INVALID_CREDENTIALS", "Invalid request credentials")
+	}
 
-	resp, err := http.Post(srv.URL+"/bitrix24/rest/1/anysecret/crm.contact.list", "application/json", strings.NewReader("{not json"))
+	resp, err := http.Post(hook+"crm.contact.list", "application/json", strings.NewReader("{not json"))
 	if err != nil {
 		t.Fatal(err)
 	}

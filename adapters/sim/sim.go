@@ -95,6 +95,7 @@ type Server struct {
 	effects map[string]map[string]int // target → key → effects created
 	calls   map[string]map[string]int // target → key → execute calls received
 	resets  []func()                  // per-target state reset
+	b24     *bitrix24Sim              // the Bitrix24 simulator, for its portal settings
 }
 
 // New returns simulators with seeded reference data and no faults.

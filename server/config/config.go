@@ -139,6 +139,12 @@ type Bitrix24Config struct {
 	// the gateway stopped waiting (never less than the timeout). Bitrix24
 	// does not dedupe by key, so nothing is sent again before it passed.
 	SettleMS int `yaml:"settle_ms"`
+	// Rate is the portal's request rate, which every call of the gateway
+	// (adds, look-ups, checks) waits its turn under: a cloud portal allows
+	// 2 a second with a bucket of 50 (Enterprise: 5 and 250) and refuses
+	// beyond it. Gateways sharing a portal share its rate. A per_second of
+	// 0 paces nothing.
+	Rate RateLimitConfig `yaml:"rate"`
 }
 
 // YooKassaConfig is the YooKassa API v3.
@@ -203,7 +209,7 @@ func Default() Config {
 		Contour: "test",
 		Targets: TargetsConfig{
 			OneC:     OneCConfig{TimeoutMS: 5000},
-			Bitrix24: Bitrix24Config{TimeoutMS: 5000, SettleMS: 30000},
+			Bitrix24: Bitrix24Config{TimeoutMS: 5000, SettleMS: 30000, Rate: RateLimitConfig{PerSecond: 2, Burst: 50}},
 			YooKassa: YooKassaConfig{ShopID: "demo-shop", TimeoutMS: 35000, ReadTimeoutMS: 10000, SettleMS: 60000},
 		},
 		Retry:      RetryConfig{MaxAttempts: 4, InitialDelayMS: 500, Multiplier: 2, MaxDelayMS: 5000, Jitter: &jitter},
@@ -396,6 +402,9 @@ func (c Config) validate(currencies []string) error {
 	checkTimeout("targets.onec.timeout_ms", t.OneC.TimeoutMS)
 	checkEnv("targets.bitrix24.webhook_url_env", t.Bitrix24.WebhookURLEnv)
 	checkTimeout("targets.bitrix24.timeout_ms", t.Bitrix24.TimeoutMS)
+	if r := t.Bitrix24.Rate; r.PerSecond < 0 || (r.PerSecond > 0 && r.Burst < 1) {
+		bad("targets.bitrix24.rate", "per_second must not be negative, and burst must be at least 1 when it is set")
+	}
 	checkURL("targets.yookassa.base_url", t.YooKassa.BaseURL)
 	checkEnv("targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv)
 	checkEnv("journal.url_env", c.Journal.URLEnv)

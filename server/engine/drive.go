@@ -157,7 +157,7 @@ func (e *Engine) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		e.log.Info("look-up: the target has no effect", "key", op.Key)
 		return true, false, nil
 	case op.ResumedFrom == store.StatusFailedRetryable && adapters.ClassOf(err) == adapters.Retry:
-		e.log.Warn("look-up failed", "key", op.Key, "err", maskSecrets(errText(err)))
+		e.log.Warn("look-up failed", "key", op.Key, "err", e.detail(err))
 		return false, false, e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target is unavailable"})
 	default:
 		// Not known yet: the target holds the effect not final yet (a
@@ -180,7 +180,7 @@ func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adap
 		}
 		ae = &adapters.Error{Class: adapters.ClassOf(err), Code: codes.OutcomeUnknown, Err: err}
 	}
-	detail := maskSecrets(errText(ae.Err))
+	detail := e.detail(ae.Err)
 	e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
 	switch ae.Class {
 	case adapters.Final:

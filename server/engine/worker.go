@@ -57,7 +57,9 @@ func (e *Engine) Wake() {
 }
 
 // reconcileDue looks up, at their targets, the operations whose outcome
-// is unknown or whose holder died: found → succeeded; certainly not there
+// is unknown or whose holder died (at a target that documents it, within
+// its key window, by sending the same request again under the same key:
+// see resends): found → succeeded; certainly not there
 // → failed_retryable (the agent's next request executes it again with the
 // same key); the target could not tell → still unknown, checked again
 // later with backoff, and flagged for a person after review_after tries.
@@ -91,8 +93,17 @@ func (e *Engine) reconcileOne(ctx context.Context, op store.Operation) {
 		return
 	}
 	op = taken
-	jctx, jcancel := journalCtx(ctx, e.lookupBudget(op.TargetSystem))
+	jctx, jcancel := journalCtx(ctx, max(e.lookupBudget(op.TargetSystem), e.budget(op.TargetSystem)))
 	defer jcancel()
+	if e.resends(op) {
+		// Within the key window the target's documented way to learn the
+		// outcome is the same request under the same key.
+		if err := e.resend(ctx, jctx, op); err != nil {
+			e.log.Error("reconciler: settle operation", "key", op.Key, "err", err)
+		}
+		e.signals.Reconciled.signal(op.Key)
+		return
+	}
 	clear, _, err := e.lookUp(ctx, jctx, op, false)
 	if err == nil && clear {
 		err = e.store.Fail(jctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target has no effect for this key; send the same request again to execute it"})
