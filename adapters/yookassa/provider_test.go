@@ -179,3 +179,23 @@ func TestCanceledRefund(t *testing.T) {
 		t.Fatalf("canceled refund: %v, want final %s with the refund's id", err, codes.RefundCanceled)
 	}
 }
+
+// TestScanBoundedByLastSend: the list has no metadata filter and is walked
+// back from its upper bound. Bounded by when the last send could have
+// landed (created_at.lte), a look-up on a busy shop starts at the
+// operation's payment instead of behind every payment made since.
+func TestScanBoundedByLastSend(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	op := chargeOp(t, "test:payment.charge:order-busy:v1", 125000)
+	want := MustExecute(t, f.client, op)
+	sent := time.Now()
+	time.Sleep(50 * time.Millisecond) // the shop's later payments are later
+	f.sim.YooKassaBusy(21 * 100)     // more than the pages a look-up reads
+	// The adapter adds a margin of 10 minutes for clock skew to SentBy.
+	op.SentBy = sent.Add(-10*time.Minute + 25*time.Millisecond)
+	res, err := f.client.Lookup(context.Background(), op)
+	if err != nil || res.ObjectID != want.ObjectID {
+		t.Fatalf("Lookup on a busy shop = %+v, %v; want %s", res, err, want.ObjectID)
+	}
+}

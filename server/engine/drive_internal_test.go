@@ -87,9 +87,10 @@ func claimed(t *testing.T, e *Engine, st *store.Store, key string) store.Operati
 	return op
 }
 
-// A payment the look-up finds but not final yet keeps the provider's
-// payment id; the look-ups are counted all the same, so one that stays
-// pending reaches a person instead of being polled forever.
+// A look-up that cannot tell but names the provider's object keeps its
+// id; the look-ups are counted, so one that never tells reaches a person
+// instead of being polled forever. (A look-up that finds the effect
+// pending is an answer: TestPendingIsNotFlagged.)
 func TestLookUpPendingKeepsObject(t *testing.T) {
 	t.Parallel()
 	target := &scripted{lookup: func() (adapters.Result, error) {
