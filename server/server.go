@@ -145,7 +145,7 @@ func (s *Server) routes() {
 	s.echo.GET("/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
 	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, Contour: s.cfg.Contour,
-		Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor}).Register(s.echo)
+		Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor()}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters/redact"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -61,6 +62,10 @@ type Deps struct {
 	Location *time.Location
 	// PageSize is how many rows a list page shows; 50 when zero.
 	PageSize int
+	// Redactor masks the targets' secrets in the audit details the pages
+	// and the CSV show, rows written before they were masked included;
+	// the credential patterns alone when nil.
+	Redactor *redact.Redactor
 }
 
 // Handler serves the admin UI.

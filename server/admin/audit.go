@@ -139,7 +139,7 @@ func (h *Handler) auditCSV(c echo.Context, f store.AuditFilter) error {
 		for _, e := range evs {
 			rec := []string{
 				strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.Actor.Kind, e.Actor.Name,
-				e.Event, e.OperationKey, plainJSON(e.Detail), e.PrevHash, e.Hash,
+				e.Event, e.OperationKey, h.shownDetail(e.Detail), e.PrevHash, e.Hash,
 			}
 			for i := range rec {
 				rec[i] = noFormula(rec[i])

@@ -182,7 +182,7 @@ func (h *Handler) eventRows(c echo.Context, evs []store.AuditEvent) []views.Even
 	for _, e := range evs {
 		r := views.EventRow{
 			ID: e.ID, At: formatSeconds(e.At, h.d.Location, lg), Actor: actorText(e.Actor.Kind, e.Actor.Name),
-			Event: e.Event, Label: l.EventLabel(e.Event), Key: e.OperationKey, Detail: plainJSON(e.Detail),
+			Event: e.Event, Label: l.EventLabel(e.Event), Key: e.OperationKey, Detail: h.shownDetail(e.Detail),
 		}
 		if e.OperationKey != "" {
 			r.KeyHref = operationHref(e.OperationKey)

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"strings"
+
+	"github.com/oncegate/oncegate/adapters/redact"
 )
 
 // maxDetail is the longest detail kept of what a target said.
@@ -20,3 +22,7 @@ func (e *Engine) detail(err error) string {
 	}
 	return s
 }
+
+// Redactor is the redaction of the targets' secrets the engine applies,
+// for the other outputs that show what a target said.
+func (e *Engine) Redactor() *redact.Redactor { return e.redact }
