@@ -101,7 +101,7 @@ func TestShape(t *testing.T) {
 		t.Fatalf("items props = %v, want %v", got, want)
 	}
 	charge := byName["payment.charge"].shape
-	if got, want := charge.optional, []string{"customer_id", "description"}; !slices.Equal(got, want) {
+	if got, want := charge.optional, []string{"customer_id", "description", "receipt"}; !slices.Equal(got, want) {
 		t.Fatalf("charge optional = %v, want %v", got, want)
 	}
 	if got, want := byName["crm.callback.create"].shape.dateTimes, []string{"due_at"}; !slices.Equal(got, want) {
