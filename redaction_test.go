@@ -190,6 +190,9 @@ targets:
 		"/admin/operations/" + url.PathEscape("test:payment.charge:echo-3:v1")} {
 		pages.WriteString(fetch(t, admin, mustRequest(t, "GET", api+p, "")))
 	}
+	if !strings.Contains(pages.String(), "ECHO") {
+		t.Errorf("the admin pages show no target's answer")
+	}
 	assertNoSecret(t, "the admin pages", pages.String())
 	csv := fetch(t, admin, mustRequest(t, "GET", api+"/admin/audit?format=csv", ""))
 	if !strings.Contains(csv, "ECHO") || !strings.Contains(csv, "test:invoice.create:echo-1:v1") {
@@ -257,9 +260,26 @@ func signIn(t *testing.T, api, name, password string) *http.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.Request.URL.Path == "/admin/login" {
+	switch resp.Request.URL.Path {
+	case "/admin/login":
 		t.Fatalf("sign-in as %s failed: %s", name, resp.Status)
+	case "/admin/password":
+		// A password someone else chose is changed at the first sign-in.
+		m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(b))
+		if m == nil {
+			t.Fatalf("no form token on the password page:\n%s", b)
+		}
+		own := password + "-own-choice"
+		resp, err := c.PostForm(api+"/admin/password", url.Values{"current": {password}, "password": {own}, "repeat": {own}, "csrf": {m[1]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Request.URL.Path == "/admin/password" {
+			t.Fatalf("choosing a password for %s failed: %s", name, resp.Status)
+		}
 	}
 	return c
 }
