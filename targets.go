@@ -66,7 +66,9 @@ func buildTargets(c config.Config, sims simulators, env func(string) string) (ma
 		return nil, fmt.Errorf("targets.bitrix24 (the URL in $%s): %w", t.Bitrix24.WebhookURLEnv, err)
 	}
 
-	yc := yookassa.Config{BaseURL: t.YooKassa.BaseURL, ShopID: t.YooKassa.ShopID, Timeout: ms(t.YooKassa.TimeoutMS), ReadTimeout: ms(t.YooKassa.ReadTimeoutMS)}
+	rc := t.YooKassa.Receipts
+	yc := yookassa.Config{BaseURL: t.YooKassa.BaseURL, ShopID: t.YooKassa.ShopID, Timeout: ms(t.YooKassa.TimeoutMS), ReadTimeout: ms(t.YooKassa.ReadTimeoutMS),
+		Receipts: yookassa.Receipts{Required: rc.Required, TaxSystemCode: rc.TaxSystemCode, VatCode: rc.VatCode, PaymentSubject: rc.PaymentSubject, PaymentMode: rc.PaymentMode}}
 	if yc.BaseURL == "" {
 		// The built-in simulator knows only its own secret.
 		yc.BaseURL, yc.SecretKey = sims.URL+"/yookassa/v3", sims.YooKassaSecret

@@ -56,7 +56,7 @@ func TestSavedDuringPayment(t *testing.T) {
 // quick and the proportion is the real one.
 func TestSlowAnswer(t *testing.T) {
 	t.Parallel()
-	const scale = 20
+	const scale = 10
 	f := setup(t)
 	c := MustNew(t, yookassa.Config{BaseURL: f.url, ShopID: shopID, SecretKey: sim.YooKassaSecret(), Timeout: yookassa.DefaultTimeout / scale})
 	f.sim.SetYooKassaMode(sim.YooKassaMode{LatencyMS: int((20 * time.Second / scale).Milliseconds())})
@@ -191,7 +191,7 @@ func TestScanBoundedByLastSend(t *testing.T) {
 	want := MustExecute(t, f.client, op)
 	sent := time.Now()
 	time.Sleep(50 * time.Millisecond) // the shop's later payments are later
-	f.sim.YooKassaBusy(21 * 100)     // more than the pages a look-up reads
+	f.sim.YooKassaBusy(21 * 100)      // more than the pages a look-up reads
 	// The adapter adds a margin of 10 minutes for clock skew to SentBy.
 	op.SentBy = sent.Add(-10*time.Minute + 25*time.Millisecond)
 	res, err := f.client.Lookup(context.Background(), op)

@@ -38,6 +38,7 @@ type paymentRequest struct {
 	PaymentMethodID string            `json:"payment_method_id"`
 	Description     string            `json:"description,omitempty"`
 	Metadata        map[string]string `json:"metadata,omitempty"`
+	Receipt         *receiptRequest   `json:"receipt,omitempty"`
 }
 
 // refundRequestBody is the body of POST /v3/refunds.
@@ -46,6 +47,7 @@ type refundRequestBody struct {
 	Amount      amount            `json:"amount"`
 	Description string            `json:"description,omitempty"`
 	Metadata    map[string]string `json:"metadata,omitempty"`
+	Receipt     *receiptRequest   `json:"receipt,omitempty"`
 }
 
 // cancellation is cancellation_details of a canceled payment or refund.
@@ -540,6 +542,9 @@ func badRequest(intent, parameter string, cause error) error {
 		return final(codes.ReferenceNotFound, "account_id", "the saved payment method (account) is not known to the payment provider or cannot be charged", cause)
 	case intent == IntentRefund && field("payment_id"):
 		return final(codes.Validation, "payment_id", "the payment cannot be refunded (it does not exist, has not succeeded or is not refundable)", cause)
+	case field("receipt"):
+		// The shop issues receipts and this one is missing or refused.
+		return final(codes.Validation, "receipt", "the payment provider refused the fiscal receipt (54-FZ): this shop needs one, with the customer's email or phone and lines adding up to the amount", cause)
 	case parameter == "amount.currency":
 		return final(codes.Validation, "currency", "the payment provider refused the currency", cause)
 	case field("amount"):

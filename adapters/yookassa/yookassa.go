@@ -92,6 +92,8 @@ type Config struct {
 	// ReadTimeout bounds one read; zero means DefaultReadTimeout, and it
 	// is never more than Timeout.
 	ReadTimeout time.Duration
+	// Receipts says how the shop sends 54-FZ receipts, if it must.
+	Receipts Receipts
 }
 
 // Client is the YooKassa target. It is safe for concurrent use.
@@ -101,6 +103,7 @@ type Client struct {
 	secret      string
 	timeout     time.Duration // of a POST
 	readTimeout time.Duration // of a GET
+	receipts    Receipts
 	http        *http.Client
 }
 
@@ -130,12 +133,16 @@ func New(cfg Config) (*Client, error) {
 	if cfg.ReadTimeout == 0 {
 		cfg.ReadTimeout = DefaultReadTimeout
 	}
+	if r := cfg.Receipts; r.TaxSystemCode < 0 || r.TaxSystemCode > 6 || r.VatCode < 0 || r.VatCode > 12 {
+		return nil, errors.New("yookassa: receipts: tax_system_code must be 1-6 and vat_code 1-12")
+	}
 	return &Client{
 		base:        strings.TrimRight(cfg.BaseURL, "/"),
 		shopID:      cfg.ShopID,
 		secret:      cfg.SecretKey,
 		timeout:     cfg.Timeout,
 		readTimeout: min(cfg.ReadTimeout, cfg.Timeout),
+		receipts:    cfg.Receipts,
 		http:        &http.Client{Transport: adapters.NewTransport()},
 	}, nil
 }
@@ -171,20 +178,22 @@ func IdempotenceKey(operationKey string) string {
 
 // chargePayload is the normalized payment.charge payload.
 type chargePayload struct {
-	AccountID   string `json:"account_id"`
-	OrderID     string `json:"order_id"`
-	AmountMinor int64  `json:"amount_minor"`
-	Currency    string `json:"currency"`
-	CustomerID  string `json:"customer_id"`
-	Description string `json:"description"`
+	AccountID   string          `json:"account_id"`
+	OrderID     string          `json:"order_id"`
+	AmountMinor int64           `json:"amount_minor"`
+	Currency    string          `json:"currency"`
+	CustomerID  string          `json:"customer_id"`
+	Description string          `json:"description"`
+	Receipt     *receiptPayload `json:"receipt"`
 }
 
 // refundPayload is the normalized payment.refund payload.
 type refundPayload struct {
-	PaymentID   string `json:"payment_id"`
-	AmountMinor int64  `json:"amount_minor"`
-	Currency    string `json:"currency"`
-	Reason      string `json:"reason"`
+	PaymentID   string          `json:"payment_id"`
+	AmountMinor int64           `json:"amount_minor"`
+	Currency    string          `json:"currency"`
+	Reason      string          `json:"reason"`
+	Receipt     *receiptPayload `json:"receipt"`
 }
 
 // Execute creates the payment or refund of op at YooKassa.
@@ -195,7 +204,7 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 		if err != nil {
 			return adapters.Result{}, err
 		}
-		body, err := chargeRequest(op.Key, p)
+		body, err := chargeRequest(op.Key, p, c.receipts)
 		if err != nil {
 			return adapters.Result{}, err
 		}
@@ -216,7 +225,7 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 		if err != nil {
 			return adapters.Result{}, err
 		}
-		body, err := refundRequest(op.Key, p)
+		body, err := refundRequest(op.Key, p, c.receipts)
 		if err != nil {
 			return adapters.Result{}, err
 		}
@@ -277,7 +286,7 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		if err != nil {
 			return adapters.Plan{}, err
 		}
-		req, err := buildCharge(op.Key, p)
+		req, err := buildCharge(op.Key, p, c.receipts)
 		if err != nil {
 			return adapters.Plan{}, err
 		}
@@ -299,7 +308,7 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		if err != nil {
 			return adapters.Plan{}, err
 		}
-		if _, err := buildRefund(op.Key, p); err != nil {
+		if _, err := buildRefund(op.Key, p, c.receipts); err != nil {
 			return adapters.Plan{}, err
 		}
 		pay, err := c.getPayment(ctx, p.PaymentID)
@@ -415,7 +424,7 @@ func decodeRefund(op adapters.Op) (refundPayload, error) {
 // saved payment method (account_id) charged at once (capture: true), with
 // the keys in metadata. The result depends on the key and payload only, so
 // every attempt sends the same body under the same Idempotence-Key.
-func buildCharge(key string, p chargePayload) (paymentRequest, error) {
+func buildCharge(key string, p chargePayload, rc Receipts) (paymentRequest, error) {
 	amt, err := money(p.AmountMinor, p.Currency)
 	if err != nil {
 		return paymentRequest{}, err
@@ -439,6 +448,10 @@ func buildCharge(key string, p chargePayload) (paymentRequest, error) {
 	if utf8.RuneCountInString(desc) > maxPaymentDescription {
 		return paymentRequest{}, final(codes.Validation, "description", "description is longer than 128 characters", nil)
 	}
+	receipt, err := buildReceipt(p.Receipt, rc, p.AmountMinor, p.Currency)
+	if err != nil {
+		return paymentRequest{}, err
+	}
 	meta := keyMetadata(key)
 	meta[MetaOrderID] = p.OrderID
 	if p.CustomerID != "" {
@@ -450,12 +463,13 @@ func buildCharge(key string, p chargePayload) (paymentRequest, error) {
 		PaymentMethodID: p.AccountID,
 		Description:     desc,
 		Metadata:        meta,
+		Receipt:         receipt,
 	}, nil
 }
 
 // buildRefund turns a refund payload into YooKassa's refund request; the
 // reason becomes the refund's description.
-func buildRefund(key string, p refundPayload) (refundRequestBody, error) {
+func buildRefund(key string, p refundPayload, rc Receipts) (refundRequestBody, error) {
 	amt, err := money(p.AmountMinor, p.Currency)
 	if err != nil {
 		return refundRequestBody{}, err
@@ -466,24 +480,29 @@ func buildRefund(key string, p refundPayload) (refundRequestBody, error) {
 	if utf8.RuneCountInString(p.Reason) > maxRefundDescription {
 		return refundRequestBody{}, final(codes.Validation, "reason", "reason is longer than 250 characters", nil)
 	}
+	receipt, err := buildReceipt(p.Receipt, rc, p.AmountMinor, p.Currency)
+	if err != nil {
+		return refundRequestBody{}, err
+	}
 	return refundRequestBody{
 		PaymentID:   p.PaymentID,
 		Amount:      amt,
 		Description: p.Reason,
 		Metadata:    keyMetadata(key),
+		Receipt:     receipt,
 	}, nil
 }
 
-func chargeRequest(key string, p chargePayload) ([]byte, error) {
-	req, err := buildCharge(key, p)
+func chargeRequest(key string, p chargePayload, rc Receipts) ([]byte, error) {
+	req, err := buildCharge(key, p, rc)
 	if err != nil {
 		return nil, err
 	}
 	return json.Marshal(req)
 }
 
-func refundRequest(key string, p refundPayload) ([]byte, error) {
-	req, err := buildRefund(key, p)
+func refundRequest(key string, p refundPayload, rc Receipts) ([]byte, error) {
+	req, err := buildRefund(key, p, rc)
 	if err != nil {
 		return nil, err
 	}

@@ -128,9 +128,11 @@ func formatDuration(d time.Duration, l *views.Labels) string {
 }
 
 // sensitiveFields are payload fields shown only in part: they may hold
-// personal data or free text a person typed.
+// personal data or free text a person typed (a receipt's customer e-mail
+// and phone among them).
 var sensitiveFields = map[string]bool{
 	"account_id": true, "customer_id": true, "description": true, "reason": true, "comment": true,
+	"email": true, "phone": true,
 }
 
 // mask shows a sensitive value in part: its first and last four

@@ -159,6 +159,24 @@ type YooKassaConfig struct {
 	// more than TimeoutMS.
 	ReadTimeoutMS int `yaml:"read_timeout_ms"`
 	SettleMS      int `yaml:"settle_ms"`
+	// Receipts is for a shop that issues 54-FZ receipts through YooKassa.
+	Receipts YooKassaReceiptsConfig `yaml:"receipts"`
+}
+
+// YooKassaReceiptsConfig is how a shop that issues 54-FZ receipts through
+// YooKassa («Чеки от ЮKassa» or an online cash register) sends them.
+type YooKassaReceiptsConfig struct {
+	// Required: every payment.charge and payment.refund must carry a
+	// receipt; one without is refused before a person is asked to approve.
+	Required bool `yaml:"required"`
+	// TaxSystemCode is the shop's tax system, 1-6 (0: none sent).
+	TaxSystemCode int `yaml:"tax_system_code"`
+	// VatCode is the VAT code, 1-12, of a receipt line that names none.
+	VatCode int `yaml:"vat_code"`
+	// PaymentSubject and PaymentMode are a line's defaults, e.g.
+	// commodity and full_payment.
+	PaymentSubject string `yaml:"payment_subject"`
+	PaymentMode    string `yaml:"payment_mode"`
 }
 
 // RetryConfig is the retry policy of target calls.
@@ -353,6 +371,8 @@ func setFromString(v reflect.Value, raw string) error {
 var (
 	contourPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 	envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// receiptEnumPattern is a YooKassa receipt enum value.
+	receiptEnumPattern = regexp.MustCompile(`^[a-z_]{1,64}$`)
 )
 
 func (c Config) validate(currencies []string) error {
@@ -410,6 +430,17 @@ func (c Config) validate(currencies []string) error {
 	checkEnv("journal.url_env", c.Journal.URLEnv)
 	checkTimeout("targets.yookassa.timeout_ms", t.YooKassa.TimeoutMS)
 	checkTimeout("targets.yookassa.read_timeout_ms", t.YooKassa.ReadTimeoutMS)
+	if rc := t.YooKassa.Receipts; rc.TaxSystemCode < 0 || rc.TaxSystemCode > 6 {
+		bad("targets.yookassa.receipts.tax_system_code", "%d must be between 1 and 6 (0: none sent)", rc.TaxSystemCode)
+	}
+	if rc := t.YooKassa.Receipts; rc.VatCode < 0 || rc.VatCode > 12 {
+		bad("targets.yookassa.receipts.vat_code", "%d must be between 1 and 12", rc.VatCode)
+	}
+	for key, v := range map[string]string{"targets.yookassa.receipts.payment_subject": t.YooKassa.Receipts.PaymentSubject, "targets.yookassa.receipts.payment_mode": t.YooKassa.Receipts.PaymentMode} {
+		if v != "" && !receiptEnumPattern.MatchString(v) {
+			bad(key, "%q must be a YooKassa value such as commodity or full_payment", v)
+		}
+	}
 	if t.YooKassa.BaseURL != "" && (t.YooKassa.ShopID == "" || t.YooKassa.SecretKeyEnv == "") {
 		bad("targets.yookassa", "base_url needs shop_id and secret_key_env")
 	}

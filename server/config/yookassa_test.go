@@ -1,6 +1,9 @@
 package config_test
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/oncegate/oncegate/server/config"
@@ -20,5 +23,35 @@ func TestYooKassaTimeouts(t *testing.T) {
 	}
 	if y.SettleMS < y.TimeoutMS {
 		t.Errorf("targets.yookassa.settle_ms = %d, want at least timeout_ms", y.SettleMS)
+	}
+}
+
+// TestYooKassaReceipts: a shop that issues 54-FZ receipts is configured
+// under targets.yookassa.receipts; wrong codes are refused by key.
+func TestYooKassaReceipts(t *testing.T) {
+	t.Parallel()
+	load := func(yaml string) (config.Config, error) {
+		path := filepath.Join(t.TempDir(), "oncegate.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return config.Load(path, func(string) string { return "" }, []string{"RUB"})
+	}
+	cfg, err := load("targets:\n  yookassa:\n    receipts: { required: true, tax_system_code: 1, vat_code: 1, payment_subject: commodity, payment_mode: full_payment }\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := config.YooKassaReceiptsConfig{Required: true, TaxSystemCode: 1, VatCode: 1, PaymentSubject: "commodity", PaymentMode: "full_payment"}
+	if got := cfg.Targets.YooKassa.Receipts; got != want {
+		t.Fatalf("receipts = %+v, want %+v", got, want)
+	}
+	for key, yaml := range map[string]string{
+		"targets.yookassa.receipts.tax_system_code": "targets: { yookassa: { receipts: { tax_system_code: 7 } } }\n",
+		"targets.yookassa.receipts.vat_code":        "targets: { yookassa: { receipts: { vat_code: 13 } } }\n",
+		"targets.yookassa.receipts.payment_mode":    "targets: { yookassa: { receipts: { payment_mode: \"Full Payment\" } } }\n",
+	} {
+		if _, err := load(yaml); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: %v, want an error naming it", key, err)
+		}
 	}
 }
