@@ -106,6 +106,9 @@ func restore(c common, file string, stdout io.Writer, env func(string) string) e
 	}
 	placed = true
 	syncDir(cfg.DataDir)
+	if err := writeMarker(cfg.DataDir, true); err != nil {
+		return err
+	}
 	if kept != "" {
 		fmt.Fprintf(stdout, "the replaced journal is kept as %s\n", kept)
 	}

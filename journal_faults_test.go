@@ -3,11 +3,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,4 +184,89 @@ func (r *rig) getStatus(key string) string {
 	}
 	s, _ := m["status"].(string)
 	return s
+}
+
+// serveOnce runs serve with args and returns its output once it exits;
+// a serve that does not exit within a minute has started and fails the
+// test.
+func serveOnce(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--listen", freeAddr(t)}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("serve %v did not refuse to start:\n%s", args, out)
+	}
+	return string(out), err
+}
+
+// The journal deleted under a running gateway: it takes no more work
+// (503 JOURNAL_UNAVAILABLE, nothing sent), readiness fails, the log says
+// why; a restart does not begin a new journal in its place, which would
+// execute every key again, but says the journal is missing and how to
+// restore it. --new-journal begins again, and only where none is.
+func TestJournalDeletedUnderServe(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, 1000, loadConfig, "")
+	r.startGateway()
+	body := func(id string) string { return fmt.Sprintf(e2eInvoice, id, 1) }
+	key := func(id string) string { return "test:invoice.create:" + id + ":v1" }
+	if s := r.postSaid(key("jd-before"), body("jd-before")); s.code != http.StatusOK {
+		t.Fatalf("before: %+v", s)
+	}
+
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(r.journal + suffix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		id := fmt.Sprintf("jd-after-%d", i)
+		s := r.postSaid(key(id), body(id))
+		if s.code != http.StatusServiceUnavailable || !strings.Contains(s.errors, "JOURNAL_UNAVAILABLE") {
+			t.Errorf("%s after the journal was deleted: %+v, want 503 JOURNAL_UNAVAILABLE", id, s)
+		}
+	}
+	if got := r.simJSON("/_sim/effects")["onec"]; len(got) != 1 {
+		t.Errorf("1C has effects of %v, want only jd-before's", got)
+	}
+	resp, err := http.Get(r.apiURL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz = %d with the journal deleted, want 503", resp.StatusCode)
+	}
+	if out := r.gateway.output(); !strings.Contains(out, "JOURNAL FILE GONE") {
+		t.Errorf("the log does not say the journal is gone")
+	}
+	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
+	r.gateway.cmd.Wait()
+
+	args := []string{"--config", r.config, "--data", r.dataDir}
+	out, err := serveOnce(t, r.env, args...)
+	if err == nil || !strings.Contains(out, "the journal is missing") || !strings.Contains(out, "oncegate restore") || strings.Contains(out, "First run") {
+		t.Fatalf("serve on a data directory whose journal was deleted: %v\n%s", err, out)
+	}
+	tok := exec.Command(binary, append([]string{"token", "create", "--name", "x", "--scopes", "read"}, args...)...)
+	tok.Env = append(os.Environ(), r.env...)
+	if out, err := tok.CombinedOutput(); err == nil || !strings.Contains(string(out), "the journal is missing") {
+		t.Fatalf("token create on a data directory whose journal was deleted: %v\n%s", err, out)
+	}
+
+	// Beginning again on purpose.
+	addr := freeAddr(t)
+	g := start(t, r.env, append([]string{"serve", "--new-journal", "--listen", addr}, args...)...)
+	waitHTTP(t, "http://"+addr+"/readyz")
+	if !strings.Contains(g.output(), "First run") {
+		t.Errorf("serve --new-journal made no first admin:\n%s", g.output())
+	}
+	g.cmd.Process.Signal(syscall.SIGTERM)
+	g.cmd.Wait()
+	if out, err := serveOnce(t, r.env, append([]string{"--new-journal"}, args...)...); err == nil || !strings.Contains(out, "is not replaced") {
+		t.Fatalf("serve --new-journal over a journal: %v\n%s", err, out)
+	}
 }

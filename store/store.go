@@ -40,6 +40,11 @@ type Store struct {
 	location string    // the file, or the URL without its password
 	url      string    // PostgreSQL: the URL as given (for pg_dump); never logged
 
+	// SQLite: the journal's file as opened, and why it is no longer the
+	// file at path (checkFile).
+	file os.FileInfo
+	lost atomic.Pointer[error]
+
 	writes    chan *writeReq
 	quit      chan struct{}
 	writers   sync.WaitGroup // the writer goroutines
@@ -63,6 +68,9 @@ func dsn(path string, readOnly bool, busyMS int) string {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	if readOnly {
+		// mode=ro: a reader opened where the journal was deleted finds
+		// nothing instead of making an empty database in its place.
+		q.Set("mode", "ro")
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
@@ -120,7 +128,14 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	s := &Store{db: w, rdb: rdb, getOp: getOp, path: path, location: path, Now: time.Now,
+	file, err := os.Stat(path)
+	if err != nil {
+		conn.Close()
+		rdb.Close()
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	s := &Store{db: w, rdb: rdb, getOp: getOp, path: path, file: file, location: path, Now: time.Now,
 		writes: make(chan *writeReq), quit: make(chan struct{})}
 	s.writers.Go(func() { s.writer(conn) })
 	return s, nil
@@ -166,6 +181,28 @@ func (s *Store) Ready(ctx context.Context) error {
 		return fmt.Errorf("journal not writable: %w", err)
 	}
 	return nil
+}
+
+// checkFile reports ErrUnavailable once the journal's file is no longer
+// the one this store opened: deleted, moved or replaced under the running
+// gateway. Writes would go to a file nobody will open again, and a
+// restart would find no journal, so from then on every write fails; it
+// never comes back, for the file put back is not the one whose leases and
+// keys this gateway holds.
+func (s *Store) checkFile() error {
+	if s.pg {
+		return nil
+	}
+	if lost := s.lost.Load(); lost != nil {
+		return *lost
+	}
+	fi, err := os.Stat(s.path)
+	if err == nil && os.SameFile(fi, s.file) {
+		return nil
+	}
+	lost := fmt.Errorf("%w: JOURNAL FILE GONE: %s was deleted, moved or replaced while the gateway was running; it accepts no more work: stop it and put the journal back (oncegate restore BACKUP)", ErrUnavailable, s.path)
+	s.lost.CompareAndSwap(nil, &lost)
+	return *s.lost.Load()
 }
 
 // now returns the store's clock in UTC.

@@ -173,6 +173,14 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		}
 	}
 
+	// A journal file deleted or replaced under the gateway takes no more
+	// writes.
+	if err := s.checkFile(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return
+	}
 	// On PostgreSQL a server that stops answering fails the batch instead
 	// of holding the writer.
 	bg := context.Background()
