@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -103,6 +104,9 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 		return http.StatusServiceUnavailable, 5, a
 	case store.StatusUnknown:
 		msg := "the request reached the target but its outcome is not known yet; it is being reconciled by key, send the same request again to get the result"
+		if engine.Pending(op) {
+			msg = "pending: the target holds the effect but it is not final yet (a payment waiting for the payer's bank, say); it is checked until it is, send the same request again later to get the result"
+		}
 		if op.NeedsReview {
 			msg = "the outcome could not be established at the target; a person is reviewing it, send the same request again later"
 		}

@@ -61,8 +61,8 @@ func (m *metrics) observeCall(target, call string, start time.Time, err error) {
 }
 
 // instrumented wraps a target so that every call is measured. It passes
-// Validate, OrderStatus, DedupesByKey, LookupCalls and Secrets through when the
-// target has them.
+// Validate, OrderStatus, DedupesByKey, LookupCalls, KeyWindow, ReadTimeout
+// and Secrets through when the target has them.
 type instrumented struct {
 	adapters.Target
 	m *metrics
@@ -89,6 +89,24 @@ func (t instrumented) LookupCalls() int {
 		return p.LookupCalls()
 	}
 	return 1
+}
+
+// KeyWindow implements adapters.Resender for the target inside: 0 when
+// it holds its keys for no bounded window of its own.
+func (t instrumented) KeyWindow() time.Duration {
+	if r, ok := t.Target.(adapters.Resender); ok {
+		return r.KeyWindow()
+	}
+	return 0
+}
+
+// ReadTimeout implements adapters.ReadTimer for the target inside: 0 when
+// its reads have no timeout of their own.
+func (t instrumented) ReadTimeout() time.Duration {
+	if r, ok := t.Target.(adapters.ReadTimer); ok {
+		return r.ReadTimeout()
+	}
+	return 0
 }
 
 // Secrets implements adapters.Secretive for the target inside.

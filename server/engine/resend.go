@@ -19,6 +19,14 @@ const keyWindowMargin = time.Hour
 // effect the target holds, not final yet.
 const pendingMessage = "pending: the target holds the effect but it is not final yet (a payment waiting for the payer's bank, say); it is checked again until it is"
 
+// Pending reports whether an unknown operation's effect is at its target,
+// not final yet (a payment waiting for the payer's bank), as the engine
+// journaled it: the row keeps the engine's pending message. It is still
+// unknown to agents; the answer and the admin pages say pending.
+func Pending(op store.Operation) bool {
+	return op.Status == store.StatusUnknown && op.ErrorMessage == pendingMessage
+}
+
 // resends reports whether the reconciler finds op's outcome by sending the
 // same request again under the same key rather than by a look-up: its
 // target documents that as the way (adapters.Resender, YooKassa), the key
@@ -33,11 +41,21 @@ const pendingMessage = "pending: the target holds the effect but it is not final
 // unknown, not that nothing happened. Each send is journaled as an attempt
 // before it leaves.
 func (e *Engine) resends(op store.Operation) bool {
-	r, ok := e.targets[op.TargetSystem].(adapters.Resender)
-	if !ok || !r.DedupesByKey() || op.TargetObjectID != "" || op.AttemptCount < 1 || op.LastAttemptAt.IsZero() {
+	window := e.keyWindow(op.TargetSystem)
+	if window <= keyWindowMargin || op.TargetObjectID != "" || op.AttemptCount < 1 || op.LastAttemptAt.IsZero() {
 		return false
 	}
-	return e.store.Now().Before(op.CreatedAt.Add(r.KeyWindow() - keyWindowMargin))
+	return e.store.Now().Before(op.CreatedAt.Add(window - keyWindowMargin))
+}
+
+// keyWindow is how long system's target answers a repeat of a key with
+// the effect it made (adapters.Resender), or 0.
+func (e *Engine) keyWindow(system string) time.Duration {
+	r, ok := e.targets[system].(adapters.Resender)
+	if !ok || !r.DedupesByKey() {
+		return 0
+	}
+	return r.KeyWindow()
 }
 
 // resend sends op again under its key, as the reconciler's way to learn
@@ -112,12 +130,14 @@ func (e *Engine) pendingGap(op store.Operation) time.Duration {
 // could have landed (settle_ms).
 func (e *Engine) unknownAfterSend(ctx context.Context, op store.Operation, ae *adapters.Error) error {
 	next := e.nextCheck(op.TargetSystem)
-	if _, ok := e.targets[op.TargetSystem].(adapters.Resender); ok && ae.ObjectID == "" {
-		next = e.store.Now().Add(max(e.cfg.ReconcileInterval, time.Duration(ae.RetryAfter)*time.Second))
-	}
 	msg := "the request was sent but its outcome is not known"
-	if ae.Pending {
-		msg = pendingMessage
+	switch {
+	case ae.Pending:
+		// The target made it and holds it, not final: nothing is in
+		// flight, so it is polled from now on.
+		msg, next = pendingMessage, e.store.Now().Add(e.cfg.ReconcileInterval)
+	case e.keyWindow(op.TargetSystem) > keyWindowMargin && ae.ObjectID == "":
+		next = e.store.Now().Add(max(e.cfg.ReconcileInterval, time.Duration(ae.RetryAfter)*time.Second))
 	}
 	return e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, ae.ObjectID, store.Failure{Code: codes.OutcomeUnknown, Message: msg}, next)
 }
