@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/base64"
 	"fmt"
@@ -17,12 +18,32 @@ import (
 )
 
 // Render writes a templ component as an HTML page with status: every page
-// of the gateway, the admin UI's and the home page, goes through it.
+// of the gateway, the admin UI's and the home page, goes through it. The
+// page is rendered whole first, so a failed render sends no half page,
+// and its bidirectional controls are shown neutralized.
 func Render(c echo.Context, status int, component templ.Component) error {
+	var buf bytes.Buffer
+	if err := component.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 	c.Response().WriteHeader(status)
-	return component.Render(c.Request().Context(), c.Response())
+	_, err := bidiControls.WriteString(c.Response(), buf.String())
+	return err
 }
+
+// bidiControls shows every bidirectional control character as its code
+// point in brackets. No template holds one, so each comes from text an
+// agent or a target sent: a right-to-left override in a description or
+// an actor id would otherwise show "user-42" for "user-24", or reorder the
+// words of a payment's purpose before the person deciding on it.
+var bidiControls = func() *strings.Replacer {
+	var pairs []string
+	for _, r := range []rune{0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069} {
+		pairs = append(pairs, string(r), fmt.Sprintf("[U+%04X]", r))
+	}
+	return strings.NewReplacer(pairs...)
+}()
 
 // lang is the language of the request: the lang cookie's "en", else Russian.
 func lang(c echo.Context) string {
