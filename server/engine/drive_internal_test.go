@@ -215,7 +215,8 @@ func TestBudgetCoversLookupPages(t *testing.T) {
 	cfg := testConfig()
 	targets := builtTargets(t, cfg)
 	e := New(cfg, nil, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	for system, pages := range map[string]int{"onec": 1, "crm": 21, "payments": 20} // crm: user.admin, then up to 20 pages {
+	// Look-up calls: crm checks user.admin, then reads up to 20 pages.
+	for system, pages := range map[string]int{"onec": 1, "crm": 21, "payments": 20} {
 		timeout := e.timeout(system)
 		if got, want := e.lookupBudget(system), time.Duration(pages)*timeout; got != want {
 			t.Errorf("%s: look-up budget %v, want %v", system, got, want)
