@@ -47,7 +47,7 @@ var userAddCommand = command{
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cl.stdout, "user %d %q added with role %s\n", u.ID, u.Name, u.Role)
+				fmt.Fprintf(cl.stdout, "user %d %q added with role %s; they choose their own password when they first sign in\n", u.ID, u.Name, u.Role)
 				return nil
 			})
 		}
@@ -73,7 +73,7 @@ var userPasswdCommand = command{
 				if err := st.SetPassword(ctx, args[0], password); err != nil {
 					return err
 				}
-				fmt.Fprintf(cl.stdout, "password of %q changed; their sessions are ended\n", args[0])
+				fmt.Fprintf(cl.stdout, "password of %q changed; their sessions are ended, and they choose their own when they next sign in\n", args[0])
 				return nil
 			})
 		}
@@ -222,7 +222,7 @@ func firstAdmin(ctx context.Context, st *store.Store, stdout io.Writer) error {
 	if _, err := st.CreateUser(ctx, "admin", store.RoleAdmin, pw); err != nil {
 		return fmt.Errorf("first admin: %w", err)
 	}
-	fmt.Fprintf(stdout, "First run: admin user \"admin\" with password %s — shown only now; change it with 'oncegate user passwd admin'.\n", pw)
+	fmt.Fprintf(stdout, "First run: admin user \"admin\" with password %s — shown only now; at the first sign-in you choose your own.\n", pw)
 	return nil
 }
 

@@ -62,8 +62,8 @@ func TestUserCommands(t *testing.T) {
 		if _, err := st.Authenticate(ctx, "alice", "correct horse battery"); !errors.Is(err, store.ErrBadCredentials) {
 			t.Fatalf("old password after passwd: %v", err)
 		}
-		if _, err := st.Authenticate(ctx, "alice", "a whole new passphrase"); err != nil {
-			t.Fatalf("new password: %v", err)
+		if u, err := st.Authenticate(ctx, "alice", "a whole new passphrase"); err != nil || !u.MustChangePassword {
+			t.Fatalf("new password: %+v, %v; want a user who must choose their own", u, err)
 		}
 
 		mustUserCmd(t, "", nil, "disable", "--data", dir, "alice")
@@ -123,7 +123,7 @@ func TestFirstAdmin(t *testing.T) {
 	if err := firstAdmin(ctx, st, &out); err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`^First run: admin user "admin" with password ([A-Za-z0-9_-]{20}) — shown only now; change it with 'oncegate user passwd admin'\.\n$`).
+	m := regexp.MustCompile(`^First run: admin user "admin" with password ([A-Za-z0-9_-]{20}) — shown only now; at the first sign-in you choose your own\.\n$`).
 		FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("first run printed %q", out.String())
@@ -134,6 +134,11 @@ func TestFirstAdmin(t *testing.T) {
 	}
 	if got, want := u.Role, store.RoleAdmin; got != want {
 		t.Fatalf("role %q, want %q", got, want)
+	}
+	// Its password was printed, so others may have read it: the admin
+	// chooses their own at first sign-in.
+	if !u.MustChangePassword {
+		t.Fatal("the first admin need not choose their own password")
 	}
 
 	out.Reset()

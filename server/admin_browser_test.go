@@ -188,7 +188,7 @@ func (g *gateway) mustUsers(tb testing.TB, roles map[string]string) {
 				return
 			}
 			me := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: name})
-			if err := g.store.ChangeOwnPassword(me, name, uiPassword); err != nil {
+			if err := g.store.ChangeOwnPassword(me, name, uiPassword, "127.0.0.1"); err != nil {
 				errs <- err
 			}
 		}()

@@ -165,9 +165,10 @@ func (s *Store) setPasswordTx(ctx context.Context, tx *txn, name, hash string) e
 // the current password). It ends all of the user's sessions (another
 // browser signed in with the old password included; the caller makes the
 // person a new one), clears MustChangePassword, and audits
-// user.password_changed with self=true, so the trail shows that whoever
-// signs in as the user from now on chose the password themselves.
-func (s *Store) ChangeOwnPassword(ctx context.Context, name, password string) error {
+// user.password_changed with self=true and the address it came from
+// (addr), so the trail shows that whoever signs in as the user from now
+// on chose the password themselves, and from where.
+func (s *Store) ChangeOwnPassword(ctx context.Context, name, password, addr string) error {
 	if err := ValidatePassword(password); err != nil {
 		return fmt.Errorf("change password: %w", err)
 	}
@@ -176,11 +177,11 @@ func (s *Store) ChangeOwnPassword(ctx context.Context, name, password string) er
 		return fmt.Errorf("change password: %w", err)
 	}
 	return s.write(ctx, func(ctx context.Context, tx *txn) error {
-		return s.changeOwnPasswordTx(ctx, tx, name, hash)
+		return s.changeOwnPasswordTx(ctx, tx, name, hash, addr)
 	})
 }
 
-func (s *Store) changeOwnPasswordTx(ctx context.Context, tx *txn, name, hash string) error {
+func (s *Store) changeOwnPasswordTx(ctx context.Context, tx *txn, name, hash, addr string) error {
 	u, err := userByName(ctx, tx, name)
 	if err != nil {
 		return fmt.Errorf("change password of %q: %w", name, err)
@@ -195,7 +196,7 @@ func (s *Store) changeOwnPasswordTx(ctx context.Context, tx *txn, name, hash str
 		return fmt.Errorf("change password: %w", err)
 	}
 	return s.appendAudit(ctx, tx, "user.password_changed", "", map[string]any{
-		"name": u.Name, "self": true, "was_required": u.MustChangePassword,
+		"name": u.Name, "self": true, "was_required": u.MustChangePassword, "addr": addr,
 	})
 }
 

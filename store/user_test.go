@@ -210,7 +210,7 @@ func TestUsers(t *testing.T) {
 		clock.Advance(time.Minute)
 		const own = "only alice knows this one"
 		me := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: "alice"})
-		if err := s.ChangeOwnPassword(me, "ALICE", own); err != nil {
+		if err := s.ChangeOwnPassword(me, "ALICE", own, "192.0.2.7"); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.Authenticate(ctx, "alice", own)
@@ -230,7 +230,7 @@ func TestUsers(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(evs) != 1 || evs[0].Actor != (store.Actor{Kind: store.ActorUser, Name: "alice"}) ||
-			string(evs[0].Detail) != `{"name":"alice","self":true,"was_required":true}` {
+			string(evs[0].Detail) != `{"addr":"192.0.2.7","name":"alice","self":true,"was_required":true}` {
 			t.Fatalf("audit of the change: %+v", evs)
 		}
 		if strings.Contains(string(evs[0].Detail), own) {
@@ -244,10 +244,10 @@ func TestUsers(t *testing.T) {
 		if got, err := s.UserByID(ctx, u.ID); err != nil || !got.MustChangePassword {
 			t.Fatalf("after a reset: %+v, %v", got, err)
 		}
-		if err := s.ChangeOwnPassword(ctx, "alice", "short"); !errors.Is(err, store.ErrInvalid) {
+		if err := s.ChangeOwnPassword(ctx, "alice", "short", ""); !errors.Is(err, store.ErrInvalid) {
 			t.Fatalf("ChangeOwnPassword(short) = %v, want ErrInvalid", err)
 		}
-		if err := s.ChangeOwnPassword(ctx, "carol", own); !errors.Is(err, store.ErrNotFound) {
+		if err := s.ChangeOwnPassword(ctx, "carol", own, ""); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("ChangeOwnPassword(unknown) = %v, want ErrNotFound", err)
 		}
 	})

@@ -75,7 +75,7 @@ func TestApprovalStateFollowsOutcome(t *testing.T) {
 	t.Parallel()
 	a := newOwnApp(t, nil) // the executor's queue is the whole journal's
 	ctx := context.Background()
-	u, err := a.st.CreateUser(ctx, "state-auditor", store.RoleAuditor, password)
+	u, err := ownPasswordUser(ctx, a.st, "state-auditor", store.RoleAuditor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +588,7 @@ func TestDashboardAndLanguage(t *testing.T) {
 func TestPagesNameTheTimeZone(t *testing.T) {
 	t.Parallel()
 	a := newOwnApp(t, func(d *admin.Deps) { d.Location = time.FixedZone("MSK", 3*3600) })
-	u, err := a.st.CreateUser(context.Background(), "zone-reader", store.RoleAuditor, password)
+	u, err := ownPasswordUser(context.Background(), a.st, "zone-reader", store.RoleAuditor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +605,7 @@ func TestApprovalFlagsRevokedAgent(t *testing.T) {
 	t.Parallel()
 	a := newOwnApp(t, nil)
 	ctx := context.Background()
-	u, err := a.st.CreateUser(ctx, "test-accountant", store.RoleAccountant, password)
+	u, err := ownPasswordUser(ctx, a.st, "test-accountant", store.RoleAccountant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,7 +633,7 @@ func TestRefundShowsItsCharge(t *testing.T) {
 	t.Parallel()
 	a := newOwnApp(t, nil)
 	ctx := context.Background()
-	u, err := a.st.CreateUser(ctx, "refund-accountant", store.RoleAccountant, password)
+	u, err := ownPasswordUser(ctx, a.st, "refund-accountant", store.RoleAccountant)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func (h *Handler) handlePasswordChange(c echo.Context) error {
 		return fmt.Errorf("change password: %w", err)
 	}
 
-	if err := h.d.Store.ChangeOwnPassword(actorCtx(c), me.Name, password); err != nil {
+	if err := h.d.Store.ChangeOwnPassword(actorCtx(c), me.Name, password, ip); err != nil {
 		return fmt.Errorf("change password: %w", err)
 	}
 	id, _, err := h.d.Store.CreateSession(ctx, me.ID, SessionTTL, ip)

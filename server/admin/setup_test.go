@@ -97,7 +97,7 @@ func ownPasswordUser(ctx context.Context, st *store.Store, name, role string) (s
 		return store.User{}, err
 	}
 	me := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: name})
-	if err := st.ChangeOwnPassword(me, name, password); err != nil {
+	if err := st.ChangeOwnPassword(me, name, password, "127.0.0.1"); err != nil {
 		return store.User{}, err
 	}
 	return st.UserByID(ctx, u.ID)
