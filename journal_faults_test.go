@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -116,6 +118,10 @@ func TestFullDiskAnswers(t *testing.T) {
 		t.Errorf("a retry of a key sent before the disk filled: %+v, want 202 unknown or 409 in progress", s)
 	}
 
+	if code := r.readyz(); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz = %d on a full disk, want 503", code)
+	}
+
 	effects := r.simJSON("/_sim/effects")["onec"]
 	for _, s := range answers {
 		if s.nothingSent() && effects[s.key] != 0 {
@@ -135,6 +141,11 @@ func TestFullDiskAnswers(t *testing.T) {
 	// Room again: every key ends with one effect, the same key resent
 	// until its answer is final.
 	free()
+	for deadline := time.Now().Add(time.Minute); r.readyz() != http.StatusOK; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz never became ready again once the disk had room")
+		}
+	}
 	ids := []string{"fd-before"}
 	for i := range inFlight {
 		ids = append(ids, fmt.Sprintf("fd-flight-%d", i))
@@ -163,6 +174,71 @@ func TestFullDiskAnswers(t *testing.T) {
 		if got := effects[key(id)]; got != 1 {
 			t.Errorf("%s has %d effects at 1C, want 1", id, got)
 		}
+	}
+}
+
+// readyz returns the HTTP status of the gateway's readiness.
+func (r *rig) readyz() int {
+	resp, err := http.Get(r.apiURL + "/readyz")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A gateway does not start on a journal it cannot write: it would answer
+// every operation JOURNAL_UNAVAILABLE while its readiness said ready.
+func TestServeRefusesReadOnlyJournal(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, 1000, loadConfig, "")
+	r.startGateway() // its first run: the admin made, nothing left to write at start
+	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
+	r.gateway.cmd.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
+	cmd.Env = append(os.Environ(), r.env...)
+	if err := os.Chmod(r.journal, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		// Permissions bind everyone but root: the gateway runs as nobody,
+		// owning its data directory as a service user does.
+		asNobody(t, cmd, r.dataDir, r.config)
+	}
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("serve started on a read-only journal:\n%s", out)
+	}
+	if err == nil || !strings.Contains(string(out), "cannot be written, so serve does not start") {
+		t.Fatalf("serve on a read-only journal: %v\n%s", err, out)
+	}
+}
+
+// asNobody makes cmd run as the user nobody, with what it needs of the
+// test's files: the binary, the configuration and the data directory,
+// which becomes nobody's.
+func asNobody(t *testing.T, cmd *exec.Cmd, dataDir, config string) {
+	t.Helper()
+	const nobody = 65534
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	for _, p := range []string{filepath.Dir(binary), filepath.Dir(dataDir), filepath.Dir(filepath.Dir(dataDir)), filepath.Dir(config), filepath.Dir(filepath.Dir(config))} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(config, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := filepath.WalkDir(dataDir, func(p string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, nobody, nobody)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -254,6 +254,11 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		return err
 	}
 	defer st.Close()
+	// A journal that takes no writes (a read-only file or file system, a
+	// full disk) would refuse every operation: serve does not start on it.
+	if err := st.Ready(ctx); err != nil {
+		return fmt.Errorf("the journal at %s cannot be written, so serve does not start: %w", st.Location(), err)
+	}
 
 	// Targets nothing points at are served by the built-in simulators.
 	simURL := ""

@@ -44,6 +44,11 @@ type Store struct {
 	// file at path (checkFile).
 	file os.FileInfo
 	lost atomic.Pointer[error]
+	// failing is why the writer's last batch did not commit; nil once
+	// one did. probed is when Ready last wrote to the journal.
+	failing  atomic.Pointer[error]
+	probeMu  sync.Mutex
+	probedAt time.Time
 
 	writes    chan *writeReq
 	quit      chan struct{}
@@ -164,8 +169,16 @@ func (s *Store) Path() string { return s.path }
 // without the password.
 func (s *Store) Location() string { return s.location }
 
+// probeEvery bounds how often Ready writes to the journal; between its
+// writes it reports the writer's last outcome.
+const probeEvery = time.Second
+
 // Ready reports an error unless the journal is writable and its schema is
-// the one this binary expects.
+// the one this binary expects. Writable is what the writer last found:
+// its last batch failed (a full disk, a read-only file, a lost server)
+// and the journal is not ready; and at most once a second Ready writes
+// itself, rewriting the schema version's row, so a journal that has
+// stopped taking writes is found out even when nothing else writes.
 func (s *Store) Ready(ctx context.Context) error {
 	var version int
 	var dirty bool
@@ -175,10 +188,23 @@ func (s *Store) Ready(ctx context.Context) error {
 	if want := LatestVersion(); version != want || dirty {
 		return fmt.Errorf("journal schema is at version %d (dirty %v), this binary needs %d", version, dirty, want)
 	}
-	// An empty write: the writer's BEGIN IMMEDIATE takes the write lock
-	// (on PostgreSQL: a transaction begins and commits).
-	if err := s.write(ctx, func(context.Context, *txn) error { return nil }); err != nil {
-		return fmt.Errorf("journal not writable: %w", err)
+	if err := s.checkFile(); err != nil {
+		return err
+	}
+	s.probeMu.Lock()
+	defer s.probeMu.Unlock()
+	if time.Since(s.probedAt) >= probeEvery {
+		s.probedAt = time.Now()
+		err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+			_, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET version = version`)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("journal not writable: %w", err)
+		}
+	}
+	if failed := s.failing.Load(); failed != nil {
+		return fmt.Errorf("journal not writable: its last write failed: %w", *failed)
 	}
 	return nil
 }

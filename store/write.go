@@ -166,6 +166,8 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	abort := func(stage string, err error) {
 		t.rollback()
 		t.broken = s.pg // the writer checks the connection before the next batch
+		failed := fmt.Errorf("%s: %w", stage, err)
+		s.failing.Store(&failed)
 		for i := range errs {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("%w: %s: %w", ErrUnavailable, stage, err)
@@ -176,6 +178,7 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	// A journal file deleted or replaced under the gateway takes no more
 	// writes.
 	if err := s.checkFile(); err != nil {
+		s.failing.Store(&err)
 		for i := range errs {
 			errs[i] = err
 		}
@@ -259,6 +262,12 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	}
 	if landed == 0 {
 		t.rollback()
+		for _, err := range errs {
+			if errors.Is(err, ErrUnavailable) {
+				s.failing.Store(&err)
+				break
+			}
+		}
 		return
 	}
 	// The batch's audit events are chained last: one read of the chain's
@@ -278,7 +287,9 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		// A COMMIT that failed may leave the transaction open on the
 		// connection; abort ends it so the next batch can begin.
 		abort("commit", err)
+		return
 	}
+	s.failing.Store(nil)
 }
 
 // journalFailure reports whether err is the journal failing (its disk,
