@@ -251,6 +251,31 @@ func TestUsers(t *testing.T) {
 			t.Fatalf("ChangeOwnPassword(unknown) = %v, want ErrNotFound", err)
 		}
 	})
+	// Users of a journal from before version 7 got their passwords from
+	// someone else too: after the upgrade each chooses their own.
+	t.Run("UpgradeMustChoose", func(t *testing.T) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "alice", store.RoleAccountant)
+		if err := s.ChangeOwnPassword(ctx, "alice", "only alice knows this one", ""); err != nil {
+			t.Fatal(err)
+		}
+		location := store.LocationOf(s)
+		s.Close()
+		for _, dir := range []string{"down", "up"} {
+			if _, err := store.Migrate(ctx, location, dir); err != nil {
+				t.Fatalf("migrate %s: %v", dir, err)
+			}
+		}
+		s2, err := store.Open(ctx, location)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s2.Close()
+		users, err := s2.Users(ctx)
+		if err != nil || len(users) != 1 || !users[0].MustChangePassword {
+			t.Fatalf("after the upgrade: %+v, %v; want alice to choose her own password", users, err)
+		}
+	})
 	t.Run("DisableEnable", func(t *testing.T) {
 		s := MustOpenStore(t)
 		MustCreateUser(t, s, "alice", store.RoleAccountant)
