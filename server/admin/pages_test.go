@@ -69,6 +69,30 @@ func TestPayloadShowsAsText(t *testing.T) {
 	acc.get("/admin/operations/"+keyPath("test:invoice.create:nope:v1")).expect(t, http.StatusNotFound)
 }
 
+// A bidirectional override an agent put in a payment's purpose cannot
+// reorder what the accountant reads: every page shows it as its code
+// point (the queue shows the purpose whole; the operation page masks it,
+// and holds no raw control either).
+func TestBidiControlsNeutralized(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	key := a.uniq("test:payment.charge:bidi-001:v1")
+	const purpose = "refund to \u202egnp.exe\u202c for 100 \u2067RUB\u2069"
+	a.charge(key, 125000, purpose)
+	acc := a.signIn(store.RoleAccountant)
+	for _, path := range []string{"/admin/approvals", "/admin/operations/" + keyPath(key)} {
+		p := acc.get(path).expect(t, http.StatusOK)
+		for _, r := range []string{"\u202e", "\u202c", "\u2067", "\u2069"} {
+			if strings.Contains(p.Body, r) {
+				t.Errorf("%s holds a raw bidirectional control %U", path, []rune(r)[0])
+			}
+		}
+		if path == "/admin/approvals" && !strings.Contains(p.Body, "[U+202E]gnp.exe[U+202C]") {
+			t.Errorf("%s does not show the override as its code point:\n%s", path, p.Body)
+		}
+	}
+}
+
 // An approval the executor took says what became of the payment: a
 // failed charge is not shown as done.
 func TestApprovalStateFollowsOutcome(t *testing.T) {
