@@ -22,6 +22,9 @@ type Op struct {
 	Key string
 	// Intent is the whitelisted intent name, e.g. "invoice.create".
 	Intent string
+	// Version is the version of the intent's definition the operation was
+	// accepted under (0 where the journal predates versions: version 1).
+	Version int
 	// Fingerprint is the SHA-256 of the canonical request (lowercase hex).
 	Fingerprint string
 	// Payload is the normalized payload (the canonical request without
