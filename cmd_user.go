@@ -218,9 +218,14 @@ func firstAdmin(ctx context.Context, st *store.Store, stdout io.Writer) error {
 	if err != nil || n > 0 {
 		return err
 	}
+	// Of gateways started together on one new journal, one makes it and
+	// prints the password; the others find it made.
 	pw := randomPassword(20)
-	if _, err := st.CreateUser(ctx, "admin", store.RoleAdmin, pw); err != nil {
-		return fmt.Errorf("first admin: %w", err)
+	if _, made, err := st.CreateFirstUser(ctx, "admin", store.RoleAdmin, pw); err != nil || !made {
+		if err != nil {
+			return fmt.Errorf("first admin: %w", err)
+		}
+		return nil
 	}
 	fmt.Fprintf(stdout, "First run: admin user \"admin\" with password %s — shown only now; at the first sign-in you choose your own.\n", pw)
 	return nil

@@ -311,13 +311,15 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 
 // firstRunToken makes and prints, once, an agent token with every scope
 // on a journal that has none, so the embedded default is usable at once.
+// Of gateways started together on one new journal, one makes and prints
+// it.
 func firstRunToken(ctx context.Context, st *store.Store, stdout io.Writer) error {
 	n, err := st.CountTokens(ctx)
 	if err != nil || n > 0 {
 		return err
 	}
-	secret, tok, err := st.CreateToken(ctx, "demo-agent", store.Scopes)
-	if err != nil {
+	secret, tok, made, err := st.CreateFirstToken(ctx, "demo-agent", store.Scopes)
+	if err != nil || !made {
 		return err
 	}
 	fmt.Fprintf(stdout, "First run: made agent token %d for %q with scopes %s. It is shown only now:\n%s\n",
