@@ -26,11 +26,12 @@ var restoreCommand = command{
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		var c common
 		c.flags(fs)
+		yes := fs.Bool("yes", false, "restore even when the journal being replaced holds operations newer than the backup's (they are forgotten)")
 		return func(cl cli, args []string) error {
 			if len(args) != 1 {
 				return badUsage("restore", "name the backup file to restore")
 			}
-			return restore(c, args[0], cl.stdout, cl.env)
+			return restore(c, args[0], *yes, cl.stdout, cl.env)
 		}
 	},
 }
@@ -41,8 +42,11 @@ var restoreCommand = command{
 // there (the file named stays as it was): SQLite's integrity check, and
 // a schema this binary knows (older is fine, serve migrates it up; newer
 // is refused). The journal it replaces is checkpointed, so its -wal holds
-// nothing, and kept as journal.db.replaced-<time>.
-func restore(c common, file string, stdout io.Writer, env func(string) string) error {
+// nothing, and kept as journal.db.replaced-<time>. Before anything is
+// swapped it says how recent each is; a journal with operations newer
+// than the backup's is replaced only with yes, for the restored journal
+// forgets them.
+func restore(c common, file string, yes bool, stdout io.Writer, env func(string) string) error {
 	cfg, err := c.load(env)
 	if err != nil {
 		return err
@@ -89,6 +93,9 @@ func restore(c common, file string, stdout io.Writer, env func(string) string) e
 	}
 	fmt.Fprintf(stdout, "backup %s checked: integrity ok, schema version %d (this oncegate's: %d), %d operations\n",
 		file, version, store.LatestVersion(), ops)
+	if err := compareNewest(ctx, stdout, staging, journal, yes); err != nil {
+		return err
+	}
 
 	kept := ""
 	if _, err := os.Stat(journal); err == nil {
@@ -176,6 +183,64 @@ func checkBackup(ctx context.Context, file, copyPath string) (uint, int, error) 
 		return 0, 0, fmt.Errorf("restore: %s holds no schema version; nothing was changed", file)
 	}
 	return version, ops, nil
+}
+
+// compareNewest prints when the backup's newest operation and the
+// journal's were last written, and refuses, unless yes, to replace a
+// journal whose newest is newer: the operations after the backup would be
+// forgotten, and a key an agent sends again would execute again at a
+// target that does not deduplicate keys itself.
+func compareNewest(ctx context.Context, stdout io.Writer, backup, journal string, yes bool) error {
+	inBackup, err := newestOperation(ctx, backup)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "the backup's newest operation: %s\n", describeTime(inBackup))
+	if _, err := os.Stat(journal); err != nil {
+		return nil // nothing is replaced
+	}
+	inJournal, err := newestOperation(ctx, journal)
+	if err != nil {
+		return fmt.Errorf("restore: read the current journal: %w (nothing was changed)", err)
+	}
+	fmt.Fprintf(stdout, "the journal's newest operation:  %s\n", describeTime(inJournal))
+	if !inJournal.After(inBackup) {
+		return nil
+	}
+	if !yes {
+		return fmt.Errorf("restore: the journal being replaced has operations newer than the backup's (%s after it): "+
+			"the restored journal forgets them, and a key an agent sends again executes again at a target that does not deduplicate keys itself (Bitrix24); "+
+			"run restore again with --yes to replace it anyway (it is kept beside the restored one); nothing was changed",
+			inJournal.Sub(inBackup).Round(time.Second))
+	}
+	fmt.Fprintln(stdout, "--yes: the operations after the backup's newest are forgotten by the restored journal (the replaced one is kept)")
+	return nil
+}
+
+// newestOperation is when the journal at path last wrote an operation;
+// zero when it holds none.
+func newestOperation(ctx context.Context, path string) (time.Time, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer db.Close()
+	var newest sql.NullString
+	if err := db.QueryRowContext(ctx, `SELECT max(updated_at) FROM operations`).Scan(&newest); err != nil {
+		return time.Time{}, err
+	}
+	if !newest.Valid {
+		return time.Time{}, nil
+	}
+	return time.Parse("2006-01-02T15:04:05.000000Z", newest.String)
+}
+
+// describeTime is a time for restore's report.
+func describeTime(t time.Time) string {
+	if t.IsZero() {
+		return "none (no operations)"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // isCorrupt reports whether SQLite found the database malformed.

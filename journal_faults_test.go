@@ -346,3 +346,45 @@ func TestJournalDeletedUnderServe(t *testing.T) {
 		t.Fatalf("serve --new-journal over a journal: %v\n%s", err, out)
 	}
 }
+
+// Restore says how recent the backup and the journal it replaces are,
+// and replaces a journal holding operations newer than the backup's only
+// with --yes: the restored journal forgets them.
+func TestRestoreNewerJournal(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, 1000, loadConfig, "")
+	r.startGateway()
+	body := func(id string) string { return fmt.Sprintf(e2eInvoice, id, 1) }
+	key := func(id string) string { return "test:invoice.create:" + id + ":v1" }
+	if s := r.postSaid(key("rn-old"), body("rn-old")); s.code != http.StatusOK {
+		t.Fatalf("before the backup: %+v", s)
+	}
+	backup := filepath.Join(t.TempDir(), "journal-backup.db")
+	runBinary(t, r.env, "backup", "--config", r.config, "--data", r.dataDir, backup)
+	if s := r.postSaid(key("rn-new"), body("rn-new")); s.code != http.StatusOK {
+		t.Fatalf("after the backup: %+v", s)
+	}
+	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
+	r.gateway.cmd.Wait()
+
+	args := []string{"restore", "--config", r.config, "--data", r.dataDir, backup}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), r.env...)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "the backup's newest operation: 20") || !strings.Contains(string(out), "the journal's newest operation:  20") ||
+		!strings.Contains(string(out), "--yes") {
+		t.Fatalf("restore over a newer journal without --yes: %v\n%s", err, out)
+	}
+	if leftovers, _ := filepath.Glob(r.journal + ".*"); len(leftovers) != 0 {
+		t.Fatalf("a refused restore left %v", leftovers)
+	}
+	if n := countOps(t, r.journal); n != 2 {
+		t.Fatalf("the journal holds %d operations after a refused restore, want 2", n)
+	}
+	if out := runBinary(t, r.env, append([]string{"restore", "--yes"}, args[1:]...)...); !strings.Contains(out, "restored into") {
+		t.Fatalf("restore --yes: %s", out)
+	}
+	if n := countOps(t, r.journal); n != 1 {
+		t.Fatalf("the restored journal holds %d operations, want the backup's 1", n)
+	}
+}

@@ -133,7 +133,7 @@ func TestRestoreUnderLoad(t *testing.T) {
 
 	c.gateway.cmd.Process.Signal(syscall.SIGTERM)
 	c.gateway.cmd.Wait()
-	out := runBinary(t, r.env, "restore", "--config", r.config, "--data", r.dataDir, backupFile)
+	out := runBinary(t, r.env, "restore", "--yes", "--config", r.config, "--data", r.dataDir, backupFile)
 	if !strings.Contains(out, "integrity ok") || !strings.Contains(out, fmt.Sprintf("schema version %d", store.LatestVersion())) {
 		t.Fatalf("restore: %s", out)
 	}
