@@ -44,8 +44,8 @@ type Store struct {
 	// file at path (checkFile).
 	file os.FileInfo
 	lost atomic.Pointer[error]
-	// failing is why the writer's last batch did not commit; nil once
-	// one did. probed is when Ready last wrote to the journal.
+	// failing is why a batch of the writer last failed; nil again once
+	// Ready's probe wrote. probedAt is when Ready last wrote to the journal.
 	failing  atomic.Pointer[error]
 	probeMu  sync.Mutex
 	probedAt time.Time
@@ -170,7 +170,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Location() string { return s.location }
 
 // probeEvery bounds how often Ready writes to the journal; between its
-// writes it reports the writer's last outcome.
+// writes it reports whether a write failed since the last one.
 const probeEvery = time.Second
 
 // Ready reports an error unless the journal is writable and its schema is
@@ -193,19 +193,24 @@ func (s *Store) Ready(ctx context.Context) error {
 	}
 	s.probeMu.Lock()
 	defer s.probeMu.Unlock()
-	if time.Since(s.probedAt) >= probeEvery {
-		s.probedAt = time.Now()
-		err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-			_, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET version = version`)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("journal not writable: %w", err)
+	failed := s.failing.Load()
+	if time.Since(s.probedAt) < probeEvery {
+		if failed != nil {
+			return fmt.Errorf("journal not writable: a write failed: %w", *failed)
 		}
+		return nil
 	}
-	if failed := s.failing.Load(); failed != nil {
-		return fmt.Errorf("journal not writable: its last write failed: %w", *failed)
+	s.probedAt = time.Now()
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		_, err := tx.ExecContext(ctx, `UPDATE schema_migrations SET version = version`)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("journal not writable: %w", err)
 	}
+	// The journal wrote: a failure before this probe is over (one since
+	// stays, for the next probe to clear).
+	s.failing.CompareAndSwap(failed, nil)
 	return nil
 }
 

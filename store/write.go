@@ -289,7 +289,10 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		abort("commit", err)
 		return
 	}
-	s.failing.Store(nil)
+	// A batch that committed does not clear failing: one that changed
+	// nothing (a claim finding its key in progress) commits on a full
+	// disk too. Only Ready's probe, a real write, says the journal writes
+	// again.
 }
 
 // journalFailure reports whether err is the journal failing (its disk,
