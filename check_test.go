@@ -126,10 +126,39 @@ func TestCheck(t *testing.T) {
 		if l := lineOf(out, "onec"); !strings.Contains(l, " FAIL ") || !strings.Contains(out, "check targets.onec.base_url") {
 			t.Errorf("onec: %q, want FAIL naming targets.onec.base_url\n%s", l, out)
 		}
-		for _, target := range []string{"bitrix24", "yookassa"} {
+		// Left out, they are the built-in instances crm and payments.
+		for _, target := range []string{"crm", "payments"} {
 			if l := lineOf(out, target); !strings.Contains(l, " SIMULATED ") {
 				t.Errorf("%s: %q, want SIMULATED", target, l)
 			}
+		}
+	})
+
+	// Each named instance gets its line, its failure naming its own keys.
+	t.Run("NamedInstances", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
+		body := fmt.Sprintf("contour: test\ntargets:\n  buh: { kind: onec, base_url: %q, timeout_ms: 1000 }\n  trade: { kind: onec, base_url: %q, timeout_ms: 1000 }\n",
+			r.simURL+"/onec", r.simURL+"/no-such-base")
+		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code := runCheck(t, nil, "--config", cfg)
+		if code != 1 {
+			t.Fatalf("check exited %d, want 1:\n%s", code, out)
+		}
+		if l := lineOf(out, "buh"); !strings.Contains(l, " OK ") {
+			t.Errorf("buh: %q, want OK\n%s", l, out)
+		}
+		if l := lineOf(out, "trade"); !strings.Contains(l, " FAIL ") || !strings.Contains(out, "check targets.trade.base_url") {
+			t.Errorf("trade: %q, want FAIL naming targets.trade.base_url\n%s", l, out)
+		}
+		for _, target := range []string{"onec", "crm", "payments"} {
+			if l := lineOf(out, target); !strings.Contains(l, " SIMULATED ") {
+				t.Errorf("%s: %q, want SIMULATED", target, l)
+			}
+		}
+		if !strings.Contains(out, "1 of 2 configured targets cannot be used") {
+			t.Errorf("no summary:\n%s", out)
 		}
 	})
 

@@ -12,7 +12,6 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/config"
-	"github.com/oncegate/oncegate/server/contract"
 )
 
 var checkCommand = command{
@@ -39,46 +38,54 @@ var checkCommand = command{
 // errCheckFailed: check found something to fix.
 var errCheckFailed = errors.New("check failed")
 
-// targetCheck is how one target is named, reached and set up.
+// targetCheck is how one target instance is named, reached and set up.
 type targetCheck struct {
-	name    string // as in the configuration: onec, bitrix24, yookassa
-	system  string // its key in buildTargets' map
-	address string // the setting that says where it is
-	creds   func(config.Config) string
+	name string // the instance: onec, crm, payments, or one the firm named
+	t    *config.Target
 }
 
-// alone is cfg's targets with this one as configured and the others as
-// by default (simulated), so it is built and probed by itself.
-func (tc targetCheck) alone(cfg config.Config) config.TargetsConfig {
-	t := config.Default().Targets
-	switch tc.name {
-	case "onec":
-		t.OneC = cfg.Targets.OneC
-	case "bitrix24":
-		t.Bitrix24 = cfg.Targets.Bitrix24
-	case "yookassa":
-		t.YooKassa = cfg.Targets.YooKassa
+// targetChecks are the checks of cfg's target instances, in their order.
+func targetChecks(cfg config.Config) []targetCheck {
+	var out []targetCheck
+	for _, name := range cfg.Targets.Names() {
+		out = append(out, targetCheck{name: name, t: cfg.Targets[name]})
 	}
-	return t
+	return out
 }
 
-var targetChecks = []targetCheck{
-	{name: "onec", system: contract.TargetOneC, address: "targets.onec.base_url",
-		creds: func(c config.Config) string {
-			t := c.Targets.OneC
-			if t.UsernameEnv == "" {
-				return "targets.onec.username_env and targets.onec.password_env (none set: the gateway sends no user; set them if 1C asks for one)"
-			}
-			return fmt.Sprintf("targets.onec.username_env (%s) and targets.onec.password_env (%s): the 1C user and its password", t.UsernameEnv, t.PasswordEnv)
-		}},
-	{name: "bitrix24", system: contract.TargetCRM, address: "targets.bitrix24.webhook_url_env",
-		creds: func(c config.Config) string {
-			return fmt.Sprintf("targets.bitrix24.webhook_url_env (%s): the inbound webhook's URL, with its user id, its secret and the crm scope", c.Targets.Bitrix24.WebhookURLEnv)
-		}},
-	{name: "yookassa", system: contract.TargetPayments, address: "targets.yookassa.base_url",
-		creds: func(c config.Config) string {
-			return fmt.Sprintf("targets.yookassa.shop_id (%q) and targets.yookassa.secret_key_env (%s): the shop id and its secret key", c.Targets.YooKassa.ShopID, c.Targets.YooKassa.SecretKeyEnv)
-		}},
+// label is what the target's lines start with: the key it is configured
+// under (the old bitrix24 and yookassa for crm and payments so set).
+func (tc targetCheck) label() string { return tc.t.Key }
+
+// address is the setting that says where the target is.
+func (tc targetCheck) address() string {
+	if tc.t.Kind == config.KindBitrix24 {
+		return tc.t.Setting("webhook_url_env")
+	}
+	return tc.t.Setting("base_url")
+}
+
+// creds names the settings of the target's credentials.
+func (tc targetCheck) creds() string {
+	t := tc.t
+	switch t.Kind {
+	case config.KindBitrix24:
+		return fmt.Sprintf("%s (%s): the inbound webhook's URL, with its user id, its secret and the crm scope", t.Setting("webhook_url_env"), t.WebhookURLEnv)
+	case config.KindYooKassa:
+		return fmt.Sprintf("%s (%q) and %s (%s): the shop id and its secret key", t.Setting("shop_id"), t.ShopID, t.Setting("secret_key_env"), t.SecretKeyEnv)
+	}
+	if t.UsernameEnv == "" {
+		return fmt.Sprintf("%s and %s (none set: the gateway sends no user; set them if 1C asks for one)", t.Setting("username_env"), t.Setting("password_env"))
+	}
+	return fmt.Sprintf("%s (%s) and %s (%s): the 1C user and its password", t.Setting("username_env"), t.UsernameEnv, t.Setting("password_env"), t.PasswordEnv)
+}
+
+// alone is cfg with this target as its only one, so it is built and
+// probed by itself.
+func (tc targetCheck) alone(cfg config.Config) config.Config {
+	one := cfg
+	one.Targets = config.TargetsConfig{tc.name: tc.t}
+	return one
 }
 
 // prober is a target that can be reached without writing anything.
@@ -114,21 +121,26 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 	// What a target answers may quote the credentials it was sent: it is
 	// printed through the same redaction as serve's log and journal.
 	red := checkRedactor(cfg, env)
+	checks := targetChecks(cfg)
+	width := 9
+	for _, tc := range checks {
+		width = max(width, len(tc.label()))
+	}
 	failed, checked := 0, 0
-	for _, tc := range targetChecks {
+	for _, tc := range checks {
 		if simulated[tc.name] {
-			fmt.Fprintf(stdout, "%-9s SIMULATED  nothing configured: serve would use the built-in simulator (set %s to reach the real system)\n", tc.name, tc.address)
+			fmt.Fprintf(stdout, "%-*s SIMULATED  nothing configured: serve would use the built-in simulator (set %s to reach the real system)\n", width, tc.label(), tc.address())
 			continue
 		}
 		checked++
 		ok, what, fix := checkTarget(cfg, tc, env)
 		what, fix = red.Foreign(what), red.Own(fix)
 		if ok {
-			fmt.Fprintf(stdout, "%-9s OK         %s\n", tc.name, what)
+			fmt.Fprintf(stdout, "%-*s OK         %s\n", width, tc.label(), what)
 			continue
 		}
 		failed++
-		fmt.Fprintf(stdout, "%-9s FAIL       %s\n%-9s   fix:     %s\n", tc.name, what, "", fix)
+		fmt.Fprintf(stdout, "%-*s FAIL       %s\n%-*s   fix:     %s\n", width, tc.label(), what, width, "", fix)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%w: %d of %d configured targets cannot be used; fix the settings named above", errCheckFailed, failed, checked)
@@ -139,8 +151,7 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 // checkTarget builds one target as serve would (buildTargets, with the
 // other targets left out) and probes it.
 func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok bool, what, fix string) {
-	one := cfg
-	one.Targets = tc.alone(cfg)
+	one := tc.alone(cfg)
 	for _, s := range one.MissingSecrets(env) {
 		if s.Env == "" {
 			return false, s.Key + " is not set, and the target is configured at a real system", "set " + s.Key + " to the name of the environment variable that holds the secret"
@@ -152,7 +163,7 @@ func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok
 	if err != nil {
 		return false, err.Error(), "correct the setting named"
 	}
-	p, isProber := targets[tc.system].(prober)
+	p, isProber := targets[tc.name].(prober)
 	if !isProber {
 		return false, "this target cannot be checked", "-"
 	}
@@ -162,7 +173,7 @@ func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok
 	if err == nil {
 		return true, what, ""
 	}
-	return false, probeFailure(err), probeFix(cfg, tc, err)
+	return false, probeFailure(err), probeFix(tc, err)
 }
 
 // probeFailure is what went wrong, in the adapter's safe words and its
@@ -180,7 +191,7 @@ func probeFailure(err error) string {
 }
 
 // probeFix names the settings to look at for a failed probe.
-func probeFix(cfg config.Config, tc targetCheck, err error) string {
+func probeFix(tc targetCheck, err error) string {
 	var e *adapters.Error
 	code := ""
 	if errors.As(err, &e) {
@@ -188,10 +199,10 @@ func probeFix(cfg config.Config, tc targetCheck, err error) string {
 	}
 	switch {
 	case strings.HasSuffix(code, "PERMISSION_DENIED"):
-		return "check " + tc.creds(cfg)
+		return "check " + tc.creds()
 	case code == codes.TargetUnavailable || code == codes.OutcomeUnknown:
-		return fmt.Sprintf("check %s, that the system is up and that this machine reaches it (each call waits targets.%s.timeout_ms)", tc.address, tc.name)
+		return fmt.Sprintf("check %s, that the system is up and that this machine reaches it (each call waits %s)", tc.address(), tc.t.Setting("timeout_ms"))
 	default:
-		return "check " + tc.address + " (the address of the system's API)"
+		return "check " + tc.address() + " (the address of the system's API)"
 	}
 }

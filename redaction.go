@@ -24,11 +24,9 @@ func serveLog(w io.Writer, cfg config.Config, env func(string) string) slog.Hand
 // built has none to mask.
 func checkRedactor(cfg config.Config, env func(string) string) *redact.Redactor {
 	all := map[string]adapters.Target{}
-	for _, tc := range targetChecks {
-		one := cfg
-		one.Targets = tc.alone(cfg)
-		if targets, err := buildTargets(one, builtInSimulators("http://127.0.0.1:9"), env); err == nil {
-			all[tc.name] = targets[tc.system]
+	for _, tc := range targetChecks(cfg) {
+		if targets, err := buildTargets(tc.alone(cfg), builtInSimulators("http://127.0.0.1:9"), env); err == nil {
+			all[tc.name] = targets[tc.name]
 		}
 	}
 	return adapters.Redactor(all)

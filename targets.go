@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
@@ -10,7 +11,6 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config"
-	"github.com/oncegate/oncegate/server/contract"
 )
 
 // The composition root: main builds the concrete targets from the
@@ -27,59 +27,83 @@ type simulators struct {
 	Bitrix24Webhook string
 }
 
-// buildTargets makes the adapters of the three target systems. Secrets
-// are read from the environment variables the configuration names; a
-// target configured at a real system without its secret is refused
-// (config.Config.CheckSecrets). A target the configuration leaves out talks to sims,
-// with the simulators' own credentials. Errors name the configuration
-// key, never a secret.
+// buildTargets makes the adapter of every target instance the
+// configuration names, keyed by its name; this is the one place that
+// switches on a target's kind. Secrets are read from the environment
+// variables the configuration names; a target configured at a real system
+// without its secret is refused (config.Config.CheckSecrets). A target
+// the configuration leaves at its kind's simulator talks to sims, with the
+// simulators' own credentials. Errors name the configuration key, never a
+// secret.
 func buildTargets(c config.Config, sims simulators, env func(string) string) (map[string]adapters.Target, error) {
 	if err := c.CheckSecrets(env); err != nil {
 		return nil, err
 	}
+	out := make(map[string]adapters.Target, len(c.Targets))
+	for _, name := range c.Targets.Names() {
+		t, err := buildTarget(c.Targets[name], sims, env)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// buildTarget makes one target instance's adapter, by its kind.
+func buildTarget(t *config.Target, sims simulators, env func(string) string) (adapters.Target, error) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	t := c.Targets
-
-	oc := onec.Config{BaseURL: t.OneC.BaseURL, Timeout: ms(t.OneC.TimeoutMS)}
-	if oc.BaseURL == "" {
-		oc.BaseURL = sims.URL + "/onec"
-	} else {
-		if t.OneC.UsernameEnv != "" {
-			oc.Username = env(t.OneC.UsernameEnv)
+	switch t.Kind {
+	case config.KindOneC:
+		oc := onec.Config{BaseURL: t.BaseURL, Timeout: ms(t.TimeoutMS)}
+		if oc.BaseURL == "" {
+			oc.BaseURL = sims.URL + "/onec"
+		} else {
+			if t.UsernameEnv != "" {
+				oc.Username = env(t.UsernameEnv)
+			}
+			if t.PasswordEnv != "" {
+				oc.Password = env(t.PasswordEnv)
+			}
 		}
-		if t.OneC.PasswordEnv != "" {
-			oc.Password = env(t.OneC.PasswordEnv)
+		one, err := onec.New(oc)
+		if err != nil {
+			return nil, fmt.Errorf("targets.%s: %w", t.Key, err)
 		}
-	}
-	one, err := onec.New(oc)
-	if err != nil {
-		return nil, fmt.Errorf("targets.onec: %w", err)
-	}
+		return one, nil
 
-	webhook := sims.URL + "/bitrix24" + sims.Bitrix24Webhook
-	if t.Bitrix24.WebhookURLEnv != "" {
-		webhook = env(t.Bitrix24.WebhookURLEnv)
-	}
-	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.Bitrix24.TimeoutMS),
-		Rate: adapters.Rate{PerSecond: t.Bitrix24.Rate.PerSecond, Burst: t.Bitrix24.Rate.Burst}})
-	if err != nil {
-		return nil, fmt.Errorf("targets.bitrix24 (the URL in $%s): %w", t.Bitrix24.WebhookURLEnv, err)
-	}
+	case config.KindBitrix24:
+		webhook := sims.URL + "/bitrix24" + sims.Bitrix24Webhook
+		if t.WebhookURLEnv != "" {
+			webhook = env(t.WebhookURLEnv)
+		}
+		crm, err := bitrix24.New(bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.TimeoutMS),
+			Rate: adapters.Rate{PerSecond: t.Rate.PerSecond, Burst: t.Rate.Burst}})
+		if err != nil {
+			return nil, fmt.Errorf("targets.%s (the URL in $%s): %w", t.Key, t.WebhookURLEnv, err)
+		}
+		return crm, nil
 
-	rc := t.YooKassa.Receipts
-	yc := yookassa.Config{BaseURL: t.YooKassa.BaseURL, ShopID: t.YooKassa.ShopID, Timeout: ms(t.YooKassa.TimeoutMS), ReadTimeout: ms(t.YooKassa.ReadTimeoutMS),
-		Receipts: yookassa.Receipts{Required: rc.Required, TaxSystemCode: rc.TaxSystemCode, VatCode: rc.VatCode, PaymentSubject: rc.PaymentSubject, PaymentMode: rc.PaymentMode}}
-	if yc.BaseURL == "" {
-		// The built-in simulator knows only its own secret.
-		yc.BaseURL, yc.SecretKey = sims.URL+"/yookassa/v3", sims.YooKassaSecret
-	} else {
-		yc.SecretKey = env(t.YooKassa.SecretKeyEnv)
+	case config.KindYooKassa:
+		rc := t.Receipts
+		yc := yookassa.Config{BaseURL: t.BaseURL, ShopID: t.ShopID, Timeout: ms(t.TimeoutMS), ReadTimeout: ms(t.ReadTimeoutMS),
+			Receipts: yookassa.Receipts{Required: rc.Required, TaxSystemCode: rc.TaxSystemCode, VatCode: rc.VatCode, PaymentSubject: rc.PaymentSubject, PaymentMode: rc.PaymentMode}}
+		if yc.BaseURL == "" {
+			// The built-in simulator knows only its own secret.
+			yc.BaseURL, yc.SecretKey = sims.URL+"/yookassa/v3", sims.YooKassaSecret
+		} else {
+			yc.SecretKey = env(t.SecretKeyEnv)
+		}
+		pay, err := yookassa.New(yc)
+		if err != nil {
+			return nil, fmt.Errorf("targets.%s: %w", t.Key, err)
+		}
+		return pay, nil
+
+	case config.KindOneCOData:
+		return nil, fmt.Errorf("targets.%s: kind onec_odata (1C over OData) is not supported yet; use kind onec, 1C's published HTTP service", t.Key)
 	}
-	pay, err := yookassa.New(yc)
-	if err != nil {
-		return nil, fmt.Errorf("targets.yookassa: %w", err)
-	}
-	return map[string]adapters.Target{contract.TargetOneC: one, contract.TargetCRM: crm, contract.TargetPayments: pay}, nil
+	return nil, fmt.Errorf("targets.%s.kind: %q is not a kind of target (%s)", t.Key, t.Kind, strings.Join(config.Kinds, ", "))
 }
 
 // builtInSimulators is what buildTargets needs of the simulators running

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,20 +87,30 @@ func TestBuildTargetsRefusesMissingSecrets(t *testing.T) {
 		want []string
 	}{
 		{"YooKassaUnset", func(cfg *config.Config) {
-			cfg.Targets.YooKassa.BaseURL, cfg.Targets.YooKassa.SecretKeyEnv = "https://api.yookassa.ru/v3", "SHOP_SECRET"
-		}, []string{"targets.yookassa.secret_key_env", "$SHOP_SECRET"}},
+			cfg.Targets["payments"].BaseURL, cfg.Targets["payments"].SecretKeyEnv = "https://api.yookassa.ru/v3", "SHOP_SECRET"
+		}, []string{"targets.payments.secret_key_env", "$SHOP_SECRET"}},
 		{"YooKassaUnnamed", func(cfg *config.Config) {
-			cfg.Targets.YooKassa.BaseURL = "https://api.yookassa.ru/v3"
-		}, []string{"targets.yookassa.secret_key_env: not set"}},
+			cfg.Targets["payments"].BaseURL = "https://api.yookassa.ru/v3"
+		}, []string{"targets.payments.secret_key_env: not set"}},
 		{"OneCPassword", func(cfg *config.Config) {
-			cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv, cfg.Targets.OneC.PasswordEnv = "https://1c.example/acc", "ONEC_USER_SET", "ONEC_PW"
+			cfg.Targets["onec"].BaseURL, cfg.Targets["onec"].UsernameEnv, cfg.Targets["onec"].PasswordEnv = "https://1c.example/acc", "ONEC_USER_SET", "ONEC_PW"
 		}, []string{"targets.onec.password_env", "$ONEC_PW"}},
 		{"OneCUser", func(cfg *config.Config) {
-			cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv = "https://1c.example/acc", "ONEC_USER"
+			cfg.Targets["onec"].BaseURL, cfg.Targets["onec"].UsernameEnv = "https://1c.example/acc", "ONEC_USER"
 		}, []string{"targets.onec.username_env", "$ONEC_USER"}},
 		{"Bitrix24Webhook", func(cfg *config.Config) {
-			cfg.Targets.Bitrix24.WebhookURLEnv = "B24_WEBHOOK"
+			cfg.Targets["crm"].Key, cfg.Targets["crm"].WebhookURLEnv = "bitrix24", "B24_WEBHOOK" // configured under its old key
 		}, []string{"targets.bitrix24.webhook_url_env", "$B24_WEBHOOK"}},
+		{"NamedOneCPassword", func(cfg *config.Config) {
+			buh := config.NewTarget("buh", config.KindOneC)
+			buh.BaseURL, buh.UsernameEnv, buh.PasswordEnv = "https://1c.example/buh", "ONEC_USER_SET", "BUH_PW"
+			cfg.Targets["buh"] = buh
+		}, []string{"targets.buh.password_env", "$BUH_PW"}},
+		{"NamedYooKassa", func(cfg *config.Config) {
+			shop := config.NewTarget("shop2", config.KindYooKassa)
+			shop.BaseURL, shop.SecretKeyEnv = "https://api.yookassa.ru/v3", "SHOP2_SECRET"
+			cfg.Targets["shop2"] = shop
+		}, []string{"targets.shop2.secret_key_env", "$SHOP2_SECRET"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := config.Default()
@@ -134,9 +145,9 @@ func TestBuildTargetsSecrets(t *testing.T) {
 		portal.WebhookSecret = "portal-secret"
 		seen.sims.SetBitrix24Portal(portal)
 		cfg := config.Default()
-		cfg.Targets.OneC.BaseURL, cfg.Targets.OneC.UsernameEnv, cfg.Targets.OneC.PasswordEnv = seen.url+"/onec", "ONEC_USER", "ONEC_PW"
-		cfg.Targets.Bitrix24.WebhookURLEnv = "B24_WEBHOOK"
-		cfg.Targets.YooKassa.BaseURL, cfg.Targets.YooKassa.SecretKeyEnv = seen.url+"/yookassa/v3", "SHOP_SECRET"
+		cfg.Targets["onec"].BaseURL, cfg.Targets["onec"].UsernameEnv, cfg.Targets["onec"].PasswordEnv = seen.url+"/onec", "ONEC_USER", "ONEC_PW"
+		cfg.Targets["crm"].WebhookURLEnv = "B24_WEBHOOK"
+		cfg.Targets["payments"].BaseURL, cfg.Targets["payments"].SecretKeyEnv = seen.url+"/yookassa/v3", "SHOP_SECRET"
 		vars := map[string]string{
 			"ONEC_USER": "integration", "ONEC_PW": "onec-pw",
 			"B24_WEBHOOK": seen.url + "/bitrix24/rest/1/portal-secret/",
@@ -164,7 +175,7 @@ func TestBuildTargetsSecrets(t *testing.T) {
 		seen := newCredentialsSeen(t)
 		cfg := config.Default()
 		// A variable named for a secret does not make a target real.
-		cfg.Targets.YooKassa.SecretKeyEnv = "SHOP_SECRET"
+		cfg.Targets["payments"].SecretKeyEnv = "SHOP_SECRET"
 		vars := map[string]string{"SHOP_SECRET": "live-shop-secret"}
 		targets, err := buildTargets(cfg, builtInSimulators(seen.url), func(k string) string { return vars[k] })
 		if err != nil {
@@ -205,4 +216,51 @@ func TestMissingSecrets(t *testing.T) {
 	if _, err := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9001"), set); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A firm's two 1C bases are two instances of kind onec: each is built at
+// its own address with its own credentials, an operation for one reaches
+// that one, and the redaction masks the secrets of both.
+func TestBuildTargetsNamedInstances(t *testing.T) {
+	t.Parallel()
+	seen := newCredentialsSeen(t)
+	p := writeConfig(t, t.TempDir(), "oncegate.yaml", fmt.Sprintf(`targets:
+  buh:   { kind: onec, base_url: "%[1]s/onec", username_env: BUH_USER, password_env: BUH_PASSWORD, timeout_ms: 2000 }
+  trade: { kind: onec, base_url: "%[1]s/onec", username_env: TRADE_USER, password_env: TRADE_PASSWORD }
+`, seen.url))
+	vars := map[string]string{"BUH_USER": "buh-user", "BUH_PASSWORD": "buh-secret-pw", "TRADE_USER": "trade-user", "TRADE_PASSWORD": "trade-secret-pw"}
+	env := func(k string) string { return vars[k] }
+	cfg, err := config.Load(p, env, yookassa.Currencies())
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets, err := buildTargets(cfg, builtInSimulators(seen.url), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(targets), 5; got != want {
+		t.Fatalf("%d targets, want %d (onec, crm, payments, buh, trade)", got, want)
+	}
+	for _, name := range []string{"buh", "trade", "onec"} {
+		op := adapters.Op{Key: "test:invoice.create:" + name + "-1:v1", Intent: "invoice.create", Attempt: 1, CreatedAt: time.Now()}
+		if _, err := targets[name].Lookup(context.Background(), op); !errors.Is(err, adapters.ErrNotFound) {
+			t.Fatalf("%s: look-up = %v, want not found", name, err)
+		}
+		want := map[string]string{"buh": "buh-user:buh-secret-pw", "trade": "trade-user:trade-secret-pw", "onec": ":"}[name]
+		if got := seen.seen(sim.OneC); got != want {
+			t.Errorf("%s: the simulator received %q, want %q", name, got, want)
+		}
+	}
+	red := adapters.Redactor(targets)
+	if got := red.Foreign("said buh-secret-pw and trade-secret-pw"); strings.Contains(got, "secret-pw") {
+		t.Errorf("redacted %q", got)
+	}
+
+	t.Run("ErrOneCOData", func(t *testing.T) {
+		cfg := config.Default()
+		cfg.Targets["buh"] = config.NewTarget("buh", config.KindOneCOData)
+		if _, err := buildTargets(cfg, builtInSimulators(seen.url), noEnv); err == nil || !strings.Contains(err.Error(), "targets.buh: kind onec_odata (1C over OData) is not supported yet") {
+			t.Fatalf("err = %v", err)
+		}
+	})
 }

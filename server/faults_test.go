@@ -23,8 +23,8 @@ func callback(customer string) map[string]any {
 func TestFaultClassesToJournal(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	cfg.Targets.OneC.TimeoutMS, cfg.Targets.Bitrix24.TimeoutMS = 300, 300
-	cfg.Targets.Bitrix24.SettleMS = 600
+	cfg.Targets["onec"].TimeoutMS, cfg.Targets["crm"].TimeoutMS = 300, 300
+	cfg.Targets["crm"].SettleMS = 600
 	g := setupWith(t, cfg)
 
 	type target struct {

@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/server/admin"
-	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/views"
 )
 
@@ -32,7 +31,7 @@ func (s *Server) handleReady(c echo.Context) error {
 // handleHome serves GET /: a small page saying what this is.
 func (s *Server) handleHome(c echo.Context) error {
 	targets := make([]views.TargetInfo, 0, len(s.targets))
-	for _, system := range engine.Systems() {
+	for _, system := range s.cfg.Targets.Names() {
 		if t, ok := s.targets[system]; ok {
 			targets = append(targets, views.TargetInfo{System: system, Adapter: t.Name()})
 		}

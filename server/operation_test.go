@@ -251,7 +251,7 @@ func TestParallelDuplicates(t *testing.T) {
 func TestTimeoutAfterSend(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	cfg.Targets.OneC.TimeoutMS = 300
+	cfg.Targets["onec"].TimeoutMS = 300
 	g := setupWith(t, cfg)
 	const key = "test:invoice.create:order-slow:v1"
 	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDelay, DelayMS: 450, Times: 1})

@@ -22,7 +22,6 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/server/config"
-	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/static"
 	"github.com/oncegate/oncegate/store"
@@ -77,16 +76,15 @@ func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target,
 // counted in m.
 func engineConfig(cfg config.Config, m *metrics) engine.Config {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	t, r := cfg.Targets, cfg.Retention
+	targets := make(map[string]engine.TargetConfig, len(cfg.Targets))
+	for name, t := range cfg.Targets {
+		targets[name] = engine.TargetConfig{Timeout: ms(t.TimeoutMS), Settle: ms(t.SettleMS), Retention: cfg.TargetRetention(name)}
+	}
 	return engine.Config{
-		Contour: cfg.Contour,
-		Retry:   cfg.RetryPolicy(),
-		Targets: map[string]engine.TargetConfig{
-			contract.TargetOneC:     {Timeout: ms(t.OneC.TimeoutMS), Settle: ms(t.OneC.SettleMS), Retention: time.Duration(r.OneC)},
-			contract.TargetCRM:      {Timeout: ms(t.Bitrix24.TimeoutMS), Settle: ms(t.Bitrix24.SettleMS), Retention: time.Duration(r.Bitrix24)},
-			contract.TargetPayments: {Timeout: ms(t.YooKassa.TimeoutMS), Settle: ms(t.YooKassa.SettleMS), Retention: time.Duration(r.YooKassa)},
-		},
-		Retention:         time.Duration(r.Default),
+		Contour:           cfg.Contour,
+		Retry:             cfg.RetryPolicy(),
+		Targets:           targets,
+		Retention:         time.Duration(cfg.Retention.Default),
 		ReconcileInterval: ms(cfg.Reconciler.IntervalMS),
 		MaxBackoff:        ms(cfg.Reconciler.MaxBackoffMS),
 		ReviewAfter:       cfg.Reconciler.ReviewAfter,

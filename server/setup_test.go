@@ -114,9 +114,9 @@ func writeConfig(t *testing.T, body string) string {
 // enough for tests.
 func testConfig() config.Config {
 	cfg := config.Default()
-	cfg.Targets.OneC.TimeoutMS = 1000
-	cfg.Targets.Bitrix24.TimeoutMS = 1000
-	cfg.Targets.YooKassa.TimeoutMS = 1000
+	cfg.Targets["onec"].TimeoutMS = 1000
+	cfg.Targets["crm"].TimeoutMS = 1000
+	cfg.Targets["payments"].TimeoutMS = 1000
 	cfg.Retry.InitialDelayMS = 10
 	cfg.Retry.MaxDelayMS = 40
 	return cfg
@@ -147,15 +147,15 @@ func simTargets(tb testing.TB, cfg config.Config, url string) map[string]adapter
 	tb.Helper()
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	t := cfg.Targets
-	one, err := onec.New(onec.Config{BaseURL: url + "/onec", Timeout: ms(t.OneC.TimeoutMS)})
+	one, err := onec.New(onec.Config{BaseURL: url + "/onec", Timeout: ms(t["onec"].TimeoutMS)})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/1/sim-webhook/", Timeout: ms(t.Bitrix24.TimeoutMS)})
+	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/1/sim-webhook/", Timeout: ms(t["crm"].TimeoutMS)})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	pay, err := yookassa.New(yookassa.Config{BaseURL: url + "/yookassa/v3", ShopID: t.YooKassa.ShopID, SecretKey: sim.YooKassaSecret(), Timeout: ms(t.YooKassa.TimeoutMS)})
+	pay, err := yookassa.New(yookassa.Config{BaseURL: url + "/yookassa/v3", ShopID: t["payments"].ShopID, SecretKey: sim.YooKassaSecret(), Timeout: ms(t["payments"].TimeoutMS)})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 // fastConfig makes the background workers and timeouts quick.
 func fastConfig() config.Config {
 	cfg := testConfig()
-	cfg.Targets.OneC.TimeoutMS = 300
-	cfg.Targets.YooKassa.TimeoutMS = 300
+	cfg.Targets["onec"].TimeoutMS = 300
+	cfg.Targets["payments"].TimeoutMS = 300
 	cfg.Reconciler.IntervalMS = 50
 	cfg.Reconciler.MaxBackoffMS = 100
 	cfg.Reconciler.ReviewAfter = 2
@@ -330,8 +330,8 @@ func TestReconcilerWaitsForSlowCommit(t *testing.T) {
 func TestBitrixRetryWaitsForInFlightAdd(t *testing.T) {
 	t.Parallel()
 	cfg := fastConfig()
-	cfg.Targets.Bitrix24.TimeoutMS = 300
-	cfg.Targets.Bitrix24.SettleMS = 100
+	cfg.Targets["crm"].TimeoutMS = 300
+	cfg.Targets["crm"].SettleMS = 100
 	cfg.Retry.MaxAttempts = 1
 	g := setupWith(t, cfg)
 	const key = "test:crm.callback:create:in-flight:v1"
@@ -380,7 +380,7 @@ func TestDeclinedChargeKeepsPaymentID(t *testing.T) {
 func TestLookupPagesOnSlowTarget(t *testing.T) {
 	t.Parallel()
 	cfg := fastConfig()
-	cfg.Targets.YooKassa.TimeoutMS = 1000
+	cfg.Targets["payments"].TimeoutMS = 1000
 	g := setupWith(t, cfg)
 	ctx := context.Background()
 	provider, err := yookassa.New(yookassa.Config{BaseURL: g.simURL + "/yookassa/v3", ShopID: "demo-shop", SecretKey: sim.YooKassaSecret()})

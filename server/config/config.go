@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -114,71 +113,6 @@ type ReconcilerConfig struct {
 	MaxBackoffMS int `yaml:"max_backoff_ms"` // longest wait between lookups of one row
 }
 
-// TargetsConfig says where each target system is. A target with nothing
-// configured is served by the built-in simulator.
-type TargetsConfig struct {
-	OneC     OneCConfig     `yaml:"onec"`
-	Bitrix24 Bitrix24Config `yaml:"bitrix24"`
-	YooKassa YooKassaConfig `yaml:"yookassa"`
-}
-
-// OneCConfig is the 1C HTTP service.
-type OneCConfig struct {
-	BaseURL     string `yaml:"base_url"`
-	UsernameEnv string `yaml:"username_env"`
-	PasswordEnv string `yaml:"password_env"`
-	TimeoutMS   int    `yaml:"timeout_ms"`
-	SettleMS    int    `yaml:"settle_ms"`
-}
-
-// Bitrix24Config is the Bitrix24 inbound webhook.
-type Bitrix24Config struct {
-	WebhookURLEnv string `yaml:"webhook_url_env"`
-	TimeoutMS     int    `yaml:"timeout_ms"`
-	// SettleMS is how long the portal may take to commit a request after
-	// the gateway stopped waiting (never less than the timeout). Bitrix24
-	// does not dedupe by key, so nothing is sent again before it passed.
-	SettleMS int `yaml:"settle_ms"`
-	// Rate is the portal's request rate, which every call of the gateway
-	// (adds, look-ups, checks) waits its turn under: a cloud portal allows
-	// 2 a second with a bucket of 50 (Enterprise: 5 and 250) and refuses
-	// beyond it. Gateways sharing a portal share its rate. A per_second of
-	// 0 paces nothing.
-	Rate RateLimitConfig `yaml:"rate"`
-}
-
-// YooKassaConfig is the YooKassa API v3.
-type YooKassaConfig struct {
-	BaseURL      string `yaml:"base_url"`
-	ShopID       string `yaml:"shop_id"`
-	SecretKeyEnv string `yaml:"secret_key_env"`
-	// TimeoutMS bounds a request that makes a payment or refund: YooKassa
-	// may take up to 30 s before it answers 500, so it is 35 s by default.
-	TimeoutMS int `yaml:"timeout_ms"`
-	// ReadTimeoutMS bounds a read (a payment, a page of a list); never
-	// more than TimeoutMS.
-	ReadTimeoutMS int `yaml:"read_timeout_ms"`
-	SettleMS      int `yaml:"settle_ms"`
-	// Receipts is for a shop that issues 54-FZ receipts through YooKassa.
-	Receipts YooKassaReceiptsConfig `yaml:"receipts"`
-}
-
-// YooKassaReceiptsConfig is how a shop that issues 54-FZ receipts through
-// YooKassa («Чеки от ЮKassa» or an online cash register) sends them.
-type YooKassaReceiptsConfig struct {
-	// Required: every payment.charge and payment.refund must carry a
-	// receipt; one without is refused before a person is asked to approve.
-	Required bool `yaml:"required"`
-	// TaxSystemCode is the shop's tax system, 1-6 (0: none sent).
-	TaxSystemCode int `yaml:"tax_system_code"`
-	// VatCode is the VAT code, 1-12, of a receipt line that names none.
-	VatCode int `yaml:"vat_code"`
-	// PaymentSubject and PaymentMode are a line's defaults, e.g.
-	// commodity and full_payment.
-	PaymentSubject string `yaml:"payment_subject"`
-	PaymentMode    string `yaml:"payment_mode"`
-}
-
 // RetryConfig is the retry policy of target calls.
 type RetryConfig struct {
 	MaxAttempts    int     `yaml:"max_attempts"`
@@ -222,14 +156,10 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 func Default() Config {
 	jitter := true
 	return Config{
-		Listen:  "127.0.0.1:8080",
-		DataDir: "./oncegate-data",
-		Contour: "test",
-		Targets: TargetsConfig{
-			OneC:     OneCConfig{TimeoutMS: 5000},
-			Bitrix24: Bitrix24Config{TimeoutMS: 5000, SettleMS: 30000, Rate: RateLimitConfig{PerSecond: 2, Burst: 50}},
-			YooKassa: YooKassaConfig{ShopID: "demo-shop", TimeoutMS: 35000, ReadTimeoutMS: 10000, SettleMS: 60000},
-		},
+		Listen:     "127.0.0.1:8080",
+		DataDir:    "./oncegate-data",
+		Contour:    "test",
+		Targets:    defaultTargets(),
 		Retry:      RetryConfig{MaxAttempts: 4, InitialDelayMS: 500, Multiplier: 2, MaxDelayMS: 5000, Jitter: &jitter},
 		Approval:   ApprovalConfig{TTL: Duration(24 * time.Hour)},
 		Retention:  RetentionConfig{Default: Duration(720 * time.Hour)},
@@ -302,6 +232,12 @@ func applyEnv(v reflect.Value, prefix string, env func(string) string) error {
 		f := t.Field(i)
 		name := prefix + "_" + strings.ToUpper(strings.Split(f.Tag.Get("yaml"), ",")[0])
 		fv := v.Field(i)
+		if ts, ok := fv.Interface().(TargetsConfig); ok {
+			if err := applyTargetsEnv(ts, env); err != nil {
+				return err
+			}
+			continue
+		}
 		if fv.Kind() == reflect.Struct {
 			if err := applyEnv(fv, name, env); err != nil {
 				return err
@@ -389,61 +325,8 @@ func (c Config) validate(currencies []string) error {
 	if !contourPattern.MatchString(c.Contour) {
 		bad("contour", "%q must be 1-32 characters of A-Z a-z 0-9 _ -", c.Contour)
 	}
-	checkURL := func(key, raw string) {
-		if raw == "" {
-			return
-		}
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad(key, "%q is not an absolute http(s) URL", raw)
-		} else if u.User != nil {
-			bad(key, "must not hold credentials; name an environment variable in the *_env key instead")
-		}
-	}
-	checkEnv := func(key, name string) {
-		if name != "" && !envNamePattern.MatchString(name) {
-			bad(key, "is not an environment variable name; name the variable that holds the secret, never the secret itself (the value is not repeated here)")
-		}
-	}
-	checkTimeout := func(key string, ms int) {
-		if ms < 1 || ms > 600000 {
-			bad(key, "%d must be between 1 and 600000", ms)
-		}
-	}
-	t := c.Targets
-	for key, ms := range map[string]int{"targets.onec.settle_ms": t.OneC.SettleMS, "targets.bitrix24.settle_ms": t.Bitrix24.SettleMS, "targets.yookassa.settle_ms": t.YooKassa.SettleMS} {
-		if ms < 0 || ms > 3600000 {
-			bad(key, "%d must be between 0 and 3600000", ms)
-		}
-	}
-	checkURL("targets.onec.base_url", t.OneC.BaseURL)
-	checkEnv("targets.onec.username_env", t.OneC.UsernameEnv)
-	checkEnv("targets.onec.password_env", t.OneC.PasswordEnv)
-	checkTimeout("targets.onec.timeout_ms", t.OneC.TimeoutMS)
-	checkEnv("targets.bitrix24.webhook_url_env", t.Bitrix24.WebhookURLEnv)
-	checkTimeout("targets.bitrix24.timeout_ms", t.Bitrix24.TimeoutMS)
-	if r := t.Bitrix24.Rate; r.PerSecond < 0 || (r.PerSecond > 0 && r.Burst < 1) {
-		bad("targets.bitrix24.rate", "per_second must not be negative, and burst must be at least 1 when it is set")
-	}
-	checkURL("targets.yookassa.base_url", t.YooKassa.BaseURL)
-	checkEnv("targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv)
-	checkEnv("journal.url_env", c.Journal.URLEnv)
-	checkTimeout("targets.yookassa.timeout_ms", t.YooKassa.TimeoutMS)
-	checkTimeout("targets.yookassa.read_timeout_ms", t.YooKassa.ReadTimeoutMS)
-	if rc := t.YooKassa.Receipts; rc.TaxSystemCode < 0 || rc.TaxSystemCode > 6 {
-		bad("targets.yookassa.receipts.tax_system_code", "%d must be between 1 and 6 (0: none sent)", rc.TaxSystemCode)
-	}
-	if rc := t.YooKassa.Receipts; rc.VatCode < 0 || rc.VatCode > 12 {
-		bad("targets.yookassa.receipts.vat_code", "%d must be between 1 and 12", rc.VatCode)
-	}
-	for key, v := range map[string]string{"targets.yookassa.receipts.payment_subject": t.YooKassa.Receipts.PaymentSubject, "targets.yookassa.receipts.payment_mode": t.YooKassa.Receipts.PaymentMode} {
-		if v != "" && !receiptEnumPattern.MatchString(v) {
-			bad(key, "%q must be a YooKassa value such as commodity or full_payment", v)
-		}
-	}
-	if t.YooKassa.BaseURL != "" && (t.YooKassa.ShopID == "" || t.YooKassa.SecretKeyEnv == "") {
-		bad("targets.yookassa", "base_url needs shop_id and secret_key_env")
-	}
+	c.validateTargets(bad)
+	checkEnv(bad, "journal.url_env", c.Journal.URLEnv)
 	r := c.Retry
 	if r.MaxAttempts < 1 || r.MaxAttempts > 20 {
 		bad("retry.max_attempts", "%d must be between 1 and 20", r.MaxAttempts)

@@ -47,7 +47,7 @@ func TestLoadConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Contour != "prod" || cfg.Retry.MaxAttempts != 3 || cfg.Targets.OneC.TimeoutMS != 1500 || cfg.RetryPolicy().Jitter {
+		if cfg.Contour != "prod" || cfg.Retry.MaxAttempts != 3 || cfg.Targets["onec"].TimeoutMS != 1500 || cfg.RetryPolicy().Jitter {
 			t.Fatalf("config %+v", cfg)
 		}
 		if cfg.Retention.Bitrix24 != config.Duration(8760*time.Hour) || cfg.Retention.OneC != 0 {
@@ -56,7 +56,7 @@ func TestLoadConfig(t *testing.T) {
 		if nets, err := cfg.ProxyNets(); err != nil || len(nets) != 2 || nets[0].String() != "127.0.0.1/32" || nets[1].String() != "10.0.0.0/8" {
 			t.Fatalf("trusted proxies %v: %v %v", cfg.TrustedProxies, nets, err)
 		}
-		if got := cfg.Simulated(noEnv); strings.Join(got, ",") != "bitrix24,yookassa" {
+		if got := cfg.Simulated(noEnv); strings.Join(got, ",") != "crm,payments" {
 			t.Fatalf("simulated %v", got)
 		}
 	})

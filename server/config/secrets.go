@@ -13,25 +13,30 @@ type SecretSetting struct {
 }
 
 // requiredSecrets are the secret settings of the targets configured at a
-// real system (not the built-in simulator): YooKassa's secret key once
-// base_url is set; 1C's user and password, each once named, with base_url;
-// Bitrix24's webhook URL (itself a secret) once its variable is named.
+// real system (not the built-in simulator), target by target: YooKassa's
+// secret key once base_url is set; 1C's user and password, each once
+// named, with base_url; Bitrix24's webhook URL (itself a secret) once its
+// variable is named.
 func (c Config) requiredSecrets() []SecretSetting {
-	t := c.Targets
 	var out []SecretSetting
-	if t.OneC.BaseURL != "" {
-		if t.OneC.UsernameEnv != "" {
-			out = append(out, SecretSetting{"targets.onec.username_env", t.OneC.UsernameEnv})
+	for _, name := range c.Targets.Names() {
+		t := c.Targets[name]
+		if t.Simulated() {
+			continue
 		}
-		if t.OneC.PasswordEnv != "" {
-			out = append(out, SecretSetting{"targets.onec.password_env", t.OneC.PasswordEnv})
+		switch t.Kind {
+		case KindOneC, KindOneCOData:
+			if t.UsernameEnv != "" {
+				out = append(out, SecretSetting{t.Setting("username_env"), t.UsernameEnv})
+			}
+			if t.PasswordEnv != "" {
+				out = append(out, SecretSetting{t.Setting("password_env"), t.PasswordEnv})
+			}
+		case KindBitrix24:
+			out = append(out, SecretSetting{t.Setting("webhook_url_env"), t.WebhookURLEnv})
+		case KindYooKassa:
+			out = append(out, SecretSetting{t.Setting("secret_key_env"), t.SecretKeyEnv})
 		}
-	}
-	if t.Bitrix24.WebhookURLEnv != "" {
-		out = append(out, SecretSetting{"targets.bitrix24.webhook_url_env", t.Bitrix24.WebhookURLEnv})
-	}
-	if t.YooKassa.BaseURL != "" {
-		out = append(out, SecretSetting{"targets.yookassa.secret_key_env", t.YooKassa.SecretKeyEnv})
 	}
 	return out
 }
@@ -65,20 +70,16 @@ func (c Config) CheckSecrets(env func(string) string) error {
 	return errors.Join(errs...)
 }
 
-// Simulated lists the target systems that nothing in the configuration
+// Simulated lists the target instances that nothing in the configuration
 // points at, and that the built-in simulators will therefore serve. A
 // target whose configuration names an environment variable is not
 // simulated even when the variable is empty: CheckSecrets refuses it.
 func (c Config) Simulated(env func(string) string) []string {
 	var out []string
-	if c.Targets.OneC.BaseURL == "" {
-		out = append(out, "onec")
-	}
-	if c.Targets.Bitrix24.WebhookURLEnv == "" {
-		out = append(out, "bitrix24")
-	}
-	if c.Targets.YooKassa.BaseURL == "" {
-		out = append(out, "yookassa")
+	for _, name := range c.Targets.Names() {
+		if c.Targets[name].Simulated() {
+			out = append(out, name)
+		}
 	}
 	return out
 }

@@ -14,7 +14,7 @@ import (
 // payment is longer than that, and settle_ms is no shorter.
 func TestYooKassaTimeouts(t *testing.T) {
 	t.Parallel()
-	y := config.Default().Targets.YooKassa
+	y := config.Default().Targets[config.TargetPayments]
 	if y.TimeoutMS < 35000 {
 		t.Errorf("targets.yookassa.timeout_ms = %d, want at least 35000", y.TimeoutMS)
 	}
@@ -42,7 +42,7 @@ func TestYooKassaReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := config.YooKassaReceiptsConfig{Required: true, TaxSystemCode: 1, VatCode: 1, PaymentSubject: "commodity", PaymentMode: "full_payment"}
-	if got := cfg.Targets.YooKassa.Receipts; got != want {
+	if got := cfg.Targets[config.TargetPayments].Receipts; got != want {
 		t.Fatalf("receipts = %+v, want %+v", got, want)
 	}
 	for key, yaml := range map[string]string{

@@ -12,12 +12,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/redact"
-	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -27,7 +28,7 @@ type Config struct {
 	Contour string
 	// Retry is the retry policy of a drive's attempts.
 	Retry adapters.RetryPolicy
-	// Targets are each target system's times, by system; a system not
+	// Targets are each target instance's times, by its name; one not
 	// listed has a 5 s call timeout and the default retention.
 	Targets map[string]TargetConfig
 	// Retention is how long terminal operations are kept where their
@@ -64,7 +65,7 @@ type TargetConfig struct {
 type Engine struct {
 	cfg     Config
 	store   *store.Store
-	targets map[string]adapters.Target // by target system: onec, crm, payments
+	targets map[string]adapters.Target // by target instance: onec, crm, payments, …
 	policy  adapters.RetryPolicy
 	owner   string // lease owner id of this run
 	log     *slog.Logger
@@ -80,7 +81,7 @@ type Engine struct {
 }
 
 // New builds the engine over an open journal and its targets, keyed by
-// target system ("onec", "crm", "payments").
+// target instance ("onec", "crm", "payments", and any the firm named).
 func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *slog.Logger) *Engine {
 	buf := make([]byte, 8)
 	rand.Read(buf)
@@ -101,9 +102,10 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 	return e
 }
 
-// Systems are the target systems, by the journal's names.
-func Systems() []string {
-	return []string{contract.TargetOneC, contract.TargetCRM, contract.TargetPayments}
+// Systems are the names of the target instances the engine drives
+// operations to (the journal's target_system), in alphabetical order.
+func (e *Engine) Systems() []string {
+	return slices.Sorted(maps.Keys(e.targets))
 }
 
 // Owner is this run's id, the prefix of every lease it takes.

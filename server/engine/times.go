@@ -78,7 +78,7 @@ func (e *Engine) lease(system string) time.Duration { return e.budget(system) + 
 // MaxLease is the longest lease of any target.
 func (e *Engine) MaxLease() time.Duration {
 	var m time.Duration
-	for _, system := range Systems() {
+	for _, system := range e.Systems() {
 		m = max(m, e.lease(system))
 	}
 	return m

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -137,7 +136,7 @@ func (e *Engine) executeApproved(ctx context.Context) {
 		}
 	}
 	for ctx.Err() == nil {
-		op, err := e.store.TakeApproved(wctx, e.leaseOwner(), e.lease(contract.TargetPayments))
+		op, err := e.store.TakeApproved(wctx, e.leaseOwner(), e.MaxLease())
 		if errors.Is(err, store.ErrNotFound) {
 			return
 		}
@@ -157,7 +156,7 @@ func (e *Engine) executeApproved(ctx context.Context) {
 // retention, in small batches that never hold the journal's writer for
 // long.
 func (e *Engine) purge(ctx context.Context) {
-	for _, system := range Systems() {
+	for _, system := range e.Systems() {
 		cutoff := e.store.Now().Add(-e.retention(system))
 		total := 0
 		for ctx.Err() == nil {
