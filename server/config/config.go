@@ -189,6 +189,7 @@ func Load(path string, env func(string) string, currencies []string) (Config, er
 			return Config{}, fmt.Errorf("config %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 	}
+	cfg.Targets = cfg.Targets.withBuiltIn()
 	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "ONCEGATE", env); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}

@@ -159,8 +159,26 @@ func defaultTargets() TargetsConfig {
 	}
 }
 
+// withBuiltIn is ts with the built-in instances it lacks at their
+// defaults (a file's empty targets: leaves none).
+func (ts TargetsConfig) withBuiltIn() TargetsConfig {
+	if ts == nil {
+		ts = TargetsConfig{}
+	}
+	for name, t := range defaultTargets() {
+		if ts[name] == nil {
+			ts[name] = t
+		}
+	}
+	return ts
+}
+
 // builtIn are the built-in instances in the order they are listed.
 var builtIn = []string{TargetOneC, TargetCRM, TargetPayments}
+
+// builtInAllowed are the kinds each built-in instance may be: those its
+// built-in intents run on (1C's intents run on either of 1C's kinds).
+var builtInAllowed = map[string][]string{TargetOneC: {KindOneC, KindOneCOData}, TargetCRM: {KindBitrix24}, TargetPayments: {KindYooKassa}}
 
 // builtInKinds are the built-in instances' kinds, which their keys need
 // not repeat.
@@ -379,6 +397,9 @@ func (c Config) validateTargets(bad func(key, format string, args ...any)) {
 		}
 		if !targetNamePattern.MatchString(name) {
 			bad("targets."+name, "a target's name is 1-32 characters of a-z 0-9 _, starting with a letter")
+		}
+		if kinds, ok := builtInAllowed[name]; ok && !slices.Contains(kinds, t.Kind) {
+			bad(key("kind"), "%s is a built-in target, which the built-in intents run on: its kind is %s, not %s", name, strings.Join(kinds, " or "), t.Kind)
 		}
 		checkTimeout(bad, key("timeout_ms"), t.TimeoutMS)
 		if t.SettleMS < 0 || t.SettleMS > 3600000 {

@@ -56,6 +56,13 @@ func TestTargets(t *testing.T) {
 		}
 	})
 
+	t.Run("EmptyTargets", func(t *testing.T) {
+		cfg := mustLoad(t, "targets:\n", nil)
+		if got, want := strings.Join(cfg.Simulated(noEnv), ","), "onec,crm,payments"; got != want {
+			t.Errorf("simulated %s, want %s", got, want)
+		}
+	})
+
 	t.Run("OldKeys", func(t *testing.T) {
 		cfg := mustLoad(t, `targets:
   onec:     { base_url: "https://1c.example/acc", username_env: ONEC_USER, password_env: ONEC_PASSWORD, timeout_ms: 1500 }
@@ -140,6 +147,11 @@ retention: { bitrix24: 8760h }
 		wantErr(t, err, "targets.buh.kind: not set")
 		_, err = load(t, "targets:\n  bitrix24: { kind: onec }\n", nil)
 		wantErr(t, err, "targets.bitrix24: this key means the target crm, of kind bitrix24")
+		_, err = load(t, "targets:\n  payments: { kind: bitrix24 }\n", nil)
+		wantErr(t, err, "targets.payments.kind: payments is a built-in target, which the built-in intents run on: its kind is yookassa, not bitrix24")
+		if _, err = load(t, "targets:\n  onec: { kind: onec_odata }\n", nil); err != nil {
+			t.Errorf("the built-in 1C target of kind onec_odata: %v", err)
+		}
 	})
 
 	t.Run("ErrSettingOfAnotherKind", func(t *testing.T) {
