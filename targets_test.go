@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -263,4 +267,46 @@ func TestBuildTargetsNamedInstances(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// The binary serves a configuration that mixes the old keys with named
+// instances: the firm's own 1C bases, configured with nothing, are served
+// by the built-in simulator and named where serve says so; the built-in
+// intents still reach the instance onec; a target configured twice stops
+// the gateway before it starts.
+func TestServeNamedTargets(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, 2000, "  buh: { kind: onec, timeout_ms: 3000, settle_ms: 10000, retention: 2160h }\n  trade: { kind: onec }\n", "")
+	r.startGateway()
+	if out := r.gateway.output(); !strings.Contains(out, "SIMULATORS IN USE") || !strings.Contains(out, "targets=buh,trade") {
+		t.Errorf("serve does not name the simulated instances:\n%s", out)
+	}
+	resp, err := http.Get(r.apiURL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, name := range []string{"onec", "crm", "payments", "buh", "trade"} {
+		if !strings.Contains(string(home), "<strong>"+name+"</strong>") {
+			t.Errorf("the home page does not list %s", name)
+		}
+	}
+	const key = "test:invoice.create:order-named-1:v1"
+	if code, body, err := r.post(key, fmt.Sprintf(e2eInvoice, "order-named-1", 1)); err != nil || code != 200 || body["status"] != "succeeded" {
+		t.Fatalf("invoice: %d %v %v", code, body, err)
+	}
+	if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
+		t.Errorf("effects at onec = %d, want 1", got)
+	}
+
+	twice := filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(twice, []byte("targets:\n  bitrix24: { webhook_url_env: A }\n  crm: { kind: bitrix24 }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "serve", "--config", twice, "--data", t.TempDir(), "--listen", freeAddr(t))
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "targets.crm: the target crm is configured already, as targets.bitrix24") {
+		t.Errorf("serve with crm configured twice: %v\n%s", err, out)
+	}
 }
