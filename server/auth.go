@@ -28,7 +28,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		scheme, secret, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
-			return refuse(codes.Unauthenticated, "", "send an agent token as Authorization: Bearer <token>")
+			const msg = "send an agent token as Authorization: Bearer <token>"
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, bearerChallenge("invalid_request", msg))
+			return refuse(codes.Unauthenticated, "", msg)
 		}
 		tok, err := s.tokens.get(c.Request().Context(), s.store, strings.TrimSpace(secret))
 		if errors.Is(err, store.ErrNotFound) {
@@ -40,6 +42,21 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(ctxToken, tok)
 		return next(c)
 	}
+}
+
+// bearerChallenge is the WWW-Authenticate of a 401 (RFC 6750 section 3):
+// the bearer scheme, with the refusal's RFC 6750 error code and its safe
+// message, so a client shows the gateway's reason instead of guessing
+// that OAuth is wanted. The message is kept to the characters a quoted
+// error_description may hold.
+func bearerChallenge(errCode, message string) string {
+	desc := strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return '\''
+		}
+		return r
+	}, message)
+	return `Bearer realm="oncegate", error="` + errCode + `", error_description="` + desc + `"`
 }
 
 // token returns the authenticated agent's token.

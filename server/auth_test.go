@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,43 @@ func TestRevokedTokenStopsWithinTheBound(t *testing.T) {
 	// Other tokens are unaffected.
 	if r := g.do("GET", "/v1/intents", g.token, nil, nil); r.Code != http.StatusOK {
 		t.Fatalf("another token after the revocation: %d %s", r.Code, r.Raw)
+	}
+}
+
+// Every 401 says how to authenticate and why it failed (RFC 6750): the
+// agent API and the MCP endpoint alike, so an MCP client shows the
+// gateway's reason instead of starting an OAuth flow.
+func TestUnauthenticatedChallenge(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	for _, c := range []struct {
+		name, method, path, auth, wantErr string
+	}{
+		{"NoToken", "POST", "/v1/operations", "", `error="invalid_request"`},
+		{"NotBearer", "GET", "/v1/intents", "Basic dXNlcjpwYXNz", `error="invalid_request"`},
+		{"UnknownToken", "GET", "/v1/intents", "Bearer og_not-a-token", `error="invalid_token"`},
+		{"MCPNoToken", "POST", "/mcp", "", `error="invalid_request"`},
+		{"MCPUnknownToken", "POST", "/mcp", "Bearer og_not-a-token", `error="invalid_token"`},
+	} {
+		req, err := http.NewRequest(c.method, g.url+c.path, strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if c.auth != "" {
+			req.Header.Set("Authorization", c.auth)
+		}
+		resp, err := g.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		got := resp.Header.Get("WWW-Authenticate")
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(got, "Bearer ") || !strings.Contains(got, c.wantErr) || !strings.Contains(got, `error_description="`) {
+			t.Errorf("%s: %d, WWW-Authenticate %q; want 401 with a Bearer challenge holding %s and a description", c.name, resp.StatusCode, got, c.wantErr)
+		}
+		if strings.Contains(got, "og_not-a-token") {
+			t.Errorf("%s: the challenge repeats the token: %q", c.name, got)
+		}
 	}
 }

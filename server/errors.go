@@ -126,6 +126,9 @@ func (s *Server) writeAnswer(c echo.Context, status int, a answer) error {
 		a.Errors = []ErrorItem{}
 	}
 	ct := echo.MIMEApplicationJSON
+	if status == http.StatusUnauthorized && c.Response().Header().Get(echo.HeaderWWWAuthenticate) == "" && len(a.Errors) > 0 {
+		c.Response().Header().Set(echo.HeaderWWWAuthenticate, bearerChallenge("invalid_token", a.Errors[0].Message))
+	}
 	if status >= 400 {
 		ct = "application/problem+json"
 		code := codes.Internal
