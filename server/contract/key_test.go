@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -131,6 +132,11 @@ func TestCheckKey(t *testing.T) {
 		{"ErrCardAmex", "prod:payment.charge:3782-822463-10005:v1", "prod", "payment.charge", false},
 		{"ErrCard13", "prod:payment.charge:4222222222222:v1", "prod", "payment.charge", false},
 		{"ErrCard19", "prod:payment.charge:6011000000000000001:v1", "prod", "payment.charge", false},
+		{"ErrCardDiners", "prod:payment.charge:3056-930902-5904:v1", "prod", "payment.charge", false},
+		{"ErrCard19Grouped", "prod:payment.charge:6011-0000-0000-0000-001:v1", "prod", "payment.charge", false},
+		// Separate numbers are business ids, however many digits they hold together.
+		{"OKTimestampAndCounter", "test:invoice.create:o-1796370520-1000000:v1", "test", "invoice.create", true},
+		{"OKDateAndNumber", "test:invoice.create:2026-12-04-000123456789:v1", "test", "invoice.create", true},
 
 		// Secrets.
 		{"ErrPassword", "prod:invoice.create:password-hunter2:v1", "prod", "invoice.create", false},
@@ -206,6 +212,38 @@ func TestCheckKey_Messages(t *testing.T) {
 			if !strings.Contains(ce.Message, w) {
 				t.Errorf("CheckKey(%q) message %q lacks %q", tt.key, ce.Message, w)
 			}
+		}
+	}
+}
+
+// Keys made of separate business numbers are never taken for card numbers: order ids
+// built from timestamps, counters, dates and document numbers, in every joining the key
+// alphabet allows. (A Luhn check passes one chain in ten; the layout decides.)
+func TestCheckKey_NoCardFalsePositives(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 2))
+	num := func(lo, hi int) string {
+		n := lo + r.IntN(hi-lo+1)
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + r.IntN(10))
+		}
+		b[0] = byte('1' + r.IntN(9))
+		return string(b)
+	}
+	shapes := []func() string{
+		func() string { return "o-" + num(10, 10) + "-" + num(1, 9) },                     // unix time and counter
+		func() string { return "order-" + num(5, 9) + "." + num(5, 9) },                   // shop and order
+		func() string { return "2026-12-04-" + num(6, 12) },                               // a date and a number
+		func() string { return "inv_" + num(7, 9) + "_" + num(6, 9) },                     // series and number
+		func() string { return num(6, 8) + "-" + num(6, 8) + "-" + num(1, 3) },            // three ids
+		func() string { return "doc-" + num(2, 3) + "-" + num(10, 12) + "-" + num(2, 3) }, // region, number, line
+	}
+	for i := range 20000 {
+		id := shapes[i%len(shapes)]()
+		key := "test:invoice.create:" + id + ":v1"
+		if err := contract.CheckKey(key, "test", "invoice.create"); err != nil {
+			t.Fatalf("CheckKey(%q) = %v, want nil: separate numbers are not a card number", key, err)
 		}
 	}
 }

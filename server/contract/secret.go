@@ -125,9 +125,11 @@ func mixesCases(s string) bool {
 	return u && l && d
 }
 
-// hasCardNumber reports whether s holds a card number: a maximal run of digits, or a
-// chain of digit groups joined by single '-', '.' or '_' (4111-1111-1111-1111), where a
-// sequence of whole groups has 13–19 digits and passes the Luhn check.
+// hasCardNumber reports whether s holds a card number: a maximal run of 13–19 digits
+// passing the Luhn check, or consecutive digit groups joined by single '-', '.' or '_'
+// laid out as card numbers are written (cardLayout) and passing it. Other chains of
+// numbers — a timestamp and a counter, a date and a number — are separate business ids,
+// however many digits they hold together.
 func hasCardNumber(s string) bool {
 	for i := 0; i < len(s); {
 		if !isDigit(s[i]) {
@@ -152,13 +154,32 @@ func hasCardNumber(s string) bool {
 			digits := ""
 			for b := a; b < len(groups) && len(digits) <= 19; b++ {
 				digits += groups[b]
-				if len(digits) >= 13 && len(digits) <= 19 && luhn(digits) {
+				if len(digits) >= 13 && len(digits) <= 19 && cardLayout(groups[a:b+1]) && luhn(digits) {
 					return true
 				}
 			}
 		}
 	}
 	return false
+}
+
+// cardLayout reports whether digit groups are laid out as a card number is written: one
+// run; or groups of four with a last group of one to four (4-4-4-4, 4-4-4-4-3); or four,
+// six and four or five (Diners Club, American Express).
+func cardLayout(groups []string) bool {
+	if len(groups) == 1 {
+		return true
+	}
+	if len(groups) == 3 && len(groups[0]) == 4 && len(groups[1]) == 6 && (len(groups[2]) == 4 || len(groups[2]) == 5) {
+		return true
+	}
+	for i, g := range groups {
+		last := i == len(groups)-1
+		if len(g) != 4 && !(last && len(g) >= 1 && len(g) <= 4) {
+			return false
+		}
+	}
+	return true
 }
 
 // luhn reports whether the decimal digit string d passes the Luhn checksum.
