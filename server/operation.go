@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
@@ -29,6 +30,11 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 		return err
 	}
 	hv, hasKey := c.Request().Header[http.CanonicalHeaderKey("Idempotency-Key")]
+	if len(hv) > 1 {
+		// Which line did the client mean? Proxies and clients disagree on
+		// which of two wins; the request is ambiguous and binds nothing.
+		return refuse(codes.KeyInvalid, contract.KeyField, "the request carries the Idempotency-Key header more than once; send the operation key in one Idempotency-Key line")
+	}
 	sub := engine.Submission{Token: token(c), HasKeyHeader: hasKey, Body: body}
 	if hasKey {
 		sub.KeyHeader = hv[0]

@@ -404,6 +404,52 @@ func TestAmbiguousMediaType(t *testing.T) {
 	expect(t, send("application/json; charset=UTF-8"), http.StatusOK, "succeeded", "")
 }
 
+// A key sent twice is ambiguous: two Idempotency-Key lines (the same or
+// different values) are refused like two keys joined on one line, and
+// bind nothing.
+func TestKeyHeaderTwice(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	body, _ := json.Marshal(invoice("twice-1", 1))
+	send := func(keys ...string) reply {
+		t.Helper()
+		req, err := http.NewRequest("POST", g.url+"/v1/operations", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+g.token)
+		req.Header.Set("Content-Type", "application/json")
+		for _, k := range keys {
+			req.Header.Add("Idempotency-Key", k)
+		}
+		resp, err := g.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		r := reply{Code: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
+		if err := json.Unmarshal(raw, &r.Body); err != nil {
+			t.Fatalf("answer is not JSON: %s", raw)
+		}
+		return r
+	}
+	const a, b = "test:invoice.create:twice-1:v1", "test:invoice.create:twice-2:v1"
+	for name, keys := range map[string][]string{
+		"TwoLines":     {a, b},
+		"SameTwice":    {a, a},
+		"JoinedOnLine": {a + ", " + b},
+	} {
+		if r := send(keys...); r.Code != http.StatusBadRequest || r.errCode() != "IDEMPOTENCY_KEY_INVALID" {
+			t.Errorf("%s: got %d %q, want 400 IDEMPOTENCY_KEY_INVALID; body %s", name, r.Code, r.errCode(), r.Raw)
+		}
+	}
+	if got := g.sim.Calls(sim.OneC, a) + g.sim.Calls(sim.OneC, b); got != 0 {
+		t.Fatalf("an ambiguous key reached the target %d times", got)
+	}
+	expect(t, send(a), http.StatusOK, "succeeded", "")
+}
+
 // The key may come as an RFC 8941 string or as request_id alone.
 func TestKeyCarriers(t *testing.T) {
 	t.Parallel()
