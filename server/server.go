@@ -14,7 +14,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -136,23 +138,61 @@ func (s *Server) ReconcileNow(ctx context.Context, key string) (store.Operation,
 func (s *Server) Handler() http.Handler { return s.echo }
 
 func (s *Server) routes() {
-	s.echo.GET("/healthz", s.handleHealth)
-	s.echo.GET("/readyz", s.handleReady)
-	s.echo.GET("/v1/openapi.json", s.handleOpenAPI)
-	s.echo.GET("/metrics", s.handleMetrics)
-	s.echo.GET("/", s.handleHome)
+	s.get(s.echo, "", "/healthz", s.handleHealth)
+	s.get(s.echo, "", "/readyz", s.handleReady)
+	s.get(s.echo, "", "/v1/openapi.json", s.handleOpenAPI)
+	s.get(s.echo, "", "/metrics", s.handleMetrics)
+	s.get(s.echo, "", "/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
 	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, Contour: s.cfg.Contour,
 		Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor()}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)
-	v1.GET("/operations/:key", s.handleOperationGet)
-	v1.GET("/intents", s.handleIntentList)
+	s.only("/v1/operations", http.MethodPost)
+	s.get(v1, "/v1", "/operations/:key", s.handleOperationGet)
+	s.get(v1, "/v1", "/intents", s.handleIntentList)
 
 	// MCP: the same contract as tools; each call goes through /v1 above,
 	// rate limited once, here.
 	s.echo.Any("/mcp", s.mcpHandler(), s.authenticate, s.rateLimit)
+}
+
+// router is what routes are added to: the Echo app or a group of it.
+type router interface {
+	Add(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route
+}
+
+// otherMethods are the methods a route may be asked with besides its own.
+var otherMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
+
+// get serves h on GET and HEAD of path in r, whose paths start with
+// prefix (HTTP requires HEAD wherever GET is served; the server sends no
+// body for it), and answers the other methods as only does. r's
+// middleware (authentication) applies to GET and HEAD alone.
+func (s *Server) get(r router, prefix, path string, h echo.HandlerFunc) {
+	r.Add(http.MethodGet, path, h)
+	r.Add(http.MethodHead, path, h)
+	s.only(prefix+path, http.MethodGet, http.MethodHead)
+}
+
+// only answers every method of path but allowed with 405 and Allow, and
+// OPTIONS with 204 and Allow, before any authentication: what a route
+// accepts is no secret (the OpenAPI document says it).
+func (s *Server) only(path string, allowed ...string) {
+	allow := strings.Join(append(allowed, http.MethodOptions), ", ")
+	for _, m := range otherMethods {
+		if slices.Contains(allowed, m) {
+			continue
+		}
+		s.echo.Add(m, path, func(c echo.Context) error {
+			c.Response().Header().Set(echo.HeaderAllow, allow)
+			if c.Request().Method == http.MethodOptions {
+				return c.NoContent(http.StatusNoContent)
+			}
+			return echo.ErrMethodNotAllowed
+		})
+	}
 }
 
 // Start prepares the journal for this run: rows left started by a
