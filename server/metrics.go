@@ -34,11 +34,11 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"route", "code"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncegate_operation_decisions_total",
-			Help: "What the journal decided for each submitted operation: execute, resume, replay, in_progress, awaiting_approval, mismatch, foreign.",
+			Help: "What the journal decided for each submitted operation: execute, resume, replay, in_progress, awaiting_approval, mismatch, foreign, refused.",
 		}, []string{"intent", "decision"}),
 		targetCall: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "oncegate_target_call_seconds",
-			Help:    "Duration of calls to target systems by target, call (execute, lookup) and outcome class.",
+			Help:    "Duration of calls to target systems by target instance (as the API's target_system names it), call (execute, lookup, validate, read) and outcome class.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"target", "call", "outcome"}),
 	}
@@ -65,14 +65,15 @@ func (m *metrics) observeCall(target, call string, start time.Time, err error) {
 // and Secrets through when the target has them.
 type instrumented struct {
 	adapters.Target
-	m *metrics
+	name string // the target instance, the API's target_system
+	m    *metrics
 }
 
 // Execute implements adapters.Target.
 func (t instrumented) Execute(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	start := time.Now()
 	res, err := t.Target.Execute(ctx, op)
-	t.m.observeCall(t.Name(), "execute", start, err)
+	t.m.observeCall(t.name, "execute", start, err)
 	return res, err
 }
 
@@ -121,7 +122,7 @@ func (t instrumented) Secrets() []redact.Secret {
 func (t instrumented) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	start := time.Now()
 	res, err := t.Target.Lookup(ctx, op)
-	t.m.observeCall(t.Name(), "lookup", start, err)
+	t.m.observeCall(t.name, "lookup", start, err)
 	return res, err
 }
 
@@ -134,7 +135,7 @@ func (t instrumented) Validate(ctx context.Context, op adapters.Op) (adapters.Pl
 	}
 	start := time.Now()
 	p, err := v.Validate(ctx, op)
-	t.m.observeCall(t.Name(), "validate", start, err)
+	t.m.observeCall(t.name, "validate", start, err)
 	return p, err
 }
 
@@ -146,7 +147,7 @@ func (t instrumented) OrderStatus(ctx context.Context, id string) (adapters.Resu
 	}
 	start := time.Now()
 	res, err := r.OrderStatus(ctx, id)
-	t.m.observeCall(t.Name(), "read", start, err)
+	t.m.observeCall(t.name, "read", start, err)
 	return res, err
 }
 

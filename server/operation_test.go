@@ -590,6 +590,7 @@ func TestMetrics(t *testing.T) {
 	const key = "test:invoice.create:order-metrics:v1"
 	expect(t, g.post(key, invoice("order-metrics", 1)), http.StatusOK, "succeeded", "")
 	expect(t, g.post(key, invoice("order-metrics", 1)), http.StatusOK, "succeeded", "")
+	expect(t, g.post("test:crm.callback:create:metrics-1:v1", callback("customer-1042")), http.StatusOK, "succeeded", "")
 	req, _ := http.NewRequest("GET", g.url+"/metrics", nil)
 	resp, err := g.client.Do(req)
 	if err != nil {
@@ -602,13 +603,22 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		`oncegate_operation_decisions_total{decision="execute",intent="invoice.create"} 1`,
 		`oncegate_operation_decisions_total{decision="replay",intent="invoice.create"} 1`,
-		`oncegate_operations{status="succeeded"} 1`,
+		`oncegate_operations{status="succeeded"} 2`,
 		`oncegate_target_call_seconds_count{call="execute",outcome="ok",target="onec"} 1`,
-		`oncegate_http_requests_total{code="200",route="/v1/operations"} 2`,
+		`oncegate_http_requests_total{code="200",route="/v1/operations"} 3`,
+		// Targets are named as the API names them (target_system), not by
+		// their adapter.
+		`oncegate_target_call_seconds_count{call="execute",outcome="ok",target="crm"} 1`,
+		// Every decision and call kind is in the help text.
+		`refused.`,
+		`call (execute, lookup, validate, read)`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
 		}
+	}
+	if strings.Contains(body, `target="bitrix24"`) {
+		t.Error("metrics name a target by its adapter, bitrix24, where the API says crm")
 	}
 }
 

@@ -62,7 +62,7 @@ func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target,
 	// The gateway's own map of the targets, each measured; the caller's
 	// map is left as it was given.
 	for system, t := range targets {
-		s.targets[system] = instrumented{Target: t, m: s.metrics}
+		s.targets[system] = instrumented{Target: t, name: system, m: s.metrics}
 	}
 	s.engine = engine.New(engineConfig(cfg, s.metrics), st, s.targets, log)
 	s.echo.HTTPErrorHandler = s.handleError
