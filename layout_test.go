@@ -34,7 +34,12 @@ func TestDependencyRules(t *testing.T) {
 		// The redaction, adapters/redact, is a leaf too: the targets name
 		// their secrets with it, and every output masks them through it.
 		{"adapters/redact", []string{"adapters", "server/...", "store/...", "views/..."}},
-		{"adapters/...", []string{"server/...", "store/..."}},
+		// The mappings of declared intents, adapters/mapping, are a leaf as
+		// well: each kind's adapter parses its part of a definition with it.
+		{"adapters/mapping", append([]string{"adapters", "adapters/redact", "server/...", "store/...", "views/..."}, concreteAdapters...)},
+		// Adapters are given declared intents as plain Bindings: they import
+		// neither the catalog that loads them nor the contract.
+		{"adapters/...", []string{"server/...", "store/...", "server/intent/...", "server/contract/..."}},
 		{"views", []string{"store/...", "adapters/...", "server/..."}},
 		{"server/...", []string{"adapters/sim/..."}},
 		{"server", concreteAdapters},
