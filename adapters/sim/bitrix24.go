@@ -14,17 +14,19 @@ package sim
 // DefaultBitrix24Secret; see Bitrix24Portal), the portal's limits and each
 // user's rights are enforced (bitrix24_portal.go).
 //
-// Methods: crm.contact.list, crm.activity.add, crm.activity.list,
-// crm.activity.get, user.admin. Contacts are seeded from Customers (ids 1, 2, 3, … in
+// Methods: crm.activity.add, crm.activity.list, crm.activity.get, the add,
+// get and list of leads, deals, contacts and companies
+// (bitrix24_entities.go), user.admin. Contacts are seeded from Customers (ids 1, 2, 3, … in
 // the order of their external ids) with ORIGINATOR_ID "oncegate" and
 // ORIGIN_ID = the external id; a Blocked customer has the boolean user
 // field UF_CRM_ONCEGATE_BLOCKED = "1". Like the real thing, the simulator
 // does not dedupe by ORIGIN_ID: every add creates an activity and counts one
-// effect under the ORIGIN_ID it carried. Filters compare as MySQL's
+// effect under the ORIGIN_ID it carried, and so does every add of another
+// entity. Filters compare as MySQL's
 // case-insensitive collation does, and filter keys naming no field are
 // ignored, as Bitrix24 ignores them.
 //
-// Faults: crm.activity.add takes execute faults, the list and get methods
+// Faults: the add methods take execute faults, the list and get methods
 // take lookup faults.
 
 import (
@@ -65,6 +67,8 @@ type bitrix24Sim struct {
 	contacts     []b24Record
 	activities   []b24Record
 	nextActivity int
+	records      map[string][]b24Record // leads, deals, companies by entity
+	next         map[string]int         // the next ID of each entity but activities
 }
 
 func registerBitrix24(s *Server) {
@@ -106,6 +110,8 @@ func (b *bitrix24Sim) reset() {
 	b.contacts = contacts
 	b.activities = nil
 	b.nextActivity = 1
+	b.records = map[string][]b24Record{}
+	b.next = map[string]int{"lead": 1, "deal": 1, "contact": len(contacts) + 1, "company": 1}
 	b.mu.Unlock()
 	b.resetLimits()
 }
@@ -135,16 +141,23 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		handle func(http.ResponseWriter, map[string]json.RawMessage, b24Req)
 		kind   string
 	)
-	switch method {
-	case "crm.contact.list":
+	entity, op, isEntity := b24EntityMethod(method)
+	switch {
+	case method == "crm.contact.list":
 		handle, kind = b.contactList, OnLookup
-	case "crm.activity.list":
-		handle, kind = b.activityList, OnLookup
-	case "crm.activity.get":
-		handle, kind = b.activityGet, OnLookup
-	case "crm.activity.add":
+	case isEntity && op == "list":
+		handle, kind = b.entityList(entity), OnLookup
+	case isEntity && op == "get":
+		handle, kind = b.entityGet(entity), OnLookup
+	case isEntity && op == "add":
 		handle, kind = nil, OnExecute
-	case "user.admin":
+	case method == "crm.activity.list":
+		handle, kind = b.activityList, OnLookup
+	case method == "crm.activity.get":
+		handle, kind = b.activityGet, OnLookup
+	case method == "crm.activity.add":
+		handle, kind = nil, OnExecute
+	case method == "user.admin":
 		handle, kind = b.userAdmin, OnLookup
 	default:
 		b24Error(w, http.StatusNotFound, "ERROR_METHOD_NOT_FOUND", "Method not found!")
@@ -190,6 +203,10 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		b.activityAdd(w, params, c, f)
 		return
 	}
+	if isEntity && op == "add" {
+		b.entityAdd(entity, w, params, c, f)
+		return
+	}
 	handle(w, params, c)
 }
 
@@ -233,7 +250,7 @@ func (b *bitrix24Sim) activityList(w http.ResponseWriter, params map[string]json
 	b.mu.Lock()
 	var rows []b24Record
 	for _, a := range b.activities {
-		if sees.activity(a, b.contacts) {
+		if sees.activity(a, b.owner(b24Int(a["OWNER_TYPE_ID"]), b24Scalar(a["OWNER_ID"]))) {
 			rows = append(rows, a)
 		}
 	}
@@ -265,7 +282,7 @@ func (b *bitrix24Sim) activityGet(w http.ResponseWriter, params map[string]json.
 			break
 		}
 	}
-	visible := found != nil && sees.activity(found, b.contacts)
+	visible := found != nil && sees.activity(found, b.owner(b24Int(found["OWNER_TYPE_ID"]), b24Scalar(found["OWNER_ID"])))
 	var out b24Record
 	if visible {
 		out = b24Project(found, []string{"*"}, map[string]bool{"COMMUNICATIONS": true})
@@ -340,7 +357,7 @@ func (b *bitrix24Sim) activityAdd(w http.ResponseWriter, params map[string]json.
 	ownerID, _ := b24PositiveInt(fields["OWNER_ID"])
 
 	b.mu.Lock()
-	if ownerType != 3 || !slices.ContainsFunc(b.contacts, func(c b24Record) bool { return c["ID"] == strconv.Itoa(ownerID) }) {
+	if b.owner(ownerType, strconv.Itoa(ownerID)) == nil {
 		b.mu.Unlock()
 		b24Error(w, http.StatusBadRequest, "", "Could not build binding. Please ensure that owner info and communications are defined correctly.")
 		return
@@ -652,6 +669,12 @@ func b24PositiveInt(v any) (int, bool) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(b24Scalar(v)))
 	return n, err == nil && n > 0
+}
+
+// b24Int reads an integer field, 0 when it is none.
+func b24Int(v any) int {
+	n, _ := strconv.Atoi(b24Scalar(v))
+	return n
 }
 
 func b24Default(v any, def string) string {

@@ -18,9 +18,10 @@ package sim
 // Rights: crm.*.list shows a user only the records the user may read,
 // silently leaving the others out; crm.activity.get of one of them is
 // refused with 400 "Access denied.". An administrator (user.admin true)
-// reads everything; any other user reads the contacts whose responsible
-// (ASSIGNED_BY_ID) is in its view (itself and its Teams entry), and the
-// activities whose RESPONSIBLE_ID is in its view or whose contact it reads.
+// reads everything; any other user reads the leads, deals, contacts and
+// companies whose responsible (ASSIGNED_BY_ID) is in its view (itself and
+// its Teams entry), and the activities whose RESPONSIBLE_ID is in its view
+// or whose owner record it reads.
 
 import (
 	"math"
@@ -283,20 +284,20 @@ func (l *b24Limits) seesOf(user int) b24Sees {
 	return b24Sees{view: view}
 }
 
-func (s b24Sees) contact(c b24Record) bool {
-	return s.all || slices.Contains(s.view, b24Scalar(c["ASSIGNED_BY_ID"]))
+func (s b24Sees) contact(c b24Record) bool { return s.record(c) }
+
+// record: a lead, deal, contact or company is read by its responsible's view.
+func (s b24Sees) record(r b24Record) bool {
+	return s.all || slices.Contains(s.view, b24Scalar(r["ASSIGNED_BY_ID"]))
 }
 
-func (s b24Sees) activity(a b24Record, contacts []b24Record) bool {
+// activity: by its responsible, or through the record it is bound to
+// (owner, nil when there is none).
+func (s b24Sees) activity(a b24Record, owner b24Record) bool {
 	if s.all || slices.Contains(s.view, b24Scalar(a["RESPONSIBLE_ID"])) {
 		return true
 	}
-	for _, c := range contacts {
-		if c["ID"] == a["OWNER_ID"] && a["OWNER_TYPE_ID"] == "3" {
-			return s.contact(c)
-		}
-	}
-	return false
+	return owner != nil && s.record(owner)
 }
 
 // handleRefusals answers GET /_sim/bitrix24/refusals.
