@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
@@ -68,6 +69,9 @@ type Client struct {
 	password string
 	http     *http.Client
 	scrub    *strings.Replacer // removes the host and password from error texts
+
+	mu     sync.RWMutex
+	routes map[bindKey]route // the declared intents, set by Bind
 }
 
 // New checks cfg and returns a client. BaseURL must be an absolute http or
@@ -147,7 +151,8 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	if op.Key == "" {
 		return adapters.Result{}, c.final(codes.KeyMissing, "", errors.New("empty operation key"))
 	}
-	req, err := c.post(ctx, "/operations", op, true)
+	r := c.route(op)
+	req, err := c.post(ctx, "/operations", op, r, true)
 	if err != nil {
 		return adapters.Result{}, err
 	}
@@ -158,9 +163,9 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	defer adapters.Drain(resp)
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusCreated:
-		return c.result(resp, op)
+		return c.result(resp, op, r)
 	}
-	return adapters.Result{}, c.statusError(resp)
+	return adapters.Result{}, c.refusal(resp, r)
 }
 
 // Lookup implements adapters.Target: GET /operations?intent=&key= finds
@@ -170,7 +175,12 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	if op.Key == "" {
 		return adapters.Result{}, c.final(codes.KeyMissing, "", errors.New("empty operation key"))
 	}
-	q := url.Values{"intent": {op.Intent}, "key": {op.Key}}
+	return c.lookup(ctx, op, c.route(op))
+}
+
+// lookup asks the key register for op's key under route r.
+func (c *Client) lookup(ctx context.Context, op adapters.Op, r route) (adapters.Result, error) {
+	q := url.Values{"intent": {r.name}, "key": {op.Key}}
 	req, err := c.get(ctx, "/operations?"+q.Encode())
 	if err != nil {
 		return adapters.Result{}, err
@@ -182,7 +192,7 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	defer adapters.Drain(resp)
 	switch resp.StatusCode {
 	case http.StatusOK:
-		return c.result(resp, op)
+		return c.result(resp, op, r)
 	case http.StatusNotFound:
 		e := c.statusError(resp)
 		if e.Code == codes.NotFound {
@@ -190,14 +200,15 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 		}
 		return adapters.Result{}, e
 	}
-	return adapters.Result{}, adapters.ReadFailure(c.statusError(resp))
+	return adapters.Result{}, adapters.ReadFailure(c.refusal(resp, r))
 }
 
 // Validate runs every check of op at 1C (POST /validate) and returns 1C's
 // plan; 1C writes nothing. The operation key is sent when op has one, so
 // 1C can say the operation would be a replay or a key mismatch.
 func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error) {
-	req, err := c.post(ctx, "/validate", op, op.Key != "")
+	r := c.route(op)
+	req, err := c.post(ctx, "/validate", op, r, op.Key != "")
 	if err != nil {
 		return adapters.Plan{}, err
 	}
@@ -207,7 +218,7 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	}
 	defer adapters.Drain(resp)
 	if resp.StatusCode != http.StatusOK {
-		return adapters.Plan{}, c.statusError(resp)
+		return adapters.Plan{}, c.refusal(resp, r)
 	}
 	var body struct {
 		Valid bool           `json:"valid"`
@@ -258,13 +269,13 @@ func (c *Client) OrderStatus(ctx context.Context, orderID string) (adapters.Resu
 	return adapters.Result{}, c.statusError(resp)
 }
 
-// post builds a POST of op's intent, fingerprint and payload to path.
-func (c *Client) post(ctx context.Context, path string, op adapters.Op, withKey bool) (*http.Request, error) {
+// post builds a POST of op's route, fingerprint and payload to path.
+func (c *Client) post(ctx context.Context, path string, op adapters.Op, r route, withKey bool) (*http.Request, error) {
 	payload := op.Payload
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	body, err := json.Marshal(request{Intent: op.Intent, Fingerprint: op.Fingerprint, Payload: payload})
+	body, err := json.Marshal(request{Intent: r.name, Fingerprint: op.Fingerprint, Payload: payload})
 	if err != nil {
 		return nil, c.final(codes.Validation, "payload", fmt.Errorf("encode request: %v", err))
 	}
@@ -313,8 +324,8 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// result reads a register entry answered for op.
-func (c *Client) result(resp *http.Response, op adapters.Op) (adapters.Result, error) {
+// result reads a register entry answered for op, sent by route r.
+func (c *Client) result(resp *http.Response, op adapters.Op, r route) (adapters.Result, error) {
 	var rec record
 	err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&rec)
 	switch {
@@ -322,10 +333,21 @@ func (c *Client) result(resp *http.Response, op adapters.Op) (adapters.Result, e
 		return adapters.Result{}, c.badAnswer(fmt.Errorf("operation answer: %v", err))
 	case rec.ObjectID == "":
 		return adapters.Result{}, c.badAnswer(errors.New("operation answer without object_id"))
-	case rec.Key != op.Key || rec.Intent != op.Intent:
+	case rec.Key != op.Key || rec.Intent != r.name:
 		return adapters.Result{}, c.badAnswer(errors.New("operation answer for another key or intent"))
 	}
 	return adapters.Result{ObjectID: rec.ObjectID, Data: map[string]any{"number": rec.Number, "state": rec.State}}, nil
+}
+
+// refusal classifies a non-success answer to a call sent by route r: as
+// statusError, except that a declared route the service answers
+// INTENT_NOT_ALLOWED is not published there (notPublished).
+func (c *Client) refusal(resp *http.Response, r route) *adapters.Error {
+	e := c.statusError(resp)
+	if r.declared && e.Class == adapters.Final && e.Code == codes.IntentNotAllowed {
+		return c.notPublished(r, e.Err)
+	}
+	return e
 }
 
 // statusError classifies a non-success answer. 400, 404, 409 and 422 are

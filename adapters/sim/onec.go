@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +24,19 @@ import (
 
 // onecRoot is the service root under the simulators' base URL.
 const onecRoot = "/onec/hs/oncegate/v1"
+
+// OneCIntentsEnv names the environment variable listing (comma-separated)
+// the extra intents the simulated 1C service publishes from the start, as
+// a firm's module with their handlers added would: `oncegate sim` and
+// serve's built-in simulators read it. POST /_sim/onec/intents and
+// Server.PublishOneC change the list later.
+const OneCIntentsEnv = "ONEC_SIM_INTENTS"
+
+// onecIntentName is an intent name; onecMaxIntent is the length of the
+// register's ТипОперации dimension, which holds it.
+var onecIntentName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
+
+const onecMaxIntent = 50
 
 // Intents the 1C service publishes.
 const (
@@ -57,8 +72,18 @@ func init() {
 }
 
 func registerOneC(s *Server) {
-	o := &onec{s: s}
+	o := &onec{s: s, extra: map[string]bool{}}
 	o.reset()
+	for _, name := range strings.Split(os.Getenv(OneCIntentsEnv), ",") {
+		// A name the service could not route by is left out; the
+		// gateway's check then reports the intent unpublished.
+		if name = strings.TrimSpace(name); onecPublishable(name) == nil {
+			o.extra[name] = true
+		}
+	}
+	s.onec = o
+	s.Handle("POST /_sim/onec/intents", o.handlePublish)
+	s.Handle("GET /_sim/onec/intents", o.handlePublished)
 	s.Handle("POST "+onecRoot+"/operations", o.handleExecute)
 	s.Handle("GET "+onecRoot+"/operations", o.handleLookup)
 	s.Handle("POST "+onecRoot+"/validate", o.handleValidate)
@@ -73,12 +98,19 @@ type onec struct {
 	mu       sync.Mutex
 	invoices int                       // last invoice number
 	orders   int                       // last sales order number
+	generic  int                       // last number of a document of an extra intent
 	docs     map[string]*onecDoc       // object id → document
 	register map[onecRegKey]onecRecord // the operation-key register
+	// extra are the intents the firm's module publishes beyond the
+	// built-ins; they are the module's code, not the database's data, so
+	// a reset keeps them.
+	extra map[string]bool
 }
 
 type onecDoc struct {
 	objectID, number, state string
+	intent                  string          // the intent that made it
+	payload                 json.RawMessage // an extra intent's document: its payload as received
 }
 
 type onecRegKey struct{ intent, key string }
@@ -150,6 +182,12 @@ type onecPost struct {
 	OrderID string `json:"order_id"`
 }
 
+// onecGeneric is the command of an extra intent: the firm's handler would
+// read the payload; the simulator keeps it as the document's content.
+type onecGeneric struct {
+	payload json.RawMessage
+}
+
 // onecCommand is a decoded request whose references are checked and whose
 // effect can be committed.
 type onecCommand struct {
@@ -158,12 +196,13 @@ type onecCommand struct {
 	invoice     *onecInvoice
 	order       *onecOrder
 	post        *onecPost
+	generic     *onecGeneric
 }
 
 func (o *onec) reset() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.invoices, o.orders = 0, 0
+	o.invoices, o.orders, o.generic = 0, 0, 0
 	o.docs = map[string]*onecDoc{}
 	o.register = map[onecRegKey]onecRecord{}
 }
@@ -196,7 +235,7 @@ func (o *onec) execute(w http.ResponseWriter, r *http.Request, key string) (int,
 	if len(key) > onecMaxKey {
 		return http.StatusBadRequest, onecFail(onecValidation, "", "the Idempotency-Key is longer than 255 characters")
 	}
-	cmd, status, fail := decodeOneC(w, r, true)
+	cmd, status, fail := o.decode(w, r, true)
 	if fail != nil {
 		return status, fail
 	}
@@ -239,11 +278,11 @@ func (o *onec) lookup(r *http.Request) (int, any) {
 	if key == "" {
 		return http.StatusBadRequest, onecFail(onecKeyMissing, "key", "the key parameter is required")
 	}
-	if !onecPublished(intent) {
-		return http.StatusBadRequest, onecFail(onecIntentNotAllowed, "intent", "the intent is not published")
-	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if !o.published(intent) {
+		return http.StatusBadRequest, onecFail(onecIntentNotAllowed, "intent", "the intent is not published")
+	}
 	rec, ok := o.register[onecRegKey{intent, key}]
 	if !ok {
 		return http.StatusNotFound, onecFail(onecNotFound, "", "no operation with this key")
@@ -256,7 +295,7 @@ func (o *onec) lookup(r *http.Request) (int, any) {
 // execute, nothing written, nothing counted.
 func (o *onec) handleValidate(w http.ResponseWriter, r *http.Request) {
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
-	cmd, status, fail := decodeOneC(w, r, false)
+	cmd, status, fail := o.decode(w, r, false)
 	if fail != nil {
 		WriteJSON(w, status, fail)
 		return
@@ -302,18 +341,21 @@ func (o *onec) handleOrderStatus(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, body)
 }
 
-func onecPublished(intent string) bool {
+// published reports whether the service routes intent (o.mu held): a
+// built-in, or an extra intent the firm's module publishes.
+func (o *onec) published(intent string) bool {
 	switch intent {
 	case onecInvoiceCreate, onecOrderDraft, onecOrderPost:
 		return true
 	}
-	return false
+	return o.extra[intent]
 }
 
-// decodeOneC reads the body strictly: unknown fields, wrong types or
+// decode reads the body strictly: unknown fields, wrong types or
 // trailing data are 400 VALIDATION_ERROR, an unpublished intent 400
-// INTENT_NOT_ALLOWED. needPrint makes the fingerprint required.
-func decodeOneC(w http.ResponseWriter, r *http.Request, needPrint bool) (*onecCommand, int, *onecErrors) {
+// INTENT_NOT_ALLOWED. needPrint makes the fingerprint required. An extra
+// intent's payload must be a JSON object; its fields are its handler's.
+func (o *onec) decode(w http.ResponseWriter, r *http.Request, needPrint bool) (*onecCommand, int, *onecErrors) {
 	bad := func(code, field, msg string) (*onecCommand, int, *onecErrors) {
 		e := onecFail(code, field, msg)
 		return nil, http.StatusBadRequest, &e
@@ -326,7 +368,10 @@ func decodeOneC(w http.ResponseWriter, r *http.Request, needPrint bool) (*onecCo
 	if err := onecStrictJSON(body, &req); err != nil {
 		return bad(onecValidation, "", "bad request body: "+err.Error())
 	}
-	if !onecPublished(req.Intent) {
+	o.mu.Lock()
+	published := o.published(req.Intent)
+	o.mu.Unlock()
+	if !published {
 		return bad(onecIntentNotAllowed, "intent", "the intent is not published by this service")
 	}
 	if (needPrint || req.Fingerprint != "") && !onecIsHex64(req.Fingerprint) {
@@ -343,6 +388,11 @@ func decodeOneC(w http.ResponseWriter, r *http.Request, needPrint bool) (*onecCo
 	case onecOrderPost:
 		cmd.post = new(onecPost)
 		err = onecStrictJSON(req.Payload, cmd.post)
+	default:
+		var fields map[string]json.RawMessage
+		if err = onecStrictJSON(req.Payload, &fields); err == nil {
+			cmd.generic = &onecGeneric{payload: bytes.Clone(req.Payload)}
+		}
 	}
 	if err != nil {
 		return bad(onecValidation, "payload", "bad payload: "+err.Error())
@@ -441,6 +491,10 @@ func (o *onec) check(cmd *onecCommand) ([]onecError, map[string]any) {
 		return c.errs, map[string]any{"document": "sales_order", "organization_id": p.OrganizationID,
 			"customer_id": p.CustomerID, "warehouse_id": p.WarehouseID, "currency": p.Currency,
 			"lines": lines, "line_count": len(lines), "state": onecDraft}
+	case cmd.generic != nil:
+		// The firm's handler checks its own payload; the simulator has
+		// nothing to check it against.
+		return nil, map[string]any{"document": cmd.intent, "state": onecCreated}
 	default:
 		id := cmd.post.OrderID
 		if !c.required("order_id", id) {
@@ -469,12 +523,17 @@ func (o *onec) commit(cmd *onecCommand, key string) onecRecord {
 		o.invoices++
 		rec.Number = fmt.Sprintf("%06d", o.invoices)
 		rec.ObjectID, rec.State = "INV-"+rec.Number, onecCreated
-		o.docs[rec.ObjectID] = &onecDoc{rec.ObjectID, rec.Number, rec.State}
+		o.docs[rec.ObjectID] = &onecDoc{objectID: rec.ObjectID, number: rec.Number, state: rec.State, intent: cmd.intent}
 	case cmd.order != nil:
 		o.orders++
 		rec.Number = fmt.Sprintf("%06d", o.orders)
 		rec.ObjectID, rec.State = "SO-"+rec.Number, onecDraft
-		o.docs[rec.ObjectID] = &onecDoc{rec.ObjectID, rec.Number, rec.State}
+		o.docs[rec.ObjectID] = &onecDoc{objectID: rec.ObjectID, number: rec.Number, state: rec.State, intent: cmd.intent}
+	case cmd.generic != nil:
+		o.generic++
+		rec.Number = fmt.Sprintf("%06d", o.generic)
+		rec.ObjectID, rec.State = "DOC-"+rec.Number, onecCreated
+		o.docs[rec.ObjectID] = &onecDoc{objectID: rec.ObjectID, number: rec.Number, state: rec.State, intent: cmd.intent, payload: cmd.generic.payload}
 	default:
 		doc := o.docs[cmd.post.OrderID]
 		doc.state = onecPosted

@@ -96,6 +96,7 @@ type Server struct {
 	calls   map[string]map[string]int // target → key → execute calls received
 	resets  []func()                  // per-target state reset
 	b24     *bitrix24Sim              // the Bitrix24 simulator, for its portal settings
+	onec    *onec                     // the 1C simulator, for the intents it publishes
 }
 
 // New returns simulators with seeded reference data and no faults.
