@@ -1,12 +1,14 @@
 // Package bitrix24 is the CRM target: Bitrix24 REST reached through an
-// inbound webhook. It serves the intent crm.callback.create by creating an
-// outgoing call activity ("call the customer back") bound to the customer's
-// contact.
+// inbound webhook. It serves the built-in intent crm.callback.create by
+// creating an outgoing call activity ("call the customer back") bound to
+// the customer's contact, and declared intents, each the add of a lead,
+// deal, contact, company or activity with its fields mapped from the
+// payload (declared.go).
 //
 // Idempotency lever: Bitrix24 stores an external origin on every activity,
 // ORIGINATOR_ID (the source system) and ORIGIN_ID (the object's id there).
 // The adapter writes ORIGINATOR_ID = Originator and ORIGIN_ID = the operation
-// key verbatim (both columns are VARCHAR(255) and a key is at most 255 ASCII
+// key verbatim (on activities and every entity a declared intent adds) (both columns are VARCHAR(255) and a key is at most 255 ASCII
 // characters, so no derived key is needed), and Lookup lists activities
 // filtered by the pair. Bitrix24 does not enforce uniqueness of ORIGIN_ID:
 // two adds with one key make two activities. Calls for one key must therefore
@@ -15,7 +17,10 @@
 //
 // Customers are resolved inside the boundary by their stable external id:
 // a contact carries ORIGINATOR_ID = Originator and ORIGIN_ID = customer_id.
-// A contact whose boolean user field BlockedField is set is a blocked customer.
+// A contact whose boolean user field BlockedField is set is a blocked
+// customer. A declared intent's references are resolved alike, each kind in
+// the entity Config.References names (a customer is a contact, a company a
+// company).
 package bitrix24
 
 import (
@@ -77,6 +82,13 @@ type Config struct {
 	// with 503 QUERY_LIMIT_EXCEEDED (https://apidocs.bitrix24.com/limits.html).
 	// Zero is no pacing.
 	Rate adapters.Rate
+	// References maps each kind of external id a declared intent may
+	// reference ("customer") to the entity it is found in by its origin
+	// fields: "contact" or "company". Nil is DefaultReferences.
+	References map[string]string
+	// TimeZone is the portal's zone, for fields mapped with date: local;
+	// nil refuses such mappings.
+	TimeZone *time.Location
 }
 
 // Client is the Bitrix24 target. It is safe for concurrent use.
@@ -86,8 +98,12 @@ type Client struct {
 	http   *http.Client
 	pace   *adapters.Pacer
 
+	refs map[string]string // reference kind → entity it is found in
+	zone *time.Location    // for date: local; may be nil
+
 	mu      sync.Mutex
-	resetAt map[string]time.Time // method → its operating_reset_at, as last announced
+	resetAt map[string]time.Time  // method → its operating_reset_at, as last announced
+	bound   map[bindKey]*declared // declared intents (nil value: the built-in)
 }
 
 var errWebhookURL = errors.New("bitrix24: the webhook URL must look like https://<portal>/rest/<user_id>/<secret>/")
@@ -108,7 +124,18 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Rate.PerSecond < 0 || cfg.Rate.Burst < 0 {
 		return nil, errors.New("bitrix24: the rate must not be negative")
 	}
+	refs := cfg.References
+	if refs == nil {
+		refs = DefaultReferences()
+	}
+	for kind, e := range refs {
+		if _, ok := refEntities[e]; !ok || kind == "" {
+			return nil, fmt.Errorf("bitrix24: references.%s: entity %q is none the CRM resolves references in (contact, company)", kind, e)
+		}
+	}
 	return &Client{
+		refs:    refs,
+		zone:    cfg.TimeZone,
 		base:    base,
 		userID:  userID,
 		pace:    adapters.NewPacer(cfg.Rate),
@@ -223,9 +250,14 @@ func checkKey(key string) error {
 	return nil
 }
 
-// Validate resolves the customer and reports what Execute would create. It
-// writes nothing.
+// Validate resolves the customer (a declared intent's references) and
+// reports what Execute would create. It writes nothing.
 func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error) {
+	if d, ok, err := c.declaredOf(op); err != nil {
+		return adapters.Plan{}, err
+	} else if ok {
+		return c.validateDeclared(ctx, d, op)
+	}
 	p, err := decodePayload(op)
 	if err != nil {
 		return adapters.Plan{}, err
@@ -243,11 +275,16 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 }
 
 // Execute resolves the customer and adds the callback activity carrying
-// op.Key. It does not look up first: the gateway looks up before executing
+// op.Key (a declared intent: its references, and its entity's add). It does not look up first: the gateway looks up before executing
 // a key that was attempted before, and holds the lease meanwhile.
 func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	if err := checkKey(op.Key); err != nil {
 		return adapters.Result{}, err
+	}
+	if d, ok, err := c.declaredOf(op); err != nil {
+		return adapters.Result{}, err
+	} else if ok {
+		return c.executeDeclared(ctx, d, op)
 	}
 	p, err := decodePayload(op)
 	if err != nil {
@@ -292,71 +329,97 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	return result(id, ct.id), nil
 }
 
-// Lookup finds the activity an earlier attempt of op created, by
-// ORIGINATOR_ID and ORIGIN_ID. It returns adapters.ErrNotFound when there is
-// none and the webhook's user reads every activity (else Reconcile: an
-// activity hidden from the user cannot be told from none). Should there be
-// several (the lease failed to serialize attempts), the lowest id is the
-// answer, so every lookup names the same one.
+// Lookup finds the effect an earlier attempt of op created, by
+// ORIGINATOR_ID and ORIGIN_ID: the activity of crm.callback.create, or the
+// record of a declared intent in its entity's list. It returns
+// adapters.ErrNotFound when there is none and the webhook's user reads
+// every record (else Reconcile: a record hidden from the user cannot be
+// told from none). Should there be several (the lease failed to serialize
+// attempts), the lowest id is the answer, so every lookup names the same
+// one.
 func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	if err := checkKey(op.Key); err != nil {
 		return adapters.Result{}, err
 	}
+	if d, ok, err := c.declaredOf(op); err != nil {
+		return adapters.Result{}, err
+	} else if ok {
+		id, _, err := c.lookupOrigin(ctx, op.Key, d.entity.list, d.entity.noun, []string{"ID", "ORIGINATOR_ID", "ORIGIN_ID"}, "")
+		if err != nil {
+			return adapters.Result{}, err
+		}
+		return d.result(id), nil
+	}
+	id, owner, err := c.lookupOrigin(ctx, op.Key, "crm.activity.list", "activity",
+		[]string{"ID", "OWNER_ID", "OWNER_TYPE_ID", "ORIGINATOR_ID", "ORIGIN_ID"}, "OWNER_ID")
+	if err != nil {
+		return adapters.Result{}, err
+	}
+	return result(id, owner), nil
+}
+
+// lookupOrigin lists method's records carrying (Originator, key) and
+// returns the lowest id and the field extra of that record. noun names the
+// records in the refusal of a user who may not see them all.
+func (c *Client) lookupOrigin(ctx context.Context, key, method, noun string, sel []string, extra string) (string, string, error) {
 	var (
-		best, owner string
-		bestN       int64
+		best, bestExtra string
+		bestN           int64
 	)
-	err := c.list(ctx, "crm.activity.list", map[string]any{
-		"filter": map[string]any{"ORIGINATOR_ID": Originator, "ORIGIN_ID": op.Key},
-		"select": []string{"ID", "OWNER_ID", "OWNER_TYPE_ID", "ORIGINATOR_ID", "ORIGIN_ID"},
+	err := c.list(ctx, method, map[string]any{
+		"filter": map[string]any{"ORIGINATOR_ID": Originator, "ORIGIN_ID": key},
+		"select": sel,
 		"order":  map[string]string{"ID": "ASC"},
 	}, func(raw json.RawMessage) (bool, error) {
-		var rows []struct {
-			ID           text `json:"ID"`
-			OwnerID      text `json:"OWNER_ID"`
-			OriginatorID text `json:"ORIGINATOR_ID"`
-			OriginID     text `json:"ORIGIN_ID"`
-		}
+		var rows []map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &rows); err != nil {
 			return false, err
 		}
 		for _, row := range rows {
+			var id, originator, origin, more text
+			for name, dst := range map[string]*text{"ID": &id, "ORIGINATOR_ID": &originator, "ORIGIN_ID": &origin, extra: &more} {
+				if v, ok := row[name]; ok && name != "" {
+					if err := json.Unmarshal(v, dst); err != nil {
+						return false, fmt.Errorf("field %s: %w", name, err)
+					}
+				}
+			}
 			// The filter compares under MySQL's case-insensitive collation;
-			// only an exact match is this operation's activity.
-			if string(row.OriginatorID) != Originator || string(row.OriginID) != op.Key {
+			// only an exact match is this operation's record.
+			if string(originator) != Originator || string(origin) != key {
 				continue
 			}
-			n, err := strconv.ParseInt(string(row.ID), 10, 64)
+			n, err := strconv.ParseInt(string(id), 10, 64)
 			if err != nil || n <= 0 {
 				continue
 			}
 			if best == "" || n < bestN {
-				best, bestN, owner = string(row.ID), n, string(row.OwnerID)
+				best, bestN, bestExtra = string(id), n, string(more)
 			}
 		}
 		return true, nil
 	})
 	if err != nil {
-		return adapters.Result{}, err
+		return "", "", err
 	}
 	if best != "" {
-		return result(best, owner), nil
+		return best, bestExtra, nil
 	}
-	// crm.activity.list leaves out, without a word, the activities the
-	// webhook's user may not read (its CRM role: own, department, all). An
-	// empty list is "not found" only for a user who reads everything; for
-	// another, the activity may exist out of its sight (a contact handed
-	// to another manager), and adding it again would be a second effect.
+	// A list leaves out, without a word, the records the webhook's user
+	// may not read (its CRM role: own, department, all). An empty list is
+	// "not found" only for a user who reads everything; for another, the
+	// record may exist out of its sight (a contact handed to another
+	// manager), and adding it again would be a second effect.
 	admin, err := c.isAdmin(ctx)
 	if err != nil {
-		return adapters.Result{}, err
+		return "", "", err
 	}
 	if !admin {
-		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
-			Message: "the CRM webhook's user may not see every activity, so the CRM's empty answer does not prove there is none; make the webhook's user a Bitrix24 administrator",
-			Err:     errors.New("crm.activity.list: nothing found, and user.admin is false for the webhook's user")}
+		return "", "", &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
+			Message: "the CRM webhook's user may not see every " + noun + ", so the CRM's empty answer does not prove there is none; make the webhook's user a Bitrix24 administrator",
+			Err:     errors.New(method + ": nothing found, and user.admin is false for the webhook's user")}
 	}
-	return adapters.Result{}, adapters.ErrNotFound
+	return "", "", adapters.ErrNotFound
 }
 
 // isAdmin asks the portal whether the webhook's user is an administrator
@@ -386,7 +449,7 @@ func result(activityID, contactID string) adapters.Result {
 	}
 }
 
-// contact is a resolved customer.
+// contact is a resolved reference: a contact (a customer) or a company.
 type contact struct {
 	id          string
 	responsible string // ASSIGNED_BY_ID, may be empty
@@ -405,11 +468,18 @@ func (c *Client) responsible(ct contact) string {
 // resolveCustomer finds the one active contact whose external origin is
 // (Originator, externalID). It never searches by name or free text.
 func (c *Client) resolveCustomer(ctx context.Context, externalID string) (contact, error) {
+	return c.resolveOrigin(ctx, "contact", "customer", "customer_id", externalID)
+}
+
+// resolveOrigin finds the one active record of entity (contact or company)
+// whose external origin is (Originator, externalID): the reference of
+// kind held by the payload field. It never searches by name or free text.
+func (c *Client) resolveOrigin(ctx context.Context, entity, kind, field, externalID string) (contact, error) {
 	var (
 		found   []contact
 		blocked []bool
 	)
-	err := c.list(ctx, "crm.contact.list", map[string]any{
+	err := c.list(ctx, "crm."+entity+".list", map[string]any{
 		"filter": map[string]any{"ORIGINATOR_ID": Originator, "ORIGIN_ID": externalID},
 		"select": []string{"ID", "ORIGINATOR_ID", "ORIGIN_ID", "ASSIGNED_BY_ID", "PHONE", BlockedField},
 		"order":  map[string]string{"ID": "ASC"},
@@ -426,7 +496,7 @@ func (c *Client) resolveCustomer(ctx context.Context, externalID string) (contac
 			for name, dst := range map[string]*text{"ID": &id, "ORIGINATOR_ID": &originator, "ORIGIN_ID": &origin, "ASSIGNED_BY_ID": &assigned, BlockedField: &flag} {
 				if v, ok := row[name]; ok {
 					if err := json.Unmarshal(v, dst); err != nil {
-						return false, fmt.Errorf("contact field %s: %w", name, err)
+						return false, fmt.Errorf("%s field %s: %w", entity, name, err)
 					}
 				}
 			}
@@ -450,16 +520,16 @@ func (c *Client) resolveCustomer(ctx context.Context, externalID string) (contac
 	}
 	switch len(found) {
 	case 0:
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: "customer_id",
-			Message: "no customer with this customer_id exists in the CRM"}
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: field,
+			Message: "no " + kind + " with this " + field + " exists in the CRM"}
 	case 1:
 	default:
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceAmbiguous, Field: "customer_id",
-			Message: "more than one CRM contact carries this customer_id"}
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceAmbiguous, Field: field,
+			Message: "more than one CRM " + entity + " carries this " + field}
 	}
 	if blocked[0] {
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceInactive, Field: "customer_id",
-			Message: "the customer is blocked in the CRM"}
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceInactive, Field: field,
+			Message: "the " + kind + " is blocked in the CRM"}
 	}
 	return found[0], nil
 }
