@@ -24,6 +24,8 @@ const (
 	OneC     = "onec"
 	Bitrix24 = "bitrix24"
 	YooKassa = "yookassa"
+	// OneCOData is 1C's standard OData interface (onec_odata.go).
+	OneCOData = "onec_odata"
 )
 
 // Fault kinds accepted by POST /_sim/faults.
@@ -37,6 +39,10 @@ const (
 	// SQL, a host name and credentials, and commits nothing: what a badly
 	// behaved target may send, which must never reach an agent.
 	FaultTargetError = "target_error"
+	// FaultLateCommit (onec_odata only, with "delay_ms"): the create is
+	// held without an answer past the client's timeout and commits once
+	// delay_ms has passed, after the client has gone.
+	FaultLateCommit = "late_commit"
 )
 
 // LeakyErrorText is the text FaultTargetError puts in the error body.
@@ -96,7 +102,7 @@ type Server struct {
 	calls   map[string]map[string]int // target → key → execute calls received
 	resets  []func()                  // per-target state reset
 	b24     *bitrix24Sim              // the Bitrix24 simulator, for its portal settings
-	onec    *onec                     // the 1C simulator, for the intents it publishes
+	odata   *odata                    // the OData simulator, for its settings
 }
 
 // New returns simulators with seeded reference data and no faults.
@@ -169,15 +175,19 @@ func (s *Server) Calls(target, key string) int {
 // Inject adds a fault, as POST /_sim/faults does.
 func (s *Server) Inject(f Fault) error {
 	switch f.Target {
-	case OneC, Bitrix24, YooKassa:
+	case OneC, Bitrix24, YooKassa, OneCOData:
 	default:
-		return fmt.Errorf("unknown target %q (want onec, bitrix24 or yookassa)", f.Target)
+		return fmt.Errorf("unknown target %q (want onec, bitrix24, yookassa or onec_odata)", f.Target)
 	}
 	switch f.Fault {
 	case FaultDropResponse, FaultReset, FaultTargetError:
 	case FaultDelay:
 		if f.DelayMS <= 0 {
 			return errors.New("delay needs delay_ms > 0")
+		}
+	case FaultLateCommit:
+		if f.Target != OneCOData || f.DelayMS <= 0 {
+			return errors.New("late_commit is for onec_odata and needs delay_ms > 0")
 		}
 	case FaultStatus:
 		if f.Status != 429 && f.Status != 502 && f.Status != 503 {
@@ -214,8 +224,8 @@ func (s *Server) Reset() {
 
 func (s *Server) clear() {
 	s.faults = nil
-	s.effects = map[string]map[string]int{OneC: {}, Bitrix24: {}, YooKassa: {}}
-	s.calls = map[string]map[string]int{OneC: {}, Bitrix24: {}, YooKassa: {}}
+	s.effects = map[string]map[string]int{OneC: {}, Bitrix24: {}, YooKassa: {}, OneCOData: {}}
+	s.calls = map[string]map[string]int{OneC: {}, Bitrix24: {}, YooKassa: {}, OneCOData: {}}
 }
 
 // TakeFault consumes one pending fault for a call of kind (OnExecute or
@@ -266,6 +276,8 @@ func (f *Fault) Before(w http.ResponseWriter) bool {
 			WriteJSON(w, http.StatusUnprocessableEntity, map[string]any{"errors": []any{map[string]any{"code": "TARGET_INTERNAL_ERROR", "message": LeakyErrorText}}})
 		case Bitrix24:
 			WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "", "error_description": LeakyErrorText})
+		case OneCOData:
+			WriteJSON(w, http.StatusInternalServerError, odataErrorBody("-1", LeakyErrorText))
 		default:
 			WriteJSON(w, http.StatusBadRequest, map[string]any{"type": "error", "id": "sim-error", "code": "invalid_request", "description": LeakyErrorText})
 		}
