@@ -103,6 +103,7 @@ type Server struct {
 	resets  []func()                  // per-target state reset
 	b24     *bitrix24Sim              // the Bitrix24 simulator, for its portal settings
 	odata   *odata                    // the OData simulator, for its settings
+	onec    *onec                     // the 1C simulator, for the intents it publishes
 }
 
 // New returns simulators with seeded reference data and no faults.
