@@ -522,3 +522,29 @@ func TestBuiltinUnchangedByBind(t *testing.T) {
 		t.Fatalf("the activity add is not what it always was:\n%s", got)
 	}
 }
+
+// TestProbeDeclaredFields: check asks each bound entity for its fields and
+// names a mapped field the portal does not have.
+func TestProbeDeclaredFields(t *testing.T) {
+	t.Parallel()
+	_, c, _ := setup(t)
+	lead := dealBinding(`{"method": "crm.lead.add", "fields": {"TITLE": {"from": "title"}, "PHONE": {"from": "phone"}}}`)
+	lead.Intent = "lead.create"
+	budget := dealBinding(strings.Replace(dealMap, `"TITLE"`, `"UF_CRM_BUDGET_CODE": {"value": "B-1"}, "TITLE"`, 1))
+	mustBind(t, c, builtinBinding, budget, lead)
+	got, err := c.Probe(context.Background())
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if want := "; the fields of deal.create v1 (crm.deal.add), lead.create v1 (crm.lead.add) exist"; !strings.HasSuffix(got, want) {
+		t.Fatalf("probe = %q, want it to end %q", got, want)
+	}
+
+	missing := dealBinding(strings.Replace(dealMap, `"TITLE"`, `"UF_CRM_REGION": {"value": "north"}, "TITLE"`, 1))
+	mustBind(t, c, builtinBinding, missing, lead)
+	_, err = c.Probe(context.Background())
+	e := mustError(t, err, adapters.Retry, codes.TargetNotPublished)
+	if !strings.Contains(e.Message, "deal.create v1 maps UF_CRM_REGION, which crm.deal.add does not have") {
+		t.Fatalf("message = %q", e.Message)
+	}
+}

@@ -14,8 +14,8 @@ package sim
 // DefaultBitrix24Secret; see Bitrix24Portal), the portal's limits and each
 // user's rights are enforced (bitrix24_portal.go).
 //
-// Methods: crm.activity.add, crm.activity.list, crm.activity.get, the add,
-// get and list of leads, deals, contacts and companies
+// Methods: crm.activity.add, crm.activity.list, crm.activity.get,
+// crm.activity.fields, the add, get, list and fields of leads, deals, contacts and companies
 // (bitrix24_entities.go), user.admin. Contacts are seeded from Customers (ids 1, 2, 3, … in
 // the order of their external ids) with ORIGINATOR_ID "oncegate" and
 // ORIGIN_ID = the external id; a Blocked customer has the boolean user
@@ -151,6 +151,10 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		handle, kind = b.entityGet(entity), OnLookup
 	case isEntity && op == "add":
 		handle, kind = nil, OnExecute
+	case isEntity && op == "fields":
+		handle, kind = b24Describe(entity.fields, entity.multiple, Bitrix24UserFields[entity.name]), OnLookup
+	case method == "crm.activity.fields":
+		handle, kind = b24Describe(b24ActivityFields, map[string]bool{"COMMUNICATIONS": true}, nil), OnLookup
 	case method == "crm.activity.list":
 		handle, kind = b.activityList, OnLookup
 	case method == "crm.activity.get":

@@ -14,7 +14,10 @@ package sim
 // counts one effect under the ORIGIN_ID it carried. Like the real thing it
 // never dedupes by ORIGIN_ID. get answers the record by ID (400 "Not
 // found" or "Access denied."), list filters, orders and pages as the other
-// list methods do. A user reads the records whose ASSIGNED_BY_ID is in its
+// list methods do. crm.<entity>.fields (and crm.activity.fields) describe
+// the entity's fields as a portal does ({"TITLE": {"type": "string",
+// "isRequired": false, "isReadOnly": false, "isMultiple": false, "title":
+// "TITLE"}, …}); the user fields are those of Bitrix24UserFields. A user reads the records whose ASSIGNED_BY_ID is in its
 // view (bitrix24_portal.go).
 
 import (
@@ -33,6 +36,28 @@ type b24Entity struct {
 	title    string          // default title: title + " #" + id; "" for none
 	multiple map[string]bool // multiple fields (arrays of objects)
 	defaults map[string]any  // fields a new record has unless sent
+	fields   string          // the fields crm.<entity>.fields describes
+}
+
+const (
+	b24ReadOnlyFields = "ID DATE_CREATE DATE_MODIFY CREATED_BY_ID MODIFY_BY_ID ORIGIN_VERSION "
+	b24OriginFields   = "ORIGINATOR_ID ORIGIN_ID "
+	b24UTMFields      = "UTM_SOURCE UTM_MEDIUM UTM_CAMPAIGN UTM_CONTENT UTM_TERM "
+	b24AddressFields  = "ADDRESS ADDRESS_2 ADDRESS_CITY ADDRESS_POSTAL_CODE ADDRESS_REGION ADDRESS_PROVINCE ADDRESS_COUNTRY "
+	b24MultiFields    = "PHONE EMAIL WEB IM "
+	// b24ActivityFields are what crm.activity.fields describes.
+	b24ActivityFields = "ID OWNER_ID OWNER_TYPE_ID TYPE_ID PROVIDER_ID PROVIDER_TYPE_ID SUBJECT CREATED LAST_UPDATED START_TIME " +
+		"END_TIME DEADLINE COMPLETED STATUS RESPONSIBLE_ID PRIORITY NOTIFY_TYPE NOTIFY_VALUE DESCRIPTION DESCRIPTION_TYPE " +
+		"DIRECTION LOCATION SETTINGS ORIGINATOR_ID ORIGIN_ID AUTHOR_ID EDITOR_ID COMMUNICATIONS"
+)
+
+// Bitrix24UserFields are the user fields each entity of the simulated
+// portal has (as made with crm.<entity>.userfield.add): the flag of a
+// blocked customer on contacts and companies, and a budget code on deals.
+var Bitrix24UserFields = map[string][]string{
+	"contact": {b24BlockedField},
+	"company": {b24BlockedField},
+	"deal":    {"UF_CRM_BUDGET_CODE"},
 }
 
 var b24Multiple = map[string]bool{"PHONE": true, "EMAIL": true, "WEB": true, "IM": true, "LINK": true}
@@ -40,13 +65,25 @@ var b24Multiple = map[string]bool{"PHONE": true, "EMAIL": true, "WEB": true, "IM
 // b24Entities by name; activities are served by their own code.
 var b24Entities = map[string]*b24Entity{
 	"lead": {name: "lead", typeID: 1, title: "Лид", multiple: b24Multiple,
+		fields: b24ReadOnlyFields + b24OriginFields + b24UTMFields + b24AddressFields + b24MultiFields +
+			"TITLE NAME SECOND_NAME LAST_NAME HONORIFIC BIRTHDATE COMPANY_TITLE SOURCE_ID SOURCE_DESCRIPTION STATUS_ID " +
+			"STATUS_DESCRIPTION POST CURRENCY_ID OPPORTUNITY IS_MANUAL_OPPORTUNITY OPENED COMMENTS ASSIGNED_BY_ID CONTACT_ID COMPANY_ID",
 		defaults: map[string]any{"STATUS_ID": "NEW", "SOURCE_ID": "CALL", "OPPORTUNITY": "0.00", "CURRENCY_ID": "RUB", "OPENED": "Y"}},
 	"deal": {name: "deal", typeID: 2, title: "Сделка", multiple: map[string]bool{"CONTACT_IDS": true},
+		fields: b24ReadOnlyFields + b24OriginFields + b24UTMFields +
+			"TITLE TYPE_ID CATEGORY_ID STAGE_ID IS_RECURRING IS_RETURN_CUSTOMER IS_REPEATED_APPROACH PROBABILITY CURRENCY_ID " +
+			"OPPORTUNITY IS_MANUAL_OPPORTUNITY TAX_VALUE COMPANY_ID CONTACT_ID CONTACT_IDS BEGINDATE CLOSEDATE OPENED CLOSED " +
+			"COMMENTS ASSIGNED_BY_ID SOURCE_ID SOURCE_DESCRIPTION ADDITIONAL_INFO LEAD_ID",
 		defaults: map[string]any{"TYPE_ID": "SALE", "CATEGORY_ID": "0", "STAGE_ID": "NEW", "OPPORTUNITY": "0.00",
 			"CURRENCY_ID": "RUB", "OPENED": "Y", "CLOSED": "N", "CONTACT_ID": nil, "COMPANY_ID": nil}},
 	"contact": {name: "contact", typeID: 3, multiple: b24Multiple,
+		fields: b24ReadOnlyFields + b24OriginFields + b24UTMFields + b24AddressFields + b24MultiFields +
+			"NAME SECOND_NAME LAST_NAME HONORIFIC BIRTHDATE TYPE_ID SOURCE_ID SOURCE_DESCRIPTION POST OPENED EXPORT " +
+			"COMMENTS ASSIGNED_BY_ID COMPANY_ID LEAD_ID",
 		defaults: map[string]any{"TYPE_ID": "CLIENT", "SOURCE_ID": "SELF", "OPENED": "Y", "EXPORT": "Y", "COMPANY_ID": nil}},
 	"company": {name: "company", typeID: 4, title: "Компания", multiple: b24Multiple,
+		fields: b24ReadOnlyFields + b24OriginFields + b24UTMFields + b24AddressFields + b24MultiFields +
+			"TITLE COMPANY_TYPE INDUSTRY EMPLOYEES CURRENCY_ID REVENUE OPENED COMMENTS ASSIGNED_BY_ID BANKING_DETAILS LEAD_ID",
 		defaults: map[string]any{"COMPANY_TYPE": "CUSTOMER", "OPENED": "Y", "CURRENCY_ID": "RUB"}},
 }
 
@@ -70,7 +107,7 @@ func b24EntityMethod(method string) (*b24Entity, string, bool) {
 		return nil, "", false
 	}
 	switch parts[2] {
-	case "add", "get", "list":
+	case "add", "get", "list", "fields":
 		return e, parts[2], true
 	}
 	return nil, "", false
@@ -92,6 +129,34 @@ func (b *bitrix24Sim) owner(typeID int, id string) b24Record {
 		}
 	}
 	return nil
+}
+
+// b24Describe serves a fields method: every field named, with the user
+// fields of the entity.
+func b24Describe(names string, multiple map[string]bool, userFields []string) func(http.ResponseWriter, map[string]json.RawMessage, b24Req) {
+	return func(w http.ResponseWriter, _ map[string]json.RawMessage, c b24Req) {
+		out := map[string]any{}
+		describe := func(name, typ string, readOnly bool) {
+			out[name] = map[string]any{"type": typ, "isRequired": false, "isReadOnly": readOnly,
+				"isImmutable": false, "isMultiple": multiple[name], "isDynamic": false, "title": name}
+		}
+		for _, name := range strings.Fields(names) {
+			typ := "string"
+			switch {
+			case multiple[name]:
+				typ = "crm_multifield"
+			case strings.HasSuffix(name, "_ID") || name == "ID":
+				typ = "integer"
+			case name == "OPPORTUNITY" || name == "TAX_VALUE" || name == "REVENUE":
+				typ = "double"
+			}
+			describe(name, typ, b24ReadOnly[name])
+		}
+		for _, name := range userFields {
+			describe(name, "string", false)
+		}
+		WriteJSON(w, http.StatusOK, map[string]any{"result": out, "time": c.time()})
+	}
 }
 
 // entityList serves crm.<entity>.list.

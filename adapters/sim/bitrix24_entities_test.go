@@ -151,3 +151,28 @@ func TestBitrix24_EntityRights(t *testing.T) {
 	answer = b24Must(t, base+"crm.activity.add", map[string]any{"fields": fields}, http.StatusBadRequest)
 	b24AssertError(t, answer, "", "Could not build binding. Please ensure that owner info and communications are defined correctly.")
 }
+
+// TestBitrix24_EntityFields: the fields methods describe each entity with
+// its user fields.
+func TestBitrix24_EntityFields(t *testing.T) {
+	t.Parallel()
+	_, base := b24Setup(t)
+	for method, want := range map[string][]string{
+		"crm.deal.fields":     {"TITLE", "OPPORTUNITY", "ORIGIN_ID", "UF_CRM_BUDGET_CODE"},
+		"crm.lead.fields":     {"TITLE", "PHONE", "STATUS_ID"},
+		"crm.contact.fields":  {"NAME", "PHONE", "UF_CRM_ONCEGATE_BLOCKED"},
+		"crm.company.fields":  {"TITLE", "UF_CRM_ONCEGATE_BLOCKED"},
+		"crm.activity.fields": {"SUBJECT", "OWNER_ID", "COMMUNICATIONS"},
+	} {
+		answer := b24Must(t, base+method, map[string]any{}, http.StatusOK)
+		fields := answer["result"].(map[string]any)
+		for _, name := range want {
+			if _, ok := fields[name]; !ok {
+				t.Errorf("%s lacks %s", method, name)
+			}
+		}
+		if f, ok := fields["ID"].(map[string]any); !ok || f["isReadOnly"] != true {
+			t.Errorf("%s: ID = %v, want read-only", method, fields["ID"])
+		}
+	}
+}
