@@ -150,6 +150,15 @@ func (c *Client) parseBinding(b adapters.Binding) (*declared, error) {
 			return nil, &mapping.Error{Path: p, Msg: fmt.Sprintf("%s has no field %q a mapping may set", e.add, name)}
 		}
 	}
+	// A field holding a contact's or a company's id takes a reference
+	// resolved in that entity.
+	for name, want := range map[string]string{"CONTACT_ID": "contact", "COMPANY_ID": "company"} {
+		if f := fm.Field(name); f != nil && f.Ref != "" {
+			if got := c.refs[f.RefKind]; got != want {
+				return nil, &mapping.Error{Path: "map.fields." + name + ".ref", Msg: fmt.Sprintf("payload field %q is a %s, resolved as a CRM %s; %s takes a CRM %s", f.Ref, f.RefKind, got, name, want)}
+			}
+		}
+	}
 	d.fields = fm
 	if e.name == "activity" {
 		owner := fm.Field("OWNER_ID")

@@ -411,6 +411,9 @@ func TestBindRefusals(t *testing.T) {
 		{"UnknownRefKind", adapters.Binding{Intent: "deal.create", Version: 1, Schema: json.RawMessage(dealSchema),
 			References: map[string]string{"customer_id": "product"}, Map: json.RawMessage(dealMap)},
 			`deal.create v1: references.customer_id: kind "product" is not one this CRM target resolves (company → company, customer → contact)`},
+		{"ContactIDOfACompany", adapters.Binding{Intent: "deal.create", Version: 1, Schema: json.RawMessage(dealSchema),
+			References: map[string]string{"customer_id": "customer", "company_id": "company"}, Map: json.RawMessage(deal(`"CONTACT_ID": {"ref": "company_id"}`))},
+			`deal.create v1: map.fields.CONTACT_ID.ref: payload field "company_id" is a company, resolved as a CRM company; CONTACT_ID takes a CRM contact`},
 		{"NoMapNotBuiltin", adapters.Binding{Intent: "deal.create", Version: 1, Schema: json.RawMessage(dealSchema)},
 			`deal.create v1: map: the CRM target needs a map (method and fields) for an intent it does not know by name`},
 		{"ActivityWithoutOwner", dealBinding(`{"method": "crm.activity.add", "fields": {"TYPE_ID": {"value": 2}, "SUBJECT": {"from": "title"}}}`),
@@ -452,7 +455,7 @@ func TestBindRefusals(t *testing.T) {
 			t.Fatalf("new = %v", err)
 		}
 		c, err := bitrix24.New(bitrix24.Config{WebhookURL: "https://portal.bitrix24.ru/rest/1/" + secret + "/",
-			References: map[string]string{"client": "company"}, TimeZone: time.UTC})
+			References: map[string]string{"client": "contact"}, TimeZone: time.UTC})
 		if err != nil {
 			t.Fatal(err)
 		}
