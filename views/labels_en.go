@@ -202,5 +202,7 @@ var english = Labels{
 		"PAYMENT_DECLINED":                 "the payment was declined",
 		"PAYMENT_CANCELED":                 "the payment was canceled",
 		"REFUND_CANCELED":                  "the refund was canceled",
+		"POSTING_REFUSED":                  "1C refused to post the document",
+		"TARGET_IGNORES_KEYS":              "the 1C base does not keep the gateway's document keys",
 	},
 }

@@ -202,5 +202,7 @@ var russian = Labels{
 		"PAYMENT_DECLINED":                 "платёж отклонён",
 		"PAYMENT_CANCELED":                 "платёж отменён",
 		"REFUND_CANCELED":                  "возврат отменён",
+		"POSTING_REFUSED":                  "1С отказалась провести документ",
+		"TARGET_IGNORES_KEYS":              "база 1С не сохраняет ключи документов, выбранные шлюзом",
 	},
 }

@@ -93,6 +93,15 @@ const (
 	PaymentDeclined    = "PAYMENT_DECLINED"
 	PaymentCanceled    = "PAYMENT_CANCELED"
 	RefundCanceled     = "REFUND_CANCELED"
+	// PostingRefused: 1C refused to post a document (its configuration's
+	// check: a required field, negative stock, a closed period); the
+	// message is 1C's, trimmed and safe.
+	PostingRefused = "POSTING_REFUSED"
+	// TargetIgnoresKeys: the 1C base answered a create with a key of its
+	// own choosing instead of the one the gateway sent, so it cannot
+	// refuse a second document for one operation; creates there are
+	// refused until an administrator fixes the target.
+	TargetIgnoresKeys = "TARGET_IGNORES_KEYS"
 )
 
 // info is what an answer carrying a code is: its HTTP status, and whether
@@ -147,6 +156,8 @@ var catalogue = map[string]info{
 	PaymentDeclined:        {http.StatusUnprocessableEntity, false},
 	PaymentCanceled:        {http.StatusUnprocessableEntity, false},
 	RefundCanceled:         {http.StatusUnprocessableEntity, false},
+	PostingRefused:         {http.StatusUnprocessableEntity, false},
+	TargetIgnoresKeys:      {http.StatusUnprocessableEntity, false},
 }
 
 // Status is the HTTP status of an answer that carries code: 422 for a

@@ -1,0 +1,259 @@
+package onecodata
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/adapters/mapping"
+)
+
+// bindingKey finds an operation's binding.
+type bindingKey struct {
+	intent  string
+	version int
+}
+
+// binding is one declared intent on this target: a create of an object
+// in entity from the payload by fields, or the posting of the document
+// whose Ref_Key is the payload's docField.
+type binding struct {
+	intent  string
+	version int
+	entity  string
+	fields  *mapping.Fields // create
+	post    bool            // post: {entity, document}
+	docPath string          // the payload field holding the document's Ref_Key
+}
+
+// mapSpec is a definition's map: for this kind (INTENTS.md).
+type mapSpec struct {
+	Entity string          `json:"entity"`
+	Fields json.RawMessage `json:"fields"`
+	Post   *struct {
+		Entity   string `json:"entity"`
+		Document string `json:"document"`
+	} `json:"post"`
+}
+
+var (
+	entitySetName = regexp.MustCompile(`^(Catalog|Document)_[\p{L}\p{N}_]+$`)
+	payloadField  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// gatewayProps are properties the gateway sets itself or 1C keeps: no
+// mapping may name them.
+var gatewayProps = []string{"Ref_Key", "DataVersion", "Posted", "DeletionMark"}
+
+// Bind implements adapters.Binder: it parses each binding's map against
+// its payload schema, refusing, with the path inside the definition, an
+// entity set that is no catalog or document, a property the gateway owns
+// (Ref_Key carries the operation key and no mapping can turn that off),
+// and whatever adapters/mapping refuses. It reads nothing from 1C; check
+// and the first operation read $metadata.
+func (c *Client) Bind(bindings []adapters.Binding) error {
+	out := map[bindingKey]*binding{}
+	for _, bd := range bindings {
+		b, err := c.parseBinding(bd)
+		if err != nil {
+			return fmt.Errorf("intent %s v%d: %w", bd.Intent, max(bd.Version, 1), err)
+		}
+		out[bindingKey{b.intent, b.version}] = b
+	}
+	c.bindings = out
+	return nil
+}
+
+func (c *Client) parseBinding(bd adapters.Binding) (*binding, error) {
+	b := &binding{intent: bd.Intent, version: max(bd.Version, 1)}
+	if len(bd.Map) == 0 {
+		return nil, &mapping.Error{Path: "map", Msg: "a target of kind onec_odata needs map: {entity, fields} or {post: {entity, document}}"}
+	}
+	var spec mapSpec
+	dec := json.NewDecoder(bytes.NewReader(bd.Map))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return nil, &mapping.Error{Path: "map", Msg: "unknown key or wrong type (want entity and fields, or post: {entity, document}): " + err.Error()}
+	}
+	if spec.Post != nil {
+		if spec.Entity != "" || spec.Fields != nil {
+			return nil, &mapping.Error{Path: "map.post", Msg: "a posting takes no entity or fields beside post"}
+		}
+		if !entitySetName.MatchString(spec.Post.Entity) || !strings.HasPrefix(spec.Post.Entity, "Document_") {
+			return nil, &mapping.Error{Path: "map.post.entity", Msg: "must name a document's entity set (Document_…)"}
+		}
+		if !payloadField.MatchString(spec.Post.Document) || !schemaHas(bd.Schema, spec.Post.Document) {
+			return nil, &mapping.Error{Path: "map.post.document", Msg: fmt.Sprintf("the payload has no field %q to hold the document's Ref_Key", spec.Post.Document)}
+		}
+		b.entity, b.post, b.docPath = spec.Post.Entity, true, spec.Post.Document
+		return b, nil
+	}
+	if !entitySetName.MatchString(spec.Entity) {
+		return nil, &mapping.Error{Path: "map.entity", Msg: "must name a catalog's or a document's entity set (Catalog_… or Document_…)"}
+	}
+	if spec.Fields == nil {
+		return nil, &mapping.Error{Path: "map.fields", Msg: "is required"}
+	}
+	f, err := mapping.Parse(spec.Fields, "map.fields", bd.Schema, mapping.Options{
+		References: bd.References, MinorDigits: adapters.MinorDigits, Zone: c.zone, Rows: true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range f.Names() {
+		if slices.Contains(gatewayProps, name) {
+			return nil, &mapping.Error{Path: "map.fields." + name, Msg: "is set by the gateway (Ref_Key carries the operation key) and cannot be mapped"}
+		}
+		if row := f.Field(name).Row; row != nil {
+			for _, rn := range row.Names() {
+				if rn == "LineNumber" || rn == "Ref_Key" {
+					return nil, &mapping.Error{Path: "map.fields." + name + ".row." + rn, Msg: "is set by the gateway and cannot be mapped"}
+				}
+			}
+		}
+	}
+	b.entity, b.fields = spec.Entity, f
+	return b, nil
+}
+
+// schemaHas reports whether the payload schema declares a top-level field.
+func schemaHas(schema json.RawMessage, field string) bool {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	return json.Unmarshal(schema, &s) == nil && s.Properties[field] != nil
+}
+
+// props are the header properties a create binding maps.
+func (b *binding) props() []string {
+	if b.fields == nil {
+		return nil
+	}
+	var out []string
+	for _, n := range b.fields.Names() {
+		if b.fields.Field(n).Row == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// rowProps are the tabular sections a create binding maps, with their
+// row properties (LineNumber always).
+func (b *binding) rowProps() map[string][]string {
+	out := map[string][]string{}
+	if b.fields == nil {
+		return out
+	}
+	for _, n := range b.fields.Names() {
+		if row := b.fields.Field(n).Row; row != nil {
+			out[n] = append([]string{"LineNumber"}, row.Names()...)
+		}
+	}
+	return out
+}
+
+func (c *Client) sortedBindings() []*binding {
+	keys := slices.SortedFunc(maps.Keys(c.bindings), func(a, b bindingKey) int {
+		if a.intent != b.intent {
+			return strings.Compare(a.intent, b.intent)
+		}
+		return a.version - b.version
+	})
+	out := make([]*binding, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, c.bindings[k])
+	}
+	return out
+}
+
+// bindingOf finds op's binding.
+func (c *Client) bindingOf(op adapters.Op) (*binding, error) {
+	if b, ok := c.bindings[bindingKey{op.Intent, max(op.Version, 1)}]; ok {
+		return b, nil
+	}
+	return nil, &adapters.Error{Class: adapters.Final, Code: codes.IntentNotAllowed,
+		Message: fmt.Sprintf("the target serves no intent %s version %d", op.Intent, max(op.Version, 1))}
+}
+
+// body computes the exact JSON object a create sends: the mapped
+// properties with references resolved, converted to the EDM types
+// $metadata declares (Double as a JSON number, Int64 as a string), each
+// tabular row numbered, and the Ref_Key derived from the operation key.
+func (c *Client) body(ctx context.Context, b *binding, et *entityType, op adapters.Op) (map[string]any, error) {
+	vals, err := b.fields.Apply(ctx, op.Payload, c.resolve)
+	if err != nil {
+		var ve *mapping.ValueError
+		if errors.As(err, &ve) {
+			return nil, &adapters.Error{Class: adapters.Final, Code: codes.Validation, Field: ve.Field, Message: ve.Msg}
+		}
+		return nil, err
+	}
+	out := make(map[string]any, len(vals)+1)
+	for name, v := range vals {
+		if rows, ok := v.([]map[string]any); ok {
+			list := make([]map[string]any, 0, len(rows))
+			for i, r := range rows {
+				row := map[string]any{"LineNumber": fmt.Sprint(i + 1)}
+				for rn, rv := range r {
+					row[rn] = edmValue(et.sections[name][rn], rv)
+				}
+				list = append(list, row)
+			}
+			out[name] = list
+			continue
+		}
+		out[name] = edmValue(et.props[name], v)
+	}
+	out["Ref_Key"] = RefKey(c.instance, op.Intent, op.Key)
+	return out, nil
+}
+
+// edmValue converts a mapped value to the JSON form of its EDM type.
+func edmValue(typ string, v any) any {
+	s, isString := v.(string)
+	n, isNumber := v.(json.Number)
+	switch typ {
+	case "Edm.Double", "Edm.Decimal", "Edm.Single", "Edm.Int16", "Edm.Int32", "Edm.Byte":
+		if isString && json.Valid([]byte(s)) {
+			return json.Number(s)
+		}
+	case "Edm.Int64":
+		if isNumber {
+			return n.String()
+		}
+	case "Edm.String":
+		if isNumber {
+			return n.String()
+		}
+	}
+	return v
+}
+
+// planData is the validate plan: the entity set and the exact body, so
+// plan_hash binds what execute will send.
+func planData(entity string, body map[string]any) map[string]any {
+	return map[string]any{"entity": entity, "ref_key": body["Ref_Key"], "body": body}
+}
+
+// sentProps lists the scalar header properties of a body, sorted: what a
+// document found under the key is compared on.
+func sentProps(body map[string]any) []string {
+	var out []string
+	for k, v := range body {
+		if _, isRows := v.([]map[string]any); !isRows && k != "Ref_Key" {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,111 @@
+package onecodata_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/adapters/onecodata"
+	"github.com/oncegate/oncegate/adapters/sim"
+)
+
+// Failures are classified once, whatever call meets them.
+func TestErrorsClassified(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	// A wrong password: 401, the gateway's user refused, retryable.
+	f := setup(t, 2*time.Second, nil)
+	bad, _ := onecodata.New(onecodata.Config{Instance: "buh", BaseURL: f.server.URL + "/onec-odata/odata/standard.odata", Username: "buh", Password: "wrong"})
+	bad.Bind(nil)
+	_, err := bad.Probe(ctx)
+	wantCode(t, err, codes.TargetPermissionDenied, adapters.Retry)
+
+	// An object left out of the composition: 404 that is not code 9.
+	f.sim.SetODataSettings(sim.ODataSettings{Unpublished: []string{"Document_СчетНаОплатуПокупателю"}})
+	_, err = f.c.Execute(ctx, invoiceOp("k-unpublished"))
+	wantCode(t, err, codes.TargetNotPublished, adapters.Retry)
+	_, err = f.c.Probe(ctx)
+	if ae := wantCode(t, err, codes.TargetNotPublished, adapters.Retry); !strings.Contains(ae.Message, "invoice.create v1: not published: Document_СчетНаОплатуПокупателю") {
+		t.Fatalf("check: %q", ae.Message)
+	}
+	f.sim.SetODataSettings(sim.ODataSettings{})
+	what, err := f.c.Probe(ctx)
+	if err != nil || !strings.Contains(what, "invoice.create v1") {
+		t.Fatalf("check: %q %v", what, err)
+	}
+
+	// 503 from 1C's web server: nothing done, Retry.
+	f.sim.Inject(sim.Fault{Target: sim.OneCOData, Fault: sim.FaultStatus, Status: 503})
+	_, err = f.c.Execute(ctx, invoiceOp("k-503"))
+	wantCode(t, err, codes.TargetUnavailable, adapters.Retry)
+
+	// A 1C error carrying a stack, SQL and credentials: code -1, final,
+	// and none of it in the message.
+	f.sim.Inject(sim.Fault{Target: sim.OneCOData, Fault: sim.FaultTargetError})
+	_, err = f.c.Execute(ctx, invoiceOp("k-leak"))
+	ae := wantCode(t, err, codes.TargetRejected, adapters.Final)
+	for _, leak := range []string{"SELECT", "Pwd", "srv-1c", "Basic ", "(1187)"} {
+		if strings.Contains(ae.Message, leak) {
+			t.Errorf("message leaks %q: %q", leak, ae.Message)
+		}
+	}
+
+	// A reverse proxy's HTML pages and a 5xx without a body.
+	for _, tc := range []struct {
+		status int
+		body   string
+		code   string
+		class  adapters.Class
+	}{
+		{404, "<html><body>404 - File or directory not found.</body></html>", codes.TargetNotPublished, adapters.Retry},
+		{502, "<html><body>Bad Gateway</body></html>", codes.TargetUnavailable, adapters.Retry},
+		{500, "", codes.OutcomeUnknown, adapters.Reconcile},
+		{504, "<html>Gateway Time-out</html>", codes.OutcomeUnknown, adapters.Reconcile},
+	} {
+		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, "$metadata") || r.Method == http.MethodGet {
+				f.sim.ServeHTTP(w, r) // reads pass through to 1C
+				return
+			}
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(tc.status)
+			w.Write([]byte(tc.body))
+		}))
+		c, _ := onecodata.New(onecodata.Config{Instance: "buh", BaseURL: proxy.URL + "/onec-odata/odata/standard.odata", Username: "buh", Password: "sim"})
+		bindInvoice(t, c)
+		_, err = c.Execute(ctx, invoiceOp("k-proxy"))
+		wantCode(t, err, tc.code, tc.class)
+		proxy.Close()
+	}
+}
+
+func bindInvoice(t *testing.T, c *onecodata.Client) {
+	t.Helper()
+	if err := c.Bind(bindings()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Bind refuses, with the path inside the definition, what cannot be sent.
+func TestBindRefusals(t *testing.T) {
+	t.Parallel()
+	c, _ := onecodata.New(onecodata.Config{Instance: "buh", BaseURL: "http://127.0.0.1:1/buh/odata/standard.odata", Username: "u"})
+	for _, tc := range []struct{ m, want string }{
+		{`{"entity":"Document_X","fields":{"Ref_Key":{"from":"order_id"}}}`, "map.fields.Ref_Key"},
+		{`{"entity":"InformationRegister_X","fields":{"Комментарий":{"from":"order_id"}}}`, "map.entity"},
+		{`{"entity":"Document_X","fields":{"Комментарий":{"from":"nope"}}}`, "map.fields.Комментарий.from"},
+		{`{"post":{"entity":"Document_X","document":"nope"}}`, "map.post.document"},
+		{`{"entity":"Document_X","method":"x"}`, "map"},
+	} {
+		err := c.Bind([]adapters.Binding{{Intent: "x.create", Version: 1, Schema: []byte(postSchema), Map: []byte(tc.m)}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %s", tc.m, err, tc.want)
+		}
+	}
+}
