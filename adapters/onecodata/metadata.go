@@ -206,7 +206,7 @@ func (c *Client) Probe(ctx context.Context) (string, error) {
 			bad = append(bad, fmt.Sprintf("%s v%d: not published: %s", b.intent, b.version, strings.Join(miss, ", ")))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s v%d: %s and its %d mapped properties are published", b.intent, b.version, b.entity, len(b.props())+len(b.rowProps())))
+		lines = append(lines, fmt.Sprintf("%s v%d: %s and every mapped property are published", b.intent, b.version, b.entity))
 	}
 	if ignored, note := c.IgnoresKeys(); ignored {
 		return "", adapters.Misconfigured(codes.TargetIgnoresKeys, "this base does not keep client keys: "+note, errors.New(note))

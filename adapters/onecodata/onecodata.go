@@ -99,7 +99,8 @@ type Config struct {
 	// DefaultReferences when nil.
 	References map[string]Reference
 	// CacheTTL is how long a resolved reference is reused (30 s when
-	// zero); CacheSize bounds the cache (1,000 when zero).
+	// zero, none when negative); CacheSize bounds the cache (1,000 when
+	// zero). Only active, unique matches are cached.
 	CacheTTL  time.Duration
 	CacheSize int
 	// Log receives the loud report of a base ignoring client keys; nil
