@@ -44,6 +44,8 @@ var commands = []command{
 	backupCommand,
 	restoreCommand,
 	checkCommand,
+	intentsListCommand,
+	intentsShowCommand,
 	serviceCommand,
 	serviceInstallCommand,
 	serviceUninstallCommand,

@@ -122,6 +122,13 @@ func bench(stdout io.Writer, b benchSetup) error {
 	if err != nil {
 		return err
 	}
+	catalog, err := loadCatalog(cfg)
+	if err != nil {
+		return err
+	}
+	if err := bindCatalog(catalog, targets); err != nil {
+		return err
+	}
 	var stores []*store.Store
 	var gwURLs []string
 	for range b.instances {
@@ -130,7 +137,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 			return err
 		}
 		defer st.Close()
-		srv := server.New(cfg, st, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		srv := server.New(cfg, st, targets, catalog, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err := srv.Start(ctx); err != nil {
 			return err
 		}

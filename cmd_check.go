@@ -108,11 +108,17 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 		fmt.Fprintf(stdout, "configuration: %v\n", err)
 		return fmt.Errorf("%w: the configuration is not valid; fix the settings named above", errCheckFailed)
 	}
+	catalog, err := loadCatalog(cfg)
+	if err != nil {
+		fmt.Fprintf(stdout, "%v\n", err)
+		return fmt.Errorf("%w: the intent definitions are not valid; fix the files named above", errCheckFailed)
+	}
 	if path == "" {
 		fmt.Fprintln(stdout, "no configuration file (--config or $ONCEGATE_CONFIG): serve would run on the embedded defaults, and its targets are the built-in simulators; nothing to reach")
 		return nil
 	}
 	fmt.Fprintf(stdout, "configuration %s: valid (contour %s, data %s, listen %s)\n", path, cfg.Contour, cfg.DataDir, cfg.Listen)
+	fmt.Fprintf(stdout, "intents: %d served (%s)\n", len(catalog.All()), strings.Join(catalog.Names(), ", "))
 
 	simulated := map[string]bool{}
 	for _, s := range cfg.Simulated(env) {

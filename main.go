@@ -223,6 +223,11 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 	if listen != "" {
 		cfg.Listen = listen
 	}
+	// The whitelist loads whole or serve does not start.
+	catalog, err := loadCatalog(cfg)
+	if err != nil {
+		return err
+	}
 	log := slog.New(serveLog(stderr, cfg, env))
 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
@@ -277,7 +282,10 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		return err
 	}
 
-	srv := server.New(cfg, st, targets, log)
+	if err := bindCatalog(catalog, targets); err != nil {
+		return err
+	}
+	srv := server.New(cfg, st, targets, catalog, log)
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}

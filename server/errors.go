@@ -109,7 +109,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if name, ok := c.Get(ctxIntent).(string); ok {
 		a.Operation = name
-		if in, ok := contract.Lookup(name); ok {
+		if in, ok := s.catalog.Lookup(name); ok {
 			a.TargetSystem = nullable(in.Target)
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/oncegate/oncegate/server/contract"
 )
 
 // intentInfo is one entry of GET /v1/intents.
@@ -23,12 +21,12 @@ type intentInfo struct {
 // handleIntentList serves GET /v1/intents: the whitelist with each
 // intent's target, scope, money flag and payload JSON Schema.
 func (s *Server) handleIntentList(c echo.Context) error {
-	all := contract.All()
+	all := s.catalog.All()
 	out := make([]intentInfo, 0, len(all))
 	for _, in := range all {
 		out = append(out, intentInfo{
 			Name: in.Name, Target: in.Target, Scope: in.Scope, Money: in.Money,
-			KeyRequired: in.Journaled, Description: in.Effect, Schema: in.Schema,
+			KeyRequired: in.Journaled, Description: in.Description, Schema: in.Schema,
 		})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"schema_version": "1.0", "intents": out})

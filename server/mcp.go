@@ -17,6 +17,7 @@ type mcpScopesKey struct{}
 func (s *Server) mcpHandler() echo.HandlerFunc {
 	h := mcp.Handler(mcp.Config{
 		Contour: s.cfg.Contour,
+		Catalog: s.catalog,
 		Log:     s.log,
 		API:     s.echo,
 		Scopes: func(r *http.Request) []string {

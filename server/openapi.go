@@ -14,26 +14,34 @@ import (
 
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
 
-// OpenAPI returns the OpenAPI 3.1 document of the agent API (API.md), as
-// served by GET /v1/openapi.json. It is generated from the intent registry
-// (contract.All) and the server's error codes, so the published contract
-// cannot drift from what is enforced. The bytes are the same on every call;
-// the slice is the caller's own.
-func OpenAPI() ([]byte, error) {
-	doc, err := openAPIDoc()
-	return bytes.Clone(doc), err
+// OpenAPI returns the OpenAPI 3.1 document of the agent API (API.md) of a
+// gateway serving catalog, as served by GET /v1/openapi.json. It is
+// generated from the loaded intents and the server's error codes, so the
+// published contract cannot drift from what is enforced. The bytes are the
+// same on every call.
+func OpenAPI(catalog *intent.Catalog) ([]byte, error) { return buildOpenAPI(catalog) }
+
+// openAPIDoc is the server's document, built once; the slice is shared.
+func (s *Server) openAPIDoc() ([]byte, error) {
+	s.openapi.once.Do(func() { s.openapi.doc, s.openapi.err = buildOpenAPI(s.catalog) })
+	return s.openapi.doc, s.openapi.err
 }
 
-// openAPIDoc is the document, built once.
-var openAPIDoc = sync.OnceValues(buildOpenAPI)
+// openAPICache is the server's OpenAPI document, built at its first request.
+type openAPICache struct {
+	once sync.Once
+	doc  []byte
+	err  error
+}
 
 // handleOpenAPI serves GET /v1/openapi.json: the OpenAPI 3.1 document of
 // the agent API. It needs no token.
 func (s *Server) handleOpenAPI(c echo.Context) error {
-	doc, err := openAPIDoc()
+	doc, err := s.openAPIDoc()
 	if err != nil {
 		return err
 	}
@@ -100,8 +108,8 @@ func schemaName(intent string) string {
 }
 
 // buildOpenAPI generates the document.
-func buildOpenAPI() ([]byte, error) {
-	intents := contract.All()
+func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
+	intents := catalog.All()
 	schemas := map[string]any{}
 	var variants []any
 	mapping := map[string]any{}
@@ -185,7 +193,7 @@ func buildOpenAPI() ([]byte, error) {
 // payloadSchema is the registry's payload schema of in, without $schema and
 // $id (the document's dialect is draft 2020-12, and an $id would move the
 // base URI of everything inside). Numbers keep their literal form.
-func payloadSchema(in *contract.Intent) (map[string]any, error) {
+func payloadSchema(in *intent.Intent) (map[string]any, error) {
 	dec := json.NewDecoder(bytes.NewReader(in.Schema))
 	dec.UseNumber()
 	var s map[string]any
@@ -229,8 +237,8 @@ func nestedResource(v any) string {
 
 // envelopeSchema is the POST /v1/operations body for one intent
 // (API.md section 3), with the intent's registry facts as extensions.
-func envelopeSchema(in *contract.Intent, payload string) map[string]any {
-	desc := fmt.Sprintf("%s: %s. Needs scope %s.", in.Name, in.Effect, in.Scope)
+func envelopeSchema(in *intent.Intent, payload string) map[string]any {
+	desc := fmt.Sprintf("%s: %s. Needs scope %s.", in.Name, in.Description, in.Scope)
 	if in.Journaled {
 		desc += " Needs an operation key in execute mode (Idempotency-Key header or request_id); journaled, so a retry with the same key never acts twice."
 	} else {
@@ -291,10 +299,10 @@ func envelopeSchema(in *contract.Intent, payload string) map[string]any {
 
 // scopesDescription describes the bearer token and its scopes, with the
 // intents each scope allows.
-func scopesDescription(intents []*contract.Intent) string {
+func scopesDescription(intents []*intent.Intent) string {
 	var b strings.Builder
 	b.WriteString("An agent token, sent as `Authorization: Bearer <token>`. Tokens are created by an admin (`oncegate token create …`), shown once, stored only as a hash and revocable. Each belongs to one agent identity and carries scopes; an intent needs its scope (403 PERMISSION_DENIED otherwise), GET /v1/operations/{key} and GET /v1/intents need any valid token.\n\nScopes:\n")
-	for _, scope := range []string{contract.ScopeRead, contract.ScopeDraft, contract.ScopeWrite, contract.ScopePost, contract.ScopePay} {
+	for _, scope := range intent.Scopes() {
 		var names []string
 		for _, in := range intents {
 			if in.Scope == scope {
@@ -469,7 +477,7 @@ func answerSchemas(intents, targets []string) map[string]any {
 			"properties": map[string]any{
 				"name":         map[string]any{"type": "string", "enum": stringsAny(intents)},
 				"target":       map[string]any{"type": "string", "enum": stringsAny(targets)},
-				"scope":        map[string]any{"type": "string", "enum": []any{contract.ScopeRead, contract.ScopeDraft, contract.ScopeWrite, contract.ScopePost, contract.ScopePay}},
+				"scope":        map[string]any{"type": "string", "enum": stringsAny(intent.Scopes())},
 				"money":        map[string]any{"description": "Needs a person's approval.", "type": "boolean"},
 				"key_required": map[string]any{"description": "Needs an operation key in execute mode; journaled.", "type": "boolean"},
 				"description":  map[string]any{"type": "string"},

@@ -16,7 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 )
 
 // openAPIBase is where the test compiler keeps the document; nothing is fetched.
@@ -25,7 +25,7 @@ const openAPIBase = "https://oncegate.invalid/openapi.json"
 // mustOpenAPI returns the document, decoded with exact numbers.
 func mustOpenAPI(tb testing.TB) map[string]any {
 	tb.Helper()
-	raw, err := OpenAPI()
+	raw, err := OpenAPI(intent.Builtin())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func at(tb testing.TB, doc any, path ...string) any {
 // #/components/schemas/… pointer and $ref resolves.
 func mustCompiler(tb testing.TB) *jsonschema.Compiler {
 	tb.Helper()
-	raw, err := OpenAPI()
+	raw, err := OpenAPI(intent.Builtin())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestOpenAPI_Intents(t *testing.T) {
 		t.Fatalf("discriminator on %v, want %v", got, want)
 	}
 
-	all := contract.All()
+	all := intent.Builtin().All()
 	if got, want := len(all), 7; got != want {
 		t.Fatalf("%d intents in the registry, want %d", got, want)
 	}
@@ -203,7 +203,7 @@ func TestOpenAPI_Intents(t *testing.T) {
 				}
 			}
 			desc, _ := env["description"].(string)
-			if !strings.Contains(desc, in.Effect) || !strings.Contains(desc, "scope "+in.Scope) {
+			if !strings.Contains(desc, in.Description) || !strings.Contains(desc, "scope "+in.Scope) {
 				t.Errorf("description %q lacks the effect or the scope", desc)
 			}
 			if in.Money != strings.Contains(desc, "approval") {
@@ -361,11 +361,11 @@ func TestOpenAPI_RequestSchema(t *testing.T) {
 
 func TestOpenAPI_Deterministic(t *testing.T) {
 	t.Parallel()
-	a, err := OpenAPI()
+	a, err := OpenAPI(intent.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := buildOpenAPI() // a fresh build, not the cached one
+	b, err := buildOpenAPI(intent.Builtin()) // a fresh build, not the cached one
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +373,7 @@ func TestOpenAPI_Deterministic(t *testing.T) {
 		t.Fatal("two builds differ")
 	}
 	a[0] = 'x' // the caller's own copy
-	c, _ := OpenAPI()
+	c, _ := OpenAPI(intent.Builtin())
 	if !bytes.Equal(c, b) {
 		t.Fatal("OpenAPI returned the shared document")
 	}
@@ -398,7 +398,7 @@ func TestOpenAPI_ErrorCodes(t *testing.T) {
 func TestOpenAPI_Handler(t *testing.T) {
 	t.Parallel()
 	e := echo.New()
-	s := &Server{}
+	s := &Server{catalog: intent.Builtin()}
 	e.GET("/v1/openapi.json", s.handleOpenAPI)
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/openapi.json", nil))
@@ -408,7 +408,7 @@ func TestOpenAPI_Handler(t *testing.T) {
 	if got, want := rec.Header().Get(echo.HeaderContentType), "application/json"; got != want {
 		t.Fatalf("Content-Type = %q, want %q", got, want)
 	}
-	want, _ := OpenAPI()
+	want, _ := OpenAPI(intent.Builtin())
 	if !bytes.Equal(rec.Body.Bytes(), want) {
 		t.Fatal("body is not the document")
 	}
@@ -417,7 +417,7 @@ func TestOpenAPI_Handler(t *testing.T) {
 // The 422 answer names examples of the targets' business codes.
 func TestOpenAPIBusinessCodeExamples(t *testing.T) {
 	t.Parallel()
-	raw, err := OpenAPI()
+	raw, err := OpenAPI(intent.Builtin())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/engine"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/static"
 	"github.com/oncegate/oncegate/store"
 )
@@ -35,6 +36,8 @@ type Server struct {
 	store   *store.Store
 	targets map[string]adapters.Target // by target system: onec, crm, payments
 	engine  *engine.Engine
+	catalog *intent.Catalog // the whitelist
+	openapi openAPICache
 	log     *slog.Logger
 	echo    *echo.Echo
 
@@ -45,11 +48,13 @@ type Server struct {
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
-// target system ("onec", "crm", "payments").
-func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target, log *slog.Logger) *Server {
+// target system ("onec", "crm", "payments"), serving the intents of the
+// loaded catalog.
+func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target, catalog *intent.Catalog, log *slog.Logger) *Server {
 	s := &Server{
 		cfg:      cfg,
 		store:    st,
+		catalog:  catalog,
 		targets:  make(map[string]adapters.Target, len(targets)),
 		log:      log,
 		echo:     echo.New(),
@@ -64,7 +69,7 @@ func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target,
 	for system, t := range targets {
 		s.targets[system] = instrumented{Target: t, name: system, m: s.metrics}
 	}
-	s.engine = engine.New(engineConfig(cfg, s.metrics), st, s.targets, log)
+	s.engine = engine.New(engineConfig(cfg, catalog, s.metrics), st, s.targets, log)
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.Use(s.countRequests, s.recoverPanics)
 	if cfg.TLS.Enabled() {
@@ -74,9 +79,9 @@ func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target,
 	return s
 }
 
-// engineConfig is what the engine needs of cfg; its decisions are
-// counted in m.
-func engineConfig(cfg config.Config, m *metrics) engine.Config {
+// engineConfig is what the engine needs of cfg and the catalog; its
+// decisions are counted in m.
+func engineConfig(cfg config.Config, catalog *intent.Catalog, m *metrics) engine.Config {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	targets := make(map[string]engine.TargetConfig, len(cfg.Targets))
 	for name, t := range cfg.Targets {
@@ -91,7 +96,7 @@ func engineConfig(cfg config.Config, m *metrics) engine.Config {
 		MaxBackoff:        ms(cfg.Reconciler.MaxBackoffMS),
 		ReviewAfter:       cfg.Reconciler.ReviewAfter,
 		ApprovalTTL:       time.Duration(cfg.Approval.TTL),
-		Limits:            cfg.Limits,
+		Catalog:           catalog,
 		OnDecision: func(intent string, d store.Decision) {
 			m.decisions.WithLabelValues(intent, d.String()).Inc()
 		},
@@ -144,7 +149,7 @@ func (s *Server) routes() {
 	s.get(s.echo, "", "/metrics", s.handleMetrics)
 	s.get(s.echo, "", "/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
-	admin.New(admin.Deps{Store: s.store, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, Contour: s.cfg.Contour,
+	admin.New(admin.Deps{Store: s.store, Catalog: s.catalog, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, Contour: s.cfg.Contour,
 		Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor()}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)

@@ -17,7 +17,7 @@ func TestNewLeavesTargetsAlone(t *testing.T) {
 	cfg := testConfig()
 	targets := simTargets(t, cfg, "http://127.0.0.1:9")
 	before := maps.Clone(targets)
-	server.New(cfg, openJournal(t), targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	server.New(cfg, openJournal(t), targets, mustCatalog(t, cfg, targets), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if !maps.EqualFunc(targets, before, func(a, b adapters.Target) bool { return a == b }) {
 		t.Fatalf("New changed the caller's targets: %v, was %v", targets, before)
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +24,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -159,7 +161,21 @@ func simTargets(tb testing.TB, cfg config.Config, url string) map[string]adapter
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return map[string]adapters.Target{contract.TargetOneC: one, contract.TargetCRM: crm, contract.TargetPayments: pay}
+	return map[string]adapters.Target{"onec": one, "crm": crm, "payments": pay}
+}
+
+// mustCatalog loads the whitelist cfg names (intents_dir,
+// builtin_intents, limits) for targets and binds it to them, as serve does.
+func mustCatalog(tb testing.TB, cfg config.Config, targets map[string]adapters.Target) *intent.Catalog {
+	tb.Helper()
+	c, err := intent.Load(intent.Options{Dir: cfg.IntentsDir, Builtins: cfg.BuiltinIntents, Targets: slices.Collect(maps.Keys(targets)), Limits: cfg.Limits})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.Bind(targets); err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 // serveOver runs the gateway with cfg over the journal st.
@@ -177,7 +193,7 @@ func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 
 	targets := simTargets(tb, cfg, simHTTP.URL)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := server.New(cfg, st, targets, log)
+	srv := server.New(cfg, st, targets, mustCatalog(tb, cfg, targets), log)
 	signals := srv.InitTestSignals()
 	if err := srv.Start(ctx); err != nil {
 		tb.Fatal(err)

@@ -68,7 +68,7 @@ func TestTLS(t *testing.T) {
 	}
 	defer st.Close()
 	targets := simTargets(t, cfg, "http://127.0.0.1:1")
-	srv := server.New(cfg, st, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv := server.New(cfg, st, targets, mustCatalog(t, cfg, targets), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/adapters/redact"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -54,6 +55,9 @@ type Deps struct {
 	// and the audit trail: the connection's peer when nil. Set it to trust
 	// X-Forwarded-For from the firm's own reverse proxies only.
 	ClientIP func(*http.Request) string
+	// Catalog is the whitelist: the intents' titles, targets and rights;
+	// the built-ins when nil.
+	Catalog *intent.Catalog
 	// Contour is the gateway's contour (test, prod), shown in the header.
 	Contour string
 	// Now is the clock; the store's clock when nil.
@@ -77,6 +81,9 @@ type Handler struct {
 func New(d Deps) *Handler {
 	if d.Log == nil {
 		d.Log = slog.Default()
+	}
+	if d.Catalog == nil {
+		d.Catalog = intent.Builtin()
 	}
 	if d.Wake == nil {
 		d.Wake = func() {}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
@@ -106,7 +106,7 @@ func (h *Handler) payers(ctx context.Context) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, t := range tokens {
-		if t.RevokedAt.IsZero() && t.Has(contract.ScopePay) {
+		if t.RevokedAt.IsZero() && t.Has(intent.ScopePay) {
 			out[t.Agent] = true
 		}
 	}
@@ -125,7 +125,7 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 	}
 	r := views.ApprovalRow{
 		ID: a.ID, Key: a.OperationKey, KeyHref: operationHref(a.OperationKey),
-		Intent: op.Intent, IntentLabel: l.IntentLabel(op.Intent),
+		Intent: op.Intent, IntentLabel: h.intentTitle(c, op.Intent),
 		Amount:    p.amount(lg),
 		OrderID:   p.str("order_id"),
 		PaymentID: p.str("payment_id"),
@@ -144,7 +144,7 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 	if pid := p.str("payment_id"); pid != "" {
 		// A refund: the charge it refunds, when it went through here,
 		// tells the accountant whose money goes back and for what.
-		if charge, err := h.d.Store.ByObject(c.Request().Context(), contract.TargetPayments, pid); err == nil && charge.Intent == "payment.charge" {
+		if charge, err := h.d.Store.ByObject(c.Request().Context(), op.TargetSystem, pid); err == nil && charge.Intent == "payment.charge" {
 			cp := parsePayload(charge.Payload)
 			r.ChargeHref, r.Charged = operationHref(charge.Key), cp.amount(lg)
 			r.OrderID = cp.str("order_id")

@@ -4,40 +4,65 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
 
-// targetOrder lists the target systems as the filter offers them.
-var targetOrder = []string{contract.TargetOneC, contract.TargetCRM, contract.TargetPayments}
+// targetOrder lists the target systems as the filter offers them: the
+// built-in instances, then any other the catalog's intents name.
+func (h *Handler) targetOrder() []string {
+	out := slices.Clone(intent.BuiltinTargets)
+	for _, t := range h.d.Catalog.Targets() {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
-// targetNames maps what people call a target system — the gateway's own
-// name or the product's (1C typed with a Latin or a Cyrillic C) — to the
-// gateway's name.
-var targetNames = map[string]string{
-	contract.TargetOneC: contract.TargetOneC, "1c": contract.TargetOneC, "1с": contract.TargetOneC,
-	contract.TargetCRM: contract.TargetCRM, "bitrix24": contract.TargetCRM,
-	contract.TargetPayments: contract.TargetPayments, "yookassa": contract.TargetPayments,
+// targetAliases maps what people call a built-in target system — the
+// product's name (1C typed with a Latin or a Cyrillic C) — to the
+// gateway's name; every target is also known by its own name.
+var targetAliases = map[string]string{
+	"1c": "onec", "1с": "onec", "bitrix24": "crm", "yookassa": "payments",
+}
+
+// targetName is the gateway's name of the target system people typed.
+func (h *Handler) targetName(typed string) (string, bool) {
+	if t, ok := targetAliases[typed]; ok {
+		return t, true
+	}
+	return typed, slices.Contains(h.targetOrder(), typed)
 }
 
 // journaledIntents are the intents that can be in the journal, in the
 // whitelist's order (a read-only intent never is).
-var journaledIntents = func() []string {
+func (h *Handler) journaledIntents() []string {
 	var out []string
-	for _, in := range contract.All() {
+	for _, in := range h.d.Catalog.All() {
 		if in.Journaled {
 			out = append(out, in.Name)
 		}
 	}
 	return out
-}()
+}
+
+// intentTitle is the people's name of an intent: its definition's title,
+// or the labels' for an intent the catalog no longer serves.
+func (h *Handler) intentTitle(c echo.Context, name string) string {
+	if in, ok := h.d.Catalog.Lookup(name); ok {
+		return in.Title.In(lang(c))
+	}
+	return labels(c).IntentLabel(name)
+}
 
 // handleOperationList serves GET /admin/operations: the journal, newest
 // first, filtered by status, intent, target, agent, key prefix and dates,
@@ -55,7 +80,7 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 	// A product's name for a target stands for the gateway's.
 	badTarget := false
 	if form.Target != "" {
-		t, ok := targetNames[strings.ToLower(form.Target)]
+		t, ok := h.targetName(strings.ToLower(form.Target))
 		form.Target, badTarget = t, !ok
 	}
 	v := views.OperationListView{Page: h.page(c, "operations", l.OperationsTitle), Filter: form}
@@ -67,11 +92,11 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 		}
 	}
 	knownIntent := false
-	for _, in := range journaledIntents {
-		v.Intents = append(v.Intents, views.Option{Value: in, Label: in + " — " + l.IntentLabel(in), Selected: in == form.Intent})
+	for _, in := range h.journaledIntents() {
+		v.Intents = append(v.Intents, views.Option{Value: in, Label: in + " — " + h.intentTitle(c, in), Selected: in == form.Intent})
 		knownIntent = knownIntent || in == form.Intent
 	}
-	for _, t := range targetOrder {
+	for _, t := range h.targetOrder() {
 		v.Targets = append(v.Targets, views.Option{Value: t, Label: l.TargetLabel(t) + " (" + t + ")", Selected: t == form.Target})
 	}
 

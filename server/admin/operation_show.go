@@ -51,7 +51,7 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	p := parsePayload(op.Payload)
 	v.Summary = []views.Field{
 		{Label: l.OperationKey, Value: op.Key, Mono: true, TestID: "summary-key"},
-		{Label: l.Intent, Value: op.Intent + " — " + l.IntentLabel(op.Intent)},
+		{Label: l.Intent, Value: op.Intent + " — " + h.intentTitle(c, op.Intent)},
 		{Label: l.Status, Value: l.StatusLabel(string(op.Status)), TestID: "summary-status"},
 		{Label: l.Target, Value: op.TargetSystem},
 		{Label: l.Agent, Value: op.Agent, TestID: "summary-agent"},

@@ -24,7 +24,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/server/contract"
 )
 
 // Config is the gateway's configuration: one YAML file, every key
@@ -47,9 +46,40 @@ type Config struct {
 	// reverse proxies: from them, and only from them, X-Forwarded-For
 	// names the client (for sign-in throttling and the audit trail).
 	TrustedProxies []string `yaml:"trusted_proxies"`
-	// Limits are business limits per intent; an intent named here has
-	// exactly the limits given (they replace its defaults).
+	// Limits are business limits per intent: each value given here
+	// replaces the one its definition declares (server/intent).
 	Limits map[string]IntentLimits `yaml:"limits"`
+	// IntentsDir is the directory of the firm's intent definitions, one
+	// YAML file per intent version; "" for the built-ins only.
+	IntentsDir string `yaml:"intents_dir"`
+	// BuiltinIntents says which built-in intents are served: all (the
+	// default), none, or a list of their names.
+	BuiltinIntents BuiltinIntents `yaml:"builtin_intents"`
+}
+
+// BuiltinIntents is builtin_intents: nil or [all] for every built-in,
+// [none] or [] for none, or the names to keep. In YAML it is all, none or
+// a list; in the environment, all, none or names separated by commas.
+type BuiltinIntents []string
+
+// UnmarshalYAML reads all, none or a list of names.
+func (b *BuiltinIntents) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Value != "all" && n.Value != "none" {
+			return fmt.Errorf("builtin_intents: %q must be all, none or a list of built-in intents", n.Value)
+		}
+		*b = BuiltinIntents{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		list := BuiltinIntents{}
+		if err := n.Decode((*[]string)(&list)); err != nil {
+			return fmt.Errorf("builtin_intents: must be all, none or a list of built-in intents")
+		}
+		*b = list
+		return nil
+	}
+	return fmt.Errorf("builtin_intents: must be all, none or a list of built-in intents")
 }
 
 // ProxyNets parses TrustedProxies: an address is a range of one.
@@ -166,7 +196,7 @@ func Default() Config {
 		Reconciler: ReconcilerConfig{IntervalMS: 1000, ReviewAfter: 5, MaxBackoffMS: 300000},
 		RateLimit:  RateLimitConfig{PerSecond: 50, Burst: 100},
 		Journal:    JournalConfig{URLEnv: "ONCEGATE_JOURNAL_URL"},
-		Limits:     DefaultLimits(),
+		Limits:     map[string]IntentLimits{}, // the definitions' own
 	}
 }
 
@@ -202,7 +232,7 @@ func Load(path string, env func(string) string, currencies []string) (Config, er
 
 // normalizeLimits returns limits with every currency code upper-cased, as
 // the codes of requests are, so "rub" in the configuration limits RUB. It
-// builds new slices and maps: limits may share them with DefaultLimits.
+// builds new slices and maps, leaving the decoded ones as they were.
 func normalizeLimits(limits map[string]IntentLimits) map[string]IntentLimits {
 	out := make(map[string]IntentLimits, len(limits))
 	for name, l := range limits {
@@ -292,7 +322,7 @@ func setFromString(v reflect.Value, raw string) error {
 				list = append(list, s)
 			}
 		}
-		v.Set(reflect.ValueOf(list))
+		v.Set(reflect.ValueOf(list).Convert(v.Type()))
 	case reflect.Float64:
 		n, err := strconv.ParseFloat(raw, 64)
 		if err != nil {
@@ -382,9 +412,6 @@ func (c Config) validate(currencies []string) error {
 		}
 	}
 	for name, l := range c.Limits {
-		if _, ok := contract.Lookup(name); !ok {
-			bad("limits."+name, "no such intent")
-		}
 		if l.MaxItems < 0 || l.MaxQuantity < 0 {
 			bad("limits."+name, "max_items and max_quantity must not be negative")
 		}

@@ -47,20 +47,48 @@ func ErrKeyMissing() *Error {
 	}
 }
 
-// ErrIntentNotAllowed is the refusal of an intent that is not in the whitelist. The name
-// is quoted and cut to a safe length, so arbitrary input is never reflected verbatim.
-func ErrIntentNotAllowed(name string) *Error {
-	names := make([]string, 0, len(registry))
-	for _, in := range registry {
-		names = append(names, in.Name)
+// ErrIntentNotAllowed is the refusal of an intent that is not in the whitelist, which
+// holds allowed (the names this gateway serves, in its order). The name is quoted and cut
+// to a safe length, so arbitrary input is never reflected verbatim.
+func ErrIntentNotAllowed(name string, allowed []string) *Error {
+	list := strings.Join(allowed, ", ")
+	if len(allowed) == 0 {
+		list = "none (this gateway serves no intents)"
 	}
 	return &Error{
-		Status: http.StatusBadRequest,
-		Code:   codes.IntentNotAllowed,
-		Field:  "intent",
-		Message: fmt.Sprintf("intent %s is not in the whitelist; allowed intents: %s",
-			quoteShort(name), strings.Join(names, ", ")),
+		Status:  http.StatusBadRequest,
+		Code:    codes.IntentNotAllowed,
+		Field:   "intent",
+		Message: fmt.Sprintf("intent %s is not in the whitelist; allowed intents: %s", quoteShort(name), list),
 	}
+}
+
+// Refuse builds a 400 *Error with a message made of format and args: the refusal of a
+// request before anything is journaled, for the catalog's checks of a payload.
+func Refuse(code, field, format string, args ...any) *Error {
+	return badRequest(code, field, format, args...)
+}
+
+// UnknownField is the refusal of a member name, shown as shown (cut to MaxEcho), at the
+// field path field in where, which allows the members allowed.
+func UnknownField(shown, field, where string, allowed []string) *Error {
+	return unknownField(Truncate(shown, MaxEcho), field, where, allowed)
+}
+
+// MaxEcho is how many characters of client input a message may quote.
+const MaxEcho = maxEcho
+
+// Truncate cuts s to at most n characters, marking the cut with "…"; invalid UTF-8 is
+// replaced, so the result is safe to put in a message.
+func Truncate(s string, n int) string { return truncate(s, n) }
+
+// FieldPath renders a location inside the decoded payload root as a field path: object
+// members dotted, array elements as [i] ("items[0].quantity").
+func FieldPath(root any, loc []string) string { return fieldPath(root, loc) }
+
+// FieldPathIn is FieldPath followed by a member name; an empty loc gives the bare name.
+func FieldPathIn(root any, loc []string, member string) string {
+	return fieldPathIn(root, loc, member)
 }
 
 // badRequest builds a 400 *Error.

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -152,13 +153,17 @@ func CheckKey(key, contour, intent string) error {
 	return nil
 }
 
-// exampleOperation is the intent for an example key, or a placeholder when unknown.
+// exampleOperation is the intent for an example key, or a placeholder when the name
+// is not one an intent may have.
 func exampleOperation(intent string) string {
-	if _, ok := Lookup(intent); ok {
+	if intentName.MatchString(intent) {
 		return intent
 	}
 	return "invoice.create"
 }
+
+// intentName is the form of every intent's name: dotted lower-case words.
+var intentName = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
 
 // isKeyChar reports whether c is in the key alphabet A-Z a-z 0-9 . _ : -.
 func isKeyChar(c byte) bool {

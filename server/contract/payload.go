@@ -11,10 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Normalized is a payload in canonical form, with the fingerprint that binds it to its
@@ -25,103 +23,49 @@ type Normalized struct {
 	Fingerprint string          // lowercase hex SHA-256 of Canonical
 }
 
-// Normalize checks payload against the intent's schema and computes its canonical form
-// and fingerprint (API.md section 4). The steps, in order:
-//
-//  1. Decode: one JSON object, numbers kept exact, duplicate member names refused.
-//  2. Normalize: every string is trimmed of surrounding whitespace; every "currency"
-//     value is upper-cased (ASCII); an optional top-level member whose value is null, or
-//     a string that is empty after trimming (comment, description, reason, payment.charge's
-//     customer_id, due_date), is dropped, i.e. treated as absent. Required members are
-//     never dropped: an empty required string is refused.
-//  3. Validate against the compiled schema: an unknown field anywhere is UNKNOWN_FIELD
-//     with its path, anything else VALIDATION_ERROR; one deterministic error.
-//  4. Dates: date-time members become RFC 3339 in UTC (2026-12-03T10:00:00+03:00 →
-//     2026-12-03T07:00:00Z); dates stay YYYY-MM-DD.
-//  5. Numbers: integers stay exact; fractions (a quantity of 2.5) are written in their
-//     shortest ECMAScript form.
-//  6. Canonical JSON per RFC 8785 of the payload, and of the payload plus
-//     "operation": the intent's name.
-//  7. Fingerprint: lowercase hex SHA-256 of the latter.
-//
-// Normalize is idempotent: normalizing Normalized.Payload again gives the same result.
-func (in *Intent) Normalize(payload json.RawMessage) (Normalized, error) {
-	if in == nil || in.compiled == nil {
-		return Normalized{}, errors.New("normalize: the intent is not from the registry (use Lookup)")
-	}
-
-	// 1. Decode.
+// DecodePayload is the first, intent-blind part of a payload's normalization (API.md
+// section 4): the payload of intent decoded as one JSON object, numbers kept exact and
+// within sane bounds, duplicate member names and control characters refused, and every
+// string trimmed of surrounding whitespace. What the intent's schema says (its declared
+// upper-casing, optional members, validation, dates) is the catalog's part; Seal ends it.
+func DecodePayload(intent string, payload json.RawMessage) (map[string]any, error) {
 	v, err := decodeStrict(payload)
 	if err != nil {
-		return Normalized{}, payloadError(err)
+		return nil, payloadError(err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return Normalized{}, badRequest(codes.Validation, "payload",
-			"the payload must be a JSON object with the fields of %s (got %s)", in.Name, jsonType(v))
+		return nil, badRequest(codes.Validation, "payload",
+			"the payload must be a JSON object with the fields of %s (got %s)", intent, jsonType(v))
 	}
 	if err := checkNumbers(obj, obj, nil); err != nil {
-		return Normalized{}, err
+		return nil, err
 	}
+	trimStrings(obj)
+	return obj, nil
+}
 
-	// 2. Normalize strings; drop empty optional members.
-	normalizeStrings(obj, "")
-	for _, name := range in.shape.optional {
-		switch s, present := obj[name]; {
-		case !present:
-		case s == nil, s == "":
-			delete(obj, name)
-		}
-	}
-
-	// 3. Validate.
-	if err := in.compiled.Validate(obj); err != nil {
-		var verr *jsonschema.ValidationError
-		if !errors.As(err, &verr) {
-			return Normalized{}, fmt.Errorf("normalize %s: %w", in.Name, err)
-		}
-		return Normalized{}, in.schemaError(obj, verr)
-	}
-
-	// 4. Dates and times.
-	for _, name := range in.shape.dateTimes {
-		s, ok := obj[name].(string)
-		if !ok {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, strings.ToUpper(s))
-		if err != nil {
-			return Normalized{}, badRequest(codes.Validation, name,
-				"%s must be an RFC 3339 date-time with a time zone, e.g. 2026-12-03T10:00:00+03:00 (leap seconds are not accepted)", name)
-		}
-		t = t.UTC()
-		if y := t.Year(); y < 1 || y > 9999 {
-			return Normalized{}, badRequest(codes.Validation, name, "%s is out of range: the year in UTC must be 0001 to 9999", name)
-		}
-		obj[name] = t.Format(time.RFC3339Nano)
-	}
-
-	// 5. Numbers.
+// Seal ends a payload's normalization: numbers in their canonical form (integers exact,
+// fractions in their shortest ECMAScript form), the RFC 8785 canonical JSON of the payload
+// and of the payload plus "operation": intent, and the fingerprint, the lowercase hex
+// SHA-256 of the latter. obj is changed in place.
+func Seal(intent string, obj map[string]any) (Normalized, error) {
 	if _, err := normalizeNumbers(obj, obj, nil); err != nil {
 		return Normalized{}, err
 	}
-
-	// 6. Canonical forms.
 	canonPayload, err := Canonicalize(obj)
 	if err != nil {
-		return Normalized{}, fmt.Errorf("normalize %s: %w", in.Name, err)
+		return Normalized{}, fmt.Errorf("normalize %s: %w", intent, err)
 	}
 	withOp := make(map[string]any, len(obj)+1)
 	for k, v := range obj {
 		withOp[k] = v
 	}
-	withOp["operation"] = in.Name
+	withOp["operation"] = intent
 	canonical, err := Canonicalize(withOp)
 	if err != nil {
-		return Normalized{}, fmt.Errorf("normalize %s: %w", in.Name, err)
+		return Normalized{}, fmt.Errorf("normalize %s: %w", intent, err)
 	}
-
-	// 7. Fingerprint.
 	sum := sha256.Sum256(canonical)
 	return Normalized{Payload: canonPayload, Canonical: canonical, Fingerprint: hex.EncodeToString(sum[:])}, nil
 }
@@ -157,38 +101,22 @@ func controlRefusal(field string, r rune) *Error {
 		"%s holds a control character (U+%04X); send plain one-line text, without line breaks, tabs, NUL or escapes", truncate(field, MaxStringLen), r)
 }
 
-// normalizeStrings trims every string inside v and upper-cases currency codes, in place.
-// member is the name v is held under in its parent object ("" otherwise).
-func normalizeStrings(v any, member string) any {
+// trimStrings trims every string inside v of surrounding whitespace, in place, and
+// returns v's replacement.
+func trimStrings(v any) any {
 	switch t := v.(type) {
 	case string:
-		s := strings.TrimSpace(t)
-		if member == "currency" {
-			s = asciiUpper(s)
-		}
-		return s
+		return strings.TrimSpace(t)
 	case map[string]any:
 		for k, e := range t {
-			t[k] = normalizeStrings(e, k)
+			t[k] = trimStrings(e)
 		}
 	case []any:
 		for i, e := range t {
-			t[i] = normalizeStrings(e, "")
+			t[i] = trimStrings(e)
 		}
 	}
 	return v
-}
-
-// asciiUpper upper-cases ASCII letters only, so no Unicode case mapping can turn a
-// non-code into something that passes as one.
-func asciiUpper(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }
 
 // Bounds on number literals, checked before the schema validator sees them: it turns

@@ -43,7 +43,7 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 	defer cancel()
 
 	target := e.targets[op.TargetSystem]
-	aop := targetOp(op)
+	aop := e.targetOp(op)
 
 	found := false
 	// sent: the operation may have reached its target, in this drive or
@@ -97,11 +97,18 @@ func (e *Engine) unrecorded(op store.Operation, err error) store.Operation {
 	return op
 }
 
-// targetOp is a journal row as its target sees it.
-func targetOp(op store.Operation) adapters.Op {
+// targetOp is a journal row as its target sees it. The journal does not
+// record the definition's version yet: the operation runs under the
+// version the catalog serves (1 when the intent is no longer served).
+func (e *Engine) targetOp(op store.Operation) adapters.Op {
+	version := 1
+	if in, ok := e.cfg.Catalog.Lookup(op.Intent); ok {
+		version = in.Version
+	}
 	return adapters.Op{
 		Key:         op.Key,
 		Intent:      op.Intent,
+		Version:     version,
 		Fingerprint: op.Fingerprint,
 		Payload:     op.Payload,
 		Attempt:     max(op.AttemptCount, 1),
@@ -127,7 +134,7 @@ func targetOp(op store.Operation) adapters.Op {
 // sends the operation again; the reconciler marks it safe to retry.
 func (e *Engine) lookUp(ctx, jctx context.Context, op store.Operation, byAgent bool) (clear, found bool, err error) {
 	lctx, cancel := context.WithTimeout(ctx, e.lookupBudget(op.TargetSystem))
-	aop := targetOp(op)
+	aop := e.targetOp(op)
 	if !op.LastAttemptAt.IsZero() {
 		aop.SentBy = e.inFlightUntil(op) // a scan need not look later
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
-	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -55,7 +55,7 @@ func testConfig() Config {
 		MaxBackoff:        300 * time.Second,
 		ReviewAfter:       5,
 		ApprovalTTL:       24 * time.Hour,
-		Limits:            config.DefaultLimits(),
+		Catalog:           intent.Builtin(),
 	}
 }
 

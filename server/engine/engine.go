@@ -19,6 +19,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/redact"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -42,8 +43,9 @@ type Config struct {
 	ReviewAfter       int
 	// ApprovalTTL is how long a money operation waits for a decision.
 	ApprovalTTL time.Duration
-	// Limits are the business limits, by intent.
-	Limits map[string]IntentLimits
+	// Catalog is the whitelist: every intent's definition, its schema
+	// and business limits.
+	Catalog *intent.Catalog
 	// OnDecision, when set, is told what the journal decided for each
 	// submitted operation (for the metrics).
 	OnDecision func(intent string, d store.Decision)

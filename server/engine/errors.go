@@ -2,7 +2,7 @@ package engine
 
 import (
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 )
 
 // Refusal is a request the engine refuses before anything is journaled:
@@ -30,7 +30,7 @@ func keyForeign() error {
 // code and the adapter's safe message, or, Unavailable, a target that
 // could not be asked. The target's own text went to the log only.
 type TargetRefusal struct {
-	Intent      *contract.Intent
+	Intent      *intent.Intent
 	Key         string // "" for a read, or a validate without a key
 	Fingerprint string
 	Unavailable bool

@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"sync"
 
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -42,7 +42,7 @@ type finalEntry struct {
 // (echoed in the answer).
 type seenRequest struct {
 	digest    digest
-	intent    *contract.Intent
+	intent    *intent.Intent
 	requestID string
 }
 

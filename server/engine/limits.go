@@ -9,33 +9,20 @@ import (
 	"strings"
 
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 )
 
-// IntentLimits are the business limits of one intent, as the
-// configuration gives them.
-type IntentLimits = config.IntentLimits
-
-// limitPayload is the part of a normalized payload that limits look at.
-type limitPayload struct {
-	Currency    string       `json:"currency"`
-	AmountMinor *json.Number `json:"amount_minor"`
-	Items       []struct {
-		Quantity   json.Number  `json:"quantity"`
-		Unit       string       `json:"unit"`
-		PriceMinor *json.Number `json:"price_minor"`
-	} `json:"items"`
-}
-
-// checkLimits applies the configured business limits to a normalized
-// payload; a violation is 422 rejected with a stable code naming the field.
-func (e *Engine) checkLimits(in *contract.Intent, norm contract.Normalized) error {
-	lim, ok := e.cfg.Limits[in.Name]
-	if !ok {
+// checkLimits applies the intent's business limits to a normalized
+// payload; a violation is 422 rejected with a stable code naming the
+// field. Which fields hold the currency, the amount and the lines is the
+// definition's to say (intent.Limits): nothing here knows a field by name.
+func (e *Engine) checkLimits(in *intent.Intent, norm contract.Normalized) error {
+	lim := in.Limits
+	if lim.CurrencyField == "" && lim.AmountField == "" && lim.ItemsField == "" {
 		return nil
 	}
-	var p limitPayload
+	var p map[string]any
 	dec := json.NewDecoder(bytes.NewReader(norm.Payload))
 	dec.UseNumber()
 	if err := dec.Decode(&p); err != nil {
@@ -45,43 +32,54 @@ func (e *Engine) checkLimits(in *contract.Intent, norm contract.Normalized) erro
 	bad := func(code, field, format string, args ...any) error {
 		return &Refusal{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 	}
-	if p.Currency != "" && len(lim.Currencies) > 0 && !slices.Contains(lim.Currencies, p.Currency) {
-		return bad(codes.CurrencyNotAllowed, "currency", "currency %s is not allowed for %s; allowed: %s", p.Currency, in.Name, strings.Join(lim.Currencies, ", "))
+	currency, _ := p[lim.CurrencyField].(string)
+	if currency != "" && len(lim.Currencies) > 0 && !slices.Contains(lim.Currencies, currency) {
+		return bad(codes.CurrencyNotAllowed, lim.CurrencyField, "currency %s is not allowed for %s; allowed: %s", currency, in.Name, strings.Join(lim.Currencies, ", "))
 	}
-	if lim.MaxItems > 0 && len(p.Items) > lim.MaxItems {
-		return bad(codes.LimitExceeded, "items", "%d items exceed the limit of %d for %s", len(p.Items), lim.MaxItems, in.Name)
+	items, _ := p[lim.ItemsField].([]any)
+	if lim.MaxItems > 0 && len(items) > lim.MaxItems {
+		return bad(codes.LimitExceeded, lim.ItemsField, "%d items exceed the limit of %d for %s", len(items), lim.MaxItems, in.Name)
 	}
 	total := new(big.Rat)
-	for i, it := range p.Items {
-		field := fmt.Sprintf("items[%d]", i)
-		if len(lim.Units) > 0 && !slices.Contains(lim.Units, it.Unit) {
-			return bad(codes.UnitNotAllowed, field+".unit", "unit %q is not allowed; allowed: %s", it.Unit, strings.Join(lim.Units, ", "))
+	for i, raw := range items {
+		it, _ := raw.(map[string]any)
+		field := fmt.Sprintf("%s[%d]", lim.ItemsField, i)
+		if unit, _ := it[lim.UnitField].(string); lim.UnitField != "" && len(lim.Units) > 0 && !slices.Contains(lim.Units, unit) {
+			return bad(codes.UnitNotAllowed, field+"."+lim.UnitField, "unit %q is not allowed; allowed: %s", unit, strings.Join(lim.Units, ", "))
 		}
-		q, ok := new(big.Rat).SetString(it.Quantity.String())
+		qn, _ := it[lim.QuantityField].(json.Number)
+		q, ok := rat(qn)
 		if !ok {
 			continue
 		}
 		if lim.MaxQuantity > 0 && q.Cmp(new(big.Rat).SetFloat64(lim.MaxQuantity)) > 0 {
-			return bad(codes.LimitExceeded, field+".quantity", "quantity %s exceeds the limit of %v", it.Quantity, lim.MaxQuantity)
+			return bad(codes.LimitExceeded, field+"."+lim.QuantityField, "quantity %s exceeds the limit of %v", qn, lim.MaxQuantity)
 		}
-		if it.PriceMinor != nil {
-			price, _ := new(big.Rat).SetString(it.PriceMinor.String())
-			if price != nil {
+		if pn, _ := it[lim.PriceField].(json.Number); lim.PriceField != "" {
+			if price, ok := rat(pn); ok {
 				total.Add(total, new(big.Rat).Mul(q, price))
 			}
 		}
 	}
-	ceiling, capped := lim.AmountCeiling[p.Currency]
+	ceiling, capped := lim.AmountCeiling[currency]
 	if !capped {
 		return nil
 	}
-	if p.AmountMinor != nil {
-		if amount, ok := new(big.Rat).SetString(p.AmountMinor.String()); ok && amount.Cmp(new(big.Rat).SetInt64(ceiling)) > 0 {
-			return bad(codes.LimitExceeded, "amount_minor", "amount %s exceeds the ceiling of %d minor units of %s", p.AmountMinor, ceiling, p.Currency)
+	if an, _ := p[lim.AmountField].(json.Number); lim.AmountField != "" {
+		if amount, ok := rat(an); ok && amount.Cmp(new(big.Rat).SetInt64(ceiling)) > 0 {
+			return bad(codes.LimitExceeded, lim.AmountField, "amount %s exceeds the ceiling of %d minor units of %s", an, ceiling, currency)
 		}
 	}
-	if len(p.Items) > 0 && total.Cmp(new(big.Rat).SetInt64(ceiling)) > 0 {
-		return bad(codes.LimitExceeded, "items", "the total %s exceeds the ceiling of %d minor units of %s", total.FloatString(0), ceiling, p.Currency)
+	if lim.PriceField != "" && len(items) > 0 && total.Cmp(new(big.Rat).SetInt64(ceiling)) > 0 {
+		return bad(codes.LimitExceeded, lim.ItemsField, "the total %s exceeds the ceiling of %d minor units of %s", total.FloatString(0), ceiling, currency)
 	}
 	return nil
+}
+
+// rat is the exact value of a JSON number; false when n is not one.
+func rat(n json.Number) (*big.Rat, bool) {
+	if n == "" {
+		return nil, false
+	}
+	return new(big.Rat).SetString(n.String())
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 )
 
 // Validator is a target that can check an operation without writing:
@@ -28,7 +29,7 @@ type OrderReader interface {
 // the plan and its hash. Nothing is written anywhere. The hash covers the
 // intent, the normalized payload and what the target resolved, so any
 // change in the data the target sees changes it.
-func (e *Engine) plan(ctx context.Context, in *contract.Intent, norm contract.Normalized, key string) (json.RawMessage, string, error) {
+func (e *Engine) plan(ctx context.Context, in *intent.Intent, norm contract.Normalized, key string) (json.RawMessage, string, error) {
 	data := map[string]any{}
 	if !in.Journaled {
 		// A read has no check of its own at the target: reading is the
@@ -41,7 +42,7 @@ func (e *Engine) plan(ctx context.Context, in *contract.Intent, norm contract.No
 	} else if v, ok := e.targets[in.Target].(Validator); ok {
 		ctx, cancel := context.WithTimeout(ctx, e.timeout(in.Target))
 		defer cancel()
-		p, err := v.Validate(ctx, adapters.Op{Key: key, Intent: in.Name, Fingerprint: norm.Fingerprint, Payload: norm.Payload})
+		p, err := v.Validate(ctx, adapters.Op{Key: key, Intent: in.Name, Version: in.Version, Fingerprint: norm.Fingerprint, Payload: norm.Payload})
 		if err != nil {
 			return nil, "", err
 		}
@@ -65,7 +66,7 @@ func (e *Engine) plan(ctx context.Context, in *contract.Intent, norm contract.No
 
 // validate is mode "validate": every check, nothing journaled, no
 // effect, the key (if any) stays free. It returns the plan and its hash.
-func (e *Engine) validate(ctx context.Context, in *contract.Intent, norm contract.Normalized, key string) (json.RawMessage, string, error) {
+func (e *Engine) validate(ctx context.Context, in *intent.Intent, norm contract.Normalized, key string) (json.RawMessage, string, error) {
 	cacheKey := in.Name + "\x00" + norm.Fingerprint + "\x00" + key
 	cached, ok := e.plans.get(cacheKey, time.Now())
 	plan, hash := cached.plan, cached.hash
@@ -84,7 +85,7 @@ func (e *Engine) validate(ctx context.Context, in *contract.Intent, norm contrac
 // no longer hashes as the agent's validate answer did. A business refusal
 // by the target comes back as refused, to be journaled failed_final like
 // any refusal at the target; any other failure is an error to answer.
-func (e *Engine) precheck(ctx context.Context, in *contract.Intent, norm contract.Normalized, key, planHash string) (refused *adapters.Error, err error) {
+func (e *Engine) precheck(ctx context.Context, in *intent.Intent, norm contract.Normalized, key, planHash string) (refused *adapters.Error, err error) {
 	_, hash, err := e.plan(ctx, in, norm, key)
 	var ae *adapters.Error
 	switch {
@@ -101,7 +102,7 @@ func (e *Engine) precheck(ctx context.Context, in *contract.Intent, norm contrac
 
 // read is a read-only intent (sales_order.get_status): no key, not
 // journaled.
-func (e *Engine) read(ctx context.Context, in *contract.Intent, norm contract.Normalized) (adapters.Result, error) {
+func (e *Engine) read(ctx context.Context, in *intent.Intent, norm contract.Normalized) (adapters.Result, error) {
 	res, err := e.readOrder(ctx, in, norm)
 	if err != nil {
 		return adapters.Result{}, e.refusalByTarget(in, norm, "", err)
@@ -113,7 +114,7 @@ func (e *Engine) read(ctx context.Context, in *contract.Intent, norm contract.No
 // journaled, into a TargetRefusal: a business refusal keeps the target's
 // code and the adapter's safe message; anything else is a target that
 // could not be asked. The target's own text goes to the log only.
-func (e *Engine) refusalByTarget(in *contract.Intent, norm contract.Normalized, key string, err error) error {
+func (e *Engine) refusalByTarget(in *intent.Intent, norm contract.Normalized, key string, err error) error {
 	r := &TargetRefusal{Intent: in, Key: key, Fingerprint: norm.Fingerprint}
 	var ae *adapters.Error
 	if errors.As(err, &ae) && ae.Class == adapters.Final {
@@ -135,7 +136,7 @@ func errText(err error) string {
 
 // readOrder reads the sales order a read-only intent names; an order the
 // target does not know is REFERENCE_NOT_FOUND on order_id.
-func (e *Engine) readOrder(ctx context.Context, in *contract.Intent, norm contract.Normalized) (adapters.Result, error) {
+func (e *Engine) readOrder(ctx context.Context, in *intent.Intent, norm contract.Normalized) (adapters.Result, error) {
 	r, ok := e.targets[in.Target].(OrderReader)
 	if !ok {
 		return adapters.Result{}, errors.New("target cannot read orders")

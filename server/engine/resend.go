@@ -66,7 +66,7 @@ func (e *Engine) keyWindow(system string) time.Duration {
 func (e *Engine) resend(ctx, jctx context.Context, op store.Operation) error {
 	ctx, cancel := context.WithTimeout(ctx, e.budget(op.TargetSystem))
 	defer cancel()
-	aop := targetOp(op)
+	aop := e.targetOp(op)
 	aop.Attempt = op.AttemptCount + 1
 	res, _, err := e.policy.Execute(ctx, e.targets[op.TargetSystem], aop, func(n int) error {
 		return e.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, e.lease(op.TargetSystem))

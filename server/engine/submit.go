@@ -9,6 +9,7 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -41,7 +42,7 @@ type Outcome struct {
 	// known one, its key once the key passed the contract, its
 	// fingerprint once the payload did. Set as far as known even when
 	// Submit refuses the request, for the refusal's answer.
-	Intent      *contract.Intent
+	Intent      *intent.Intent
 	Key         string
 	Fingerprint string
 	// RequestID is the request id to echo.
@@ -60,7 +61,7 @@ type Outcome struct {
 // request is an operation request that passed the contract.
 type request struct {
 	env  contract.Envelope
-	in   *contract.Intent
+	in   *intent.Intent
 	key  string // "" only for read-only intents and validate without a key
 	norm contract.Normalized
 }
@@ -119,9 +120,9 @@ func (e *Engine) check(sub Submission, out *Outcome) (request, error) {
 	if r.env, err = contract.DecodeEnvelope(sub.Body); err != nil {
 		return request{}, err
 	}
-	in, ok := contract.Lookup(r.env.Intent)
+	in, ok := e.cfg.Catalog.Lookup(r.env.Intent)
 	if !ok {
-		return request{}, contract.ErrIntentNotAllowed(r.env.Intent)
+		return request{}, e.cfg.Catalog.NotAllowed(r.env.Intent)
 	}
 	r.in, out.Intent = in, in
 	if !sub.Token.Has(in.Scope) {

@@ -1,4 +1,4 @@
-package contract
+package intent
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/server/contract"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
@@ -137,15 +138,15 @@ func (sh *shape) at(root any, loc []string) *shape {
 
 // candidate is one refusal read off the validator's error tree.
 type candidate struct {
-	err  *Error
+	err  *contract.Error
 	loc  []string // instance location of the field at fault
 	rank int      // precedence among refusals of the same field: the most telling first
 }
 
-// schemaError turns the validator's error tree into one deterministic *Error: an
+// schemaError turns the validator's error tree into one deterministic *contract.Error: an
 // unknown field anywhere wins (UNKNOWN_FIELD); otherwise the first violation by field
 // location (VALIDATION_ERROR). Messages never carry schema URLs or client values.
-func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *Error {
+func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *contract.Error {
 	var leaves []*jsonschema.ValidationError
 	var walk func(*jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -163,7 +164,7 @@ func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *Error
 		cands = append(cands, in.candidates(root, e)...)
 	}
 	if len(cands) == 0 { // defensive: the validator always names a reason
-		return badRequest(codes.Validation, "", "the payload does not match the schema of %s (GET /v1/intents)", in.Name)
+		return contract.Refuse(codes.Validation, "", "the payload does not match the schema of %s (GET /v1/intents)", in.Name)
 	}
 	best := slices.MinFunc(cands, func(a, b candidate) int {
 		if a.err.Code != b.err.Code {
@@ -189,7 +190,7 @@ func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *Error
 // candidates describes one leaf error of the validator.
 func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidate {
 	loc := e.InstanceLocation
-	field := fieldPath(root, loc)
+	field := contract.FieldPath(root, loc)
 	where := "the payload"
 	if field != "" {
 		where = field
@@ -200,7 +201,7 @@ func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidat
 	}
 	child := func(name string) []string { return append(slices.Clip(loc), name) }
 	one := func(rank int, format string, args ...any) []candidate {
-		return []candidate{{err: badRequest(codes.Validation, field, subject+" "+format, args...), loc: loc, rank: rank}}
+		return []candidate{{err: contract.Refuse(codes.Validation, field, subject+" "+format, args...), loc: loc, rank: rank}}
 	}
 
 	switch k := e.ErrorKind.(type) {
@@ -211,16 +212,16 @@ func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidat
 		}
 		var out []candidate
 		for _, p := range k.Properties {
-			f := fieldPathIn(root, loc, p)
-			out = append(out, candidate{err: unknownField(truncate(p, maxEcho), f, where, allowed), loc: child(p)})
+			f := contract.FieldPathIn(root, loc, p)
+			out = append(out, candidate{err: contract.UnknownField(p, f, where, allowed), loc: child(p)})
 		}
 		return out
 	case *kind.Required:
 		var out []candidate
 		for _, m := range k.Missing {
-			f := fieldPathIn(root, loc, m)
+			f := contract.FieldPathIn(root, loc, m)
 			msg := fmt.Sprintf("missing required field %q in %s", m, where)
-			out = append(out, candidate{err: badRequest(codes.Validation, f, "%s", msg), loc: child(m), rank: 0})
+			out = append(out, candidate{err: contract.Refuse(codes.Validation, f, "%s", msg), loc: child(m), rank: 0})
 		}
 		return out
 	case *kind.Type:

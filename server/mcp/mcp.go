@@ -18,7 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 )
 
 // The MCP endpoint offers the same contract as tools: one tool per intent
@@ -42,6 +42,8 @@ const mcpMaxBody = 256 << 10
 // Config is what the endpoint needs of the gateway.
 type Config struct {
 	Contour string
+	// Catalog is the whitelist: one tool per intent it serves.
+	Catalog *intent.Catalog
 	Log     *slog.Logger
 	// API is the agent API; each tool call is one request to it.
 	API http.Handler
@@ -99,7 +101,7 @@ func (s *endpoint) newMCPServer(scopes []string) *mcp.Server {
 		// The tool list depends on the token: no shared cache may keep it.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
-	for _, in := range contract.All() {
+	for _, in := range s.Catalog.All() {
 		if !slices.Contains(scopes, in.Scope) {
 			continue
 		}
@@ -129,7 +131,7 @@ var keySchema = map[string]any{
 
 // intentTool describes in as a tool: the envelope's fields, with the
 // intent's own schema as the payload.
-func intentTool(in *contract.Intent) *mcp.Tool {
+func intentTool(in *intent.Intent) *mcp.Tool {
 	props := map[string]any{
 		"payload": in.Schema,
 		"actor_id": map[string]any{
@@ -138,7 +140,7 @@ func intentTool(in *contract.Intent) *mcp.Tool {
 		},
 	}
 	required := []string{"payload"}
-	desc := in.Effect + "."
+	desc := in.Description + "."
 	ann := &mcp.ToolAnnotations{IdempotentHint: true}
 	if in.Journaled {
 		props["operation_key"] = keySchema
@@ -172,7 +174,7 @@ func intentTool(in *contract.Intent) *mcp.Tool {
 }
 
 // callIntent answers a call of in's tool through POST /v1/operations.
-func (s *endpoint) callIntent(in *contract.Intent) mcp.ToolHandler {
+func (s *endpoint) callIntent(in *intent.Intent) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args map[string]json.RawMessage
 		if err := json.Unmarshal(orEmpty(req.Params.Arguments), &args); err != nil || args == nil {

@@ -1,4 +1,4 @@
-package contract_test
+package intent_test
 
 import (
 	"crypto/sha256"
@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/server/contract"
 )
 
 // TestNormalize_Vector is API.md section 4's test vector.
@@ -35,7 +34,7 @@ func TestNormalize_Vector(t *testing.T) {
 // SHA-256 of Canonical, and normalizing the result again changes nothing.
 func TestNormalize_Valid(t *testing.T) {
 	t.Parallel()
-	for _, in := range contract.All() {
+	for _, in := range builtins.All() {
 		t.Run(in.Name, func(t *testing.T) {
 			t.Parallel()
 			n, err := in.Normalize([]byte(validPayloads[in.Name]))
@@ -192,7 +191,7 @@ func withoutField(t *testing.T, payload, name string) string {
 func TestNormalize_UnknownFields(t *testing.T) {
 	t.Parallel()
 	names := []string{"discount", "method", "query", "script", "posted", "privileged_mode", "operation", "Order_id", ""}
-	for _, in := range contract.All() {
+	for _, in := range builtins.All() {
 		for _, name := range names {
 			t.Run(in.Name+"/"+name, func(t *testing.T) {
 				t.Parallel()
@@ -415,7 +414,7 @@ func TestNormalize_Concurrent(t *testing.T) {
 	done := make(chan error)
 	for i := range 16 {
 		go func() {
-			in := contract.All()[i%7]
+			in := builtins.All()[i%7]
 			_, err := in.Normalize([]byte(validPayloads[in.Name]))
 			done <- err
 		}()

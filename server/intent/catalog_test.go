@@ -1,4 +1,4 @@
-package contract_test
+package intent_test
 
 import (
 	"encoding/json"
@@ -7,120 +7,85 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
 )
 
-// TestAll pins the whitelist to API.md section 6, in its table order.
+// TestAll pins the built-in whitelist to API.md section 6, in its table order.
 func TestAll(t *testing.T) {
 	t.Parallel()
-	want := []contract.Intent{
-		{Name: "invoice.create", Target: "onec", Scope: "write", Money: false, Journaled: true, Effect: "invoice (счёт на оплату) in 1C"},
-		{Name: "sales_order.create_draft", Target: "onec", Scope: "draft", Money: false, Journaled: true, Effect: "unposted sales order in 1C"},
-		{Name: "sales_order.get_status", Target: "onec", Scope: "read", Money: false, Journaled: false, Effect: "read only: no key needed, not journaled"},
-		{Name: "sales_order.post", Target: "onec", Scope: "post", Money: false, Journaled: true, Effect: "posts an existing draft (separate right)"},
-		{Name: "crm.callback.create", Target: "crm", Scope: "write", Money: false, Journaled: true, Effect: "callback task for a customer in the CRM"},
-		{Name: "payment.charge", Target: "payments", Scope: "pay", Money: true, Journaled: true, Effect: "charge at the payment provider"},
-		{Name: "payment.refund", Target: "payments", Scope: "pay", Money: true, Journaled: true, Effect: "refund of an earlier charge"},
+	want := []intent.Intent{
+		{Name: "invoice.create", Target: "onec", Scope: "write", Money: false, Journaled: true, Description: "invoice (счёт на оплату) in 1C"},
+		{Name: "sales_order.create_draft", Target: "onec", Scope: "draft", Money: false, Journaled: true, Description: "unposted sales order in 1C"},
+		{Name: "sales_order.get_status", Target: "onec", Scope: "read", Money: false, Journaled: false, Description: "read only: no key needed, not journaled"},
+		{Name: "sales_order.post", Target: "onec", Scope: "post", Money: false, Journaled: true, Description: "posts an existing draft (separate right)"},
+		{Name: "crm.callback.create", Target: "crm", Scope: "write", Money: false, Journaled: true, Description: "callback task for a customer in the CRM"},
+		{Name: "payment.charge", Target: "payments", Scope: "pay", Money: true, Journaled: true, Description: "charge at the payment provider"},
+		{Name: "payment.refund", Target: "payments", Scope: "pay", Money: true, Journaled: true, Description: "refund of an earlier charge"},
 	}
-	all := contract.All()
+	all := builtins.All()
 	if got, want := len(all), len(want); got != want {
 		t.Fatalf("len(All()) = %d, want %d", got, want)
 	}
 	for i, w := range want {
 		g := all[i]
 		if g.Name != w.Name || g.Target != w.Target || g.Scope != w.Scope || g.Money != w.Money ||
-			g.Journaled != w.Journaled || g.Effect != w.Effect {
+			g.Journaled != w.Journaled || g.Description != w.Description || g.Version != 1 || g.Source != intent.BuiltIn {
 			t.Errorf("All()[%d] = %+v, want %+v", i, *g, w)
 		}
 		if !json.Valid(g.Schema) {
 			t.Errorf("%s: schema is not valid JSON", g.Name)
 		}
+		if g.Title.RU == "" || g.Title.EN == "" || len(g.Digest) != 64 {
+			t.Errorf("%s: title %+v, digest %q", g.Name, g.Title, g.Digest)
+		}
 		l := mustLookup(t, w.Name)
-		if l.Name != w.Name || string(l.Schema) != string(g.Schema) {
+		if l != g {
 			t.Errorf("Lookup(%q) = %+v", w.Name, l)
 		}
+	}
+	if got, want := strings.Join(builtins.Names(), ","), "invoice.create,sales_order.create_draft,sales_order.get_status,sales_order.post,crm.callback.create,payment.charge,payment.refund"; got != want {
+		t.Errorf("Names() = %s", got)
 	}
 }
 
 func TestLookup(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"", "invoice", "Invoice.create", "invoice.create ", "invoice.create.v2", "sql.exec", "__proto__"} {
-		if in, ok := contract.Lookup(name); ok || in != nil {
+		if in, ok := builtins.Lookup(name); ok || in != nil {
 			t.Errorf("Lookup(%q) = %v, %v; want nil, false", name, in, ok)
 		}
 	}
-	t.Run("CallersCannotChangeTheRegistry", func(t *testing.T) {
+	t.Run("CallersCannotChangeTheList", func(t *testing.T) {
 		t.Parallel()
-		in := mustLookup(t, "payment.charge")
-		in.Money = false
-		in.Scope = "read"
-		in.Schema[0] = 'X'
-		again := mustLookup(t, "payment.charge")
-		if !again.Money || again.Scope != "pay" || again.Schema[0] != '{' {
-			t.Fatalf("registry changed through a Lookup copy: %+v", again)
+		all := builtins.All()
+		all[0] = nil
+		if builtins.All()[0] == nil {
+			t.Fatal("the catalog changed through an All copy")
 		}
-		all := contract.All()
-		all[0].Name = "hacked"
-		if contract.All()[0].Name != "invoice.create" {
-			t.Fatal("registry changed through an All copy")
+		s := mustLookup(t, "payment.charge").SchemaCopy()
+		s[0] = 'X'
+		if mustLookup(t, "payment.charge").Schema[0] != '{' {
+			t.Fatal("the catalog changed through a schema copy")
 		}
 	})
 	t.Run("ForeignIntentCannotNormalize", func(t *testing.T) {
 		t.Parallel()
-		in := &contract.Intent{Name: "sql.exec"}
+		in := &intent.Intent{Name: "sql.exec"}
 		if _, err := in.Normalize([]byte(`{}`)); err == nil {
-			t.Fatal("an intent built outside the registry normalized a payload")
+			t.Fatal("an intent built outside a catalog normalized a payload")
 		}
-		var nilIntent *contract.Intent
+		var nilIntent *intent.Intent
 		if _, err := nilIntent.Normalize([]byte(`{}`)); err == nil {
 			t.Fatal("a nil intent normalized a payload")
 		}
 	})
-}
-
-func TestErrIntentNotAllowed(t *testing.T) {
-	t.Parallel()
-	ce := mustRefuse(t, contract.ErrIntentNotAllowed("sql.exec"), codes.IntentNotAllowed, "intent")
-	for _, w := range []string{`"sql.exec"`, "invoice.create", "payment.refund"} {
-		if !strings.Contains(ce.Message, w) {
-			t.Errorf("message %q lacks %q", ce.Message, w)
+	t.Run("NotAllowed", func(t *testing.T) {
+		t.Parallel()
+		ce := mustRefuse(t, builtins.NotAllowed("sql.exec"), codes.IntentNotAllowed, "intent")
+		if !strings.Contains(ce.Message, "invoice.create, sales_order.create_draft") {
+			t.Fatalf("message %q does not list the whitelist", ce.Message)
 		}
-	}
-	long := strings.Repeat("x", 5000) + "\x00\n"
-	ce = mustRefuse(t, contract.ErrIntentNotAllowed(long), codes.IntentNotAllowed, "intent")
-	if strings.Contains(ce.Message, strings.Repeat("x", 65)) || strings.ContainsAny(ce.Message, "\x00\n") {
-		t.Fatalf("message reflects the input verbatim: %.200s", ce.Message)
-	}
-	ce = mustRefuse(t, contract.ErrIntentNotAllowed("\xff\xfe<script>"), codes.IntentNotAllowed, "intent")
-	if strings.Contains(ce.Message, "\xff") {
-		t.Fatalf("message carries invalid UTF-8: %q", ce.Message)
-	}
-}
-
-func TestErrKeyMissing(t *testing.T) {
-	t.Parallel()
-	ce := mustRefuse(t, contract.ErrKeyMissing(), codes.KeyMissing, contract.KeyField)
-	if !strings.Contains(ce.Message, "Idempotency-Key") {
-		t.Fatalf("message %q does not say where the key goes", ce.Message)
-	}
-}
-
-func TestError_Error(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		err  *contract.Error
-		want string
-	}{
-		{&contract.Error{Status: 400, Code: "VALIDATION_ERROR", Field: "items[0].quantity", Message: "must be greater than 0"},
-			"VALIDATION_ERROR (items[0].quantity): must be greater than 0"},
-		{&contract.Error{Status: 400, Code: "VALIDATION_ERROR", Message: "the body is not a JSON object"},
-			"VALIDATION_ERROR: the body is not a JSON object"},
-	}
-	for _, tt := range tests {
-		if got := tt.err.Error(); got != tt.want {
-			t.Errorf("Error() = %q, want %q", got, tt.want)
-		}
-	}
+	})
 }
 
 // TestSchemas checks the rules every payload schema keeps: draft 2020-12, objects
@@ -128,7 +93,7 @@ func TestError_Error(t *testing.T) {
 // by at most 1024 characters, arrays of at most 500 items.
 func TestSchemas(t *testing.T) {
 	t.Parallel()
-	for _, in := range contract.All() {
+	for _, in := range builtins.All() {
 		t.Run(in.Name, func(t *testing.T) {
 			t.Parallel()
 			var doc map[string]any

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/intent"
+)
+
+// loadCatalog loads the whitelist the configuration names (intents_dir,
+// builtin_intents, limits) for its target instances, strictly: any error
+// in any definition refuses it, naming the file, the path inside it and
+// what is wrong.
+func loadCatalog(cfg config.Config) (*intent.Catalog, error) {
+	c, err := intent.Load(intent.Options{
+		Dir: cfg.IntentsDir, Builtins: cfg.BuiltinIntents, Targets: cfg.Targets.Names(), Limits: cfg.Limits,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("intent definitions:\n%w", err)
+	}
+	return c, nil
+}
+
+// bindCatalog gives every built target the definitions naming it; a
+// target's refusal stops the start.
+func bindCatalog(c *intent.Catalog, targets map[string]adapters.Target) error {
+	if missing := slices.DeleteFunc(c.Targets(), func(t string) bool { _, ok := targets[t]; return ok }); len(missing) > 0 {
+		return fmt.Errorf("intent definitions: no target instance %s is built (built: %s)", strings.Join(missing, ", "), strings.Join(slices.Sorted(maps.Keys(targets)), ", "))
+	}
+	if err := c.Bind(targets); err != nil {
+		return fmt.Errorf("intent definitions:\n%w", err)
+	}
+	return nil
+}
+
+var intentsListCommand = command{
+	name:    "intents list",
+	summary: "list the intents this configuration serves: each definition's name, version, target, scope, money and file",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("intents list", "takes no arguments")
+			}
+			cat, err := c.catalog(cl.env)
+			if err != nil {
+				return err
+			}
+			printIntents(cl.stdout, cat)
+			return nil
+		}
+	},
+}
+
+var intentsShowCommand = command{
+	name:    "intents show",
+	args:    "NAME",
+	summary: "print one intent's definitions: facts, labels, references, limits, mapping and schema",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("intents show", "say which intent, e.g. oncegate intents show invoice.create")
+			}
+			cat, err := c.catalog(cl.env)
+			if err != nil {
+				return err
+			}
+			var found []*intent.Intent
+			for _, in := range cat.Definitions() {
+				if in.Name == args[0] {
+					found = append(found, in)
+				}
+			}
+			if len(found) == 0 {
+				return fmt.Errorf("no intent %q is served; oncegate intents list names them", args[0])
+			}
+			for i, in := range found {
+				if i > 0 {
+					fmt.Fprintln(cl.stdout)
+				}
+				showIntent(cl.stdout, in)
+			}
+			return nil
+		}
+	},
+}
+
+// catalog loads the configuration and its whitelist.
+func (c common) catalog(env func(string) string) (*intent.Catalog, error) {
+	cfg, err := c.load(env)
+	if err != nil {
+		return nil, err
+	}
+	return loadCatalog(cfg)
+}
+
+// printIntents prints a line per definition.
+func printIntents(w io.Writer, cat *intent.Catalog) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tVERSION\tTARGET\tSCOPE\tMONEY\tSOURCE")
+	for _, in := range cat.Definitions() {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", in.Name, in.Version, in.Target, in.Scope, yesNo(in.Money), in.Source)
+	}
+	tw.Flush()
+}
+
+// showIntent prints one definition as the gateway loaded it.
+func showIntent(w io.Writer, in *intent.Intent) {
+	fmt.Fprintf(w, "%s v%d — %s / %s\n", in.Name, in.Version, in.Title.RU, in.Title.EN)
+	fmt.Fprintf(w, "  source:      %s (sha256 %s)\n", in.Source, in.Digest)
+	fmt.Fprintf(w, "  target:      %s\n  scope:       %s\n  money:       %s\n  journaled:   %s\n", in.Target, in.Scope, yesNo(in.Money), yesNo(in.Journaled))
+	fmt.Fprintf(w, "  description: %s\n", in.Description)
+	fmt.Fprintln(w, "  labels:")
+	for _, l := range in.Labels {
+		fmt.Fprintf(w, "    %-20s %s / %s\n", l.Field, l.RU, l.EN)
+	}
+	if len(in.References) > 0 {
+		fmt.Fprintln(w, "  references:")
+		for _, f := range slices.Sorted(maps.Keys(in.References)) {
+			fmt.Fprintf(w, "    %-20s %s\n", f, in.References[f])
+		}
+	}
+	if l := in.Limits; l.CurrencyField != "" || l.AmountField != "" || l.ItemsField != "" {
+		fmt.Fprintf(w, "  limits:      %+v\n", l)
+	}
+	if len(in.Map) > 0 {
+		fmt.Fprintf(w, "  map:         %s\n", in.Map)
+	}
+	fmt.Fprintf(w, "  schema:      %s\n", in.Schema)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

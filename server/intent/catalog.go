@@ -1,0 +1,198 @@
+package intent
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/contract"
+)
+
+// Catalog is the loaded whitelist: every definition, and for each name
+// the version agents are served. It does not change once loaded, so it is
+// safe for concurrent use.
+type Catalog struct {
+	defs    []*Intent // every definition: the built-ins in API.md's order, then the files by name
+	served  []*Intent // the newest version of each name, in the order names first appear
+	byName  map[string]*Intent
+	version map[nameVersion]*Intent
+}
+
+type nameVersion struct {
+	name    string
+	version int
+}
+
+// newCatalog indexes defs, refusing two definitions of one name and version.
+func newCatalog(defs []*Intent) (*Catalog, error) {
+	c := &Catalog{defs: defs, byName: map[string]*Intent{}, version: map[nameVersion]*Intent{}}
+	var errs []error
+	for _, in := range defs {
+		k := nameVersion{in.Name, in.Version}
+		if other, dup := c.version[k]; dup {
+			errs = append(errs, fmt.Errorf("%s: name: %s version %d is also defined by %s: one file per intent version", in.Source, in.Name, in.Version, other.Source))
+			continue
+		}
+		c.version[k] = in
+		if cur, ok := c.byName[in.Name]; !ok {
+			c.served = append(c.served, in)
+			c.byName[in.Name] = in
+		} else if in.Version > cur.Version {
+			c.served[slices.Index(c.served, cur)] = in
+			c.byName[in.Name] = in
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// override applies the configuration's limits: every value set there
+// replaces the definitions' own, for every version of the intent.
+func (c *Catalog) override(limits map[string]config.IntentLimits) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(limits)) {
+		o := limits[name]
+		found := false
+		for _, in := range c.defs {
+			if in.Name != name {
+				continue
+			}
+			found = true
+			l := &in.Limits
+			if o.MaxItems != 0 {
+				l.MaxItems = o.MaxItems
+			}
+			if o.MaxQuantity != 0 {
+				l.MaxQuantity = o.MaxQuantity
+			}
+			if o.Currencies != nil {
+				l.Currencies = slices.Clone(o.Currencies)
+			}
+			if o.Units != nil {
+				l.Units = slices.Clone(o.Units)
+			}
+			if o.AmountCeiling != nil {
+				l.AmountCeiling = maps.Clone(o.AmountCeiling)
+			}
+			for key, set := range map[string]bool{
+				"currency_field": l.CurrencyField == "" && (len(o.Currencies) > 0 || len(o.AmountCeiling) > 0),
+				"items_field":    l.ItemsField == "" && o.MaxItems != 0,
+				"quantity_field": l.QuantityField == "" && o.MaxQuantity != 0,
+				"unit_field":     l.UnitField == "" && len(o.Units) > 0,
+				"amount_field":   l.AmountField == "" && l.PriceField == "" && len(o.AmountCeiling) > 0,
+			} {
+				if set {
+					errs = append(errs, fmt.Errorf("config: limits.%s: the definition (%s) declares no %s for this limit to apply to", name, in.Source, key))
+				}
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("config: limits.%s: no such intent", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// All returns the served intents: the newest version of each name, the
+// built-ins first in API.md's order. The slice is the caller's own.
+func (c *Catalog) All() []*Intent { return slices.Clone(c.served) }
+
+// Definitions returns every loaded definition, every version of each name.
+func (c *Catalog) Definitions() []*Intent { return slices.Clone(c.defs) }
+
+// Lookup finds the served version of an intent by its exact name.
+func (c *Catalog) Lookup(name string) (*Intent, bool) {
+	in, ok := c.byName[name]
+	return in, ok
+}
+
+// Version finds one version of an intent.
+func (c *Catalog) Version(name string, version int) (*Intent, bool) {
+	in, ok := c.version[nameVersion{name, version}]
+	return in, ok
+}
+
+// Names are the served intents' names, in All's order.
+func (c *Catalog) Names() []string {
+	out := make([]string, len(c.served))
+	for i, in := range c.served {
+		out[i] = in.Name
+	}
+	return out
+}
+
+// NotAllowed is the refusal of an intent name the catalog does not serve.
+func (c *Catalog) NotAllowed(name string) *contract.Error {
+	return contract.ErrIntentNotAllowed(name, c.Names())
+}
+
+// Targets are the target instances the definitions name, sorted.
+func (c *Catalog) Targets() []string {
+	var out []string
+	for _, in := range c.defs {
+		if !slices.Contains(out, in.Target) {
+			out = append(out, in.Target)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Title is the people's name of the intent name in lang, or the name
+// itself when the catalog does not serve it.
+func (c *Catalog) Title(name, lang string) string {
+	if in, ok := c.byName[name]; ok {
+		return in.Title.In(lang)
+	}
+	return name
+}
+
+// Binding is the definition as its target sees it.
+func (in *Intent) Binding() adapters.Binding {
+	return adapters.Binding{
+		Intent: in.Name, Version: in.Version, Schema: in.SchemaCopy(),
+		References: maps.Clone(in.References), Map: slices.Clone(in.Map),
+	}
+}
+
+// Bind gives each target that serves declared intents (adapters.Binder)
+// the bindings of every definition naming it, before the gateway serves.
+// A definition with a map at a target that takes none, or any target's
+// refusal, is an error naming the target; the gateway does not start.
+func (c *Catalog) Bind(targets map[string]adapters.Target) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(targets)) {
+		var bindings []adapters.Binding
+		for _, in := range c.defs {
+			if in.Target == name {
+				bindings = append(bindings, in.Binding())
+			}
+		}
+		b, ok := targets[name].(adapters.Binder)
+		if !ok {
+			for _, in := range c.defs {
+				if in.Target == name && in.Source != BuiltIn {
+					errs = append(errs, fmt.Errorf("%s: target: the target %s serves only its built-in intents, not declared ones", in.Source, name))
+				}
+			}
+			continue
+		}
+		if err := b.Bind(bindings); err != nil {
+			errs = append(errs, fmt.Errorf("target %s refused its intents: %s", name, indent(err.Error())))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// indent puts each line of a multi-line error after the first on its own
+// indented line.
+func indent(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	return "\n  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
