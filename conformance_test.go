@@ -185,9 +185,10 @@ func parseScrape(t *testing.T, scrape []byte) (help map[string]string, values ma
 	return help, values
 }
 
-// The official MCP TypeScript SDK client, the MCP Inspector CLI and a
-// generic HTTP client against the binary, and Redocly's lint of the
-// OpenAPI document it serves. Each script in .ci/conformance says what it
+// The official MCP TypeScript SDK client, the MCP Inspector CLI, a
+// generic HTTP client and a client generated from the served OpenAPI
+// document (openapi-typescript, checked by tsc) against the binary, and
+// Redocly's lint of that document. Each script in .ci/conformance says what it
 // checks; a failure shows its whole output.
 func TestConformanceClients(t *testing.T) {
 	t.Parallel()
@@ -199,7 +200,7 @@ func TestConformanceClients(t *testing.T) {
 		"ONCEGATE_CONTOUR=test",
 		"NO_COLOR=1",
 	)
-	for _, script := range []string{"http.mjs", "mcp-sdk.mjs", "inspector.mjs"} {
+	for _, script := range []string{"http.mjs", "mcp-sdk.mjs", "inspector.mjs", "openapi-client.mjs"} {
 		t.Run(strings.TrimSuffix(script, ".mjs"), func(t *testing.T) {
 			runConformance(t, env, node, filepath.Join(conformanceDir, script))
 		})
