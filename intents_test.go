@@ -1,0 +1,161 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// dealCreate is a declared intent of a firm: a deal in the CRM.
+const dealCreate = `name: deal.create
+version: 1
+target: crm
+scope: write
+money: false
+title: { ru: Сделка в CRM, en: CRM deal }
+labels:
+  customer_id:  { ru: Клиент, en: Customer }
+  title:        { ru: Название, en: Title }
+description: Open a deal in the CRM for a customer.
+schema:
+  type: object
+  additionalProperties: false
+  required: [customer_id, title]
+  properties:
+    customer_id: { type: string, minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]*$" }
+    title:       { type: string, minLength: 1, maxLength: 255 }
+references:
+  customer_id: customer
+map:
+  method: crm.deal.add
+  fields:
+    CONTACT_ID: { ref: customer_id }
+    TITLE:      { from: title }
+`
+
+// intentsConfig writes a configuration whose intents_dir holds files, and
+// returns its path and the directory.
+func intentsConfig(t *testing.T, files map[string]string) (cfg, dir string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "intents")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg = filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(cfg, []byte("intents_dir: "+dir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, dir
+}
+
+// A bad definition stops serve and check before anything starts, naming
+// the file, the path inside it and what is wrong.
+func TestServeRefusesBadIntents(t *testing.T) {
+	t.Parallel()
+	bad := strings.Replace(dealCreate, "    title:       { type: string, minLength: 1, maxLength: 255 }", "    title:       { type: string, minLength: 1 }\n    script:      { type: string, maxLength: 10 }", 1)
+	cfg, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": bad})
+	file := filepath.Join(dir, "deal.create.v1.yaml")
+	data := t.TempDir()
+	out, err := exec.Command(binary, "serve", "--config", cfg, "--data", data, "--listen", freeAddr(t)).CombinedOutput()
+	if err == nil {
+		t.Fatalf("serve started with a bad definition:\n%s", out)
+	}
+	for _, want := range []string{
+		file + ": schema.properties.title: every string needs a bound: maxLength",
+		file + ": schema.properties.script: the field script exists in no contract",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("serve's refusal lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "journal.db")); err == nil {
+		t.Error("serve made a journal before refusing")
+	}
+	out, err = exec.Command(binary, "check", "--config", cfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), file+": schema.properties.title") {
+		t.Fatalf("check passed a bad definition: %v\n%s", err, out)
+	}
+	// A directory that is not there is refused too.
+	missing := filepath.Join(t.TempDir(), "oncegate.yaml")
+	os.WriteFile(missing, []byte("intents_dir: "+filepath.Join(dir, "nowhere")+"\n"), 0o600)
+	out, err = exec.Command(binary, "serve", "--config", missing, "--data", t.TempDir(), "--listen", freeAddr(t)).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "intents_dir "+filepath.Join(dir, "nowhere")) {
+		t.Fatalf("serve started without its intents_dir: %v\n%s", err, out)
+	}
+}
+
+// intents list and show print the loaded catalog: the built-ins and the
+// firm's files, each with where it came from.
+func TestIntentsList(t *testing.T) {
+	t.Parallel()
+	cfg, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": dealCreate})
+	out := runBinary(t, nil, "intents", "list", "--config", cfg)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got, want := len(lines), 1+7+1; got != want {
+		t.Fatalf("%d lines, want %d:\n%s", got, want, out)
+	}
+	for _, want := range []string{
+		"NAME", "invoice.create  ", "payment.charge  ", "built-in",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("list lacks %q:\n%s", want, out)
+		}
+	}
+	if f := strings.Fields(lines[len(lines)-1]); strings.Join(f, " ") != "deal.create 1 crm write no "+filepath.Join(dir, "deal.create.v1.yaml") {
+		t.Errorf("the declared intent's line: %q", lines[len(lines)-1])
+	}
+	charge := strings.Fields(lines[6])
+	if strings.Join(charge, " ") != "payment.charge 1 payments pay yes built-in" {
+		t.Errorf("payment.charge's line: %q", lines[6])
+	}
+	show := runBinary(t, nil, "intents", "show", "--config", cfg, "deal.create")
+	for _, want := range []string{"deal.create v1 — Сделка в CRM / CRM deal", "target:      crm", `"method":"crm.deal.add"`, "customer_id          customer"} {
+		if !strings.Contains(show, want) {
+			t.Errorf("show lacks %q:\n%s", want, show)
+		}
+	}
+	// builtin_intents: none leaves the firm's own.
+	os.WriteFile(cfg, []byte("intents_dir: "+dir+"\nbuiltin_intents: none\n"), 0o600)
+	if out := runBinary(t, nil, "intents", "list", "--config", cfg); strings.Count(out, "\n") != 2 || !strings.Contains(out, "deal.create") {
+		t.Errorf("builtin_intents none:\n%s", out)
+	}
+}
+
+// A firm's intent declared in a file runs through the real binary at its
+// target, bound at start: executed once, replayed, a changed request
+// under its key refused.
+func TestBinaryDeclaredIntent(t *testing.T) {
+	t.Parallel()
+	deal := strings.Replace(dealCreate, "references:\n  customer_id: customer\n", "", 1)
+	deal = strings.Replace(deal, "    CONTACT_ID: { ref: customer_id }\n", "    COMMENTS:   { from: customer_id }\n", 1)
+	_, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": deal})
+	r := newRigWith(t, 1000, "intents_dir: "+dir+"\n", "")
+	r.startGateway()
+	const key = "test:deal:create:lead-77:v1"
+	env := func(title string) string {
+		return `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"` + title + `"}}`
+	}
+	code, body, err := r.post(key, env("Поставка"))
+	if err != nil || code != 200 || body["status"] != "succeeded" || body["target_system"] != "crm" {
+		t.Fatalf("execute: %d %v %v", code, body, err)
+	}
+	code, again, err := r.post(key, env("Поставка"))
+	if err != nil || code != 200 || again["target_object_id"] != body["target_object_id"] {
+		t.Fatalf("replay: %d %v %v", code, again, err)
+	}
+	code, body, err = r.post(key, env("Другая"))
+	if err != nil || code != 422 || !strings.Contains(fmt.Sprint(body["errors"]), "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH") {
+		t.Fatalf("mismatch: %d %v %v", code, body, err)
+	}
+	if got := r.simJSON("/_sim/effects")["bitrix24"][key]; got != 1 {
+		t.Fatalf("effects at the CRM: %d, want 1", got)
+	}
+}
