@@ -1,0 +1,179 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// purchaseOrderDefinition is a firm's own intent on its 1C: the HTTP
+// service routes it by map.intent, and the firm's module has its handler.
+const purchaseOrderDefinition = `name: purchase_order.create_draft
+version: 1
+target: onec
+scope: draft
+money: false
+title: { ru: Черновик заказа поставщику, en: Draft purchase order }
+labels:
+  supplier_id: { ru: Поставщик, en: Supplier }
+  warehouse_id: { ru: Склад, en: Warehouse }
+  items: { ru: Строки, en: Lines }
+  items.product_id: { ru: Товар, en: Product }
+  items.quantity: { ru: Количество, en: Quantity }
+description: Create an unposted purchase order in 1C. Send the same operation key on every retry.
+schema:
+  type: object
+  additionalProperties: false
+  required: [supplier_id, warehouse_id, items]
+  properties:
+    supplier_id:  { type: string, minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]*$" }
+    warehouse_id: { type: string, minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]*$" }
+    items:
+      type: array
+      minItems: 1
+      maxItems: 100
+      items:
+        type: object
+        additionalProperties: false
+        required: [product_id, quantity]
+        properties:
+          product_id: { type: string, minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]*$" }
+          quantity:   { type: number, exclusiveMinimum: 0, maximum: 1000000 }
+references:
+  supplier_id: counterparty
+  warehouse_id: warehouse
+  items.product_id: product
+map: { intent: purchase_order.create_draft }
+`
+
+const e2ePurchaseOrder = `{"schema_version":"1.0","intent":"purchase_order.create_draft","payload":{"supplier_id":"%s","warehouse_id":"warehouse-01","items":[{"product_id":"product-778","quantity":%d}]}}`
+
+// A declared intent on kind onec through the binary: the gateway loads it
+// from intents_dir and the simulated 1C publishes it; execute, replay,
+// mismatch, a lost answer and parallel duplicates make one document each.
+func TestBinaryDeclaredOneCIntent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "purchase_order.create_draft.v1.yaml"), []byte(purchaseOrderDefinition), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRigWith(t, 1000, "retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }\nintents_dir: "+dir+"\n", "")
+	resp, err := http.Post(r.simURL+"/_sim/onec/intents", "application/json", strings.NewReader(`{"intents":["purchase_order.create_draft"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("publish at the simulated 1C: %s", resp.Status)
+	}
+	r.startGateway()
+
+	t.Run("ExecuteReplayMismatch", func(t *testing.T) {
+		const key = "test:purchase_order.create_draft:po-e2e-1:v1"
+		code, first, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 2))
+		if err != nil || code != 200 || first["status"] != "succeeded" || !strings.HasPrefix(fmt.Sprint(first["target_object_id"]), "DOC-") {
+			t.Fatalf("first: %d %v %v", code, first, err)
+		}
+		code, again, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 2))
+		if err != nil || code != 200 || again["replayed"] != true || again["target_object_id"] != first["target_object_id"] {
+			t.Fatalf("replay: %d %v %v", code, again, err)
+		}
+		code, changed, _ := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 3))
+		if code != 422 || errorCode(changed) != "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH" {
+			t.Fatalf("changed payload: %d %v", code, changed)
+		}
+		if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
+			t.Fatalf("effects = %d, want 1", got)
+		}
+	})
+
+	t.Run("LostAnswer", func(t *testing.T) {
+		const key = "test:purchase_order.create_draft:po-e2e-2:v1"
+		r.fault(`{"target":"onec","fault":"drop_response_after_commit","times":1}`)
+		code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 1))
+		for i := 0; err == nil && body["status"] != "succeeded" && i < 50; i++ {
+			// Unknown or in progress: the agent sends the key again.
+			code, body, err = r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 1))
+		}
+		if err != nil || code != 200 || body["status"] != "succeeded" {
+			t.Fatalf("after the lost answer: %d %v %v", code, body, err)
+		}
+		if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
+			t.Fatalf("effects = %d, want 1", got)
+		}
+	})
+
+	t.Run("ParallelDuplicates", func(t *testing.T) {
+		const key = "test:purchase_order.create_draft:po-e2e-3:v1"
+		const n = 12
+		var wg sync.WaitGroup
+		ids := make(chan any, n)
+		for range n {
+			wg.Go(func() {
+				code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-9", 4))
+				switch {
+				case err != nil:
+					t.Errorf("post: %v", err)
+				case code == 200 && body["status"] == "succeeded":
+					ids <- body["target_object_id"]
+				case code == 409 && errorCode(body) == "IDEMPOTENCY_KEY_IN_USE":
+				default:
+					t.Errorf("duplicate: %d %v", code, body)
+				}
+			})
+		}
+		wg.Wait()
+		close(ids)
+		var first any
+		for id := range ids {
+			if first == nil {
+				first = id
+			} else if id != first {
+				t.Fatalf("duplicates answered %v and %v", first, id)
+			}
+		}
+		if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
+			t.Fatalf("effects = %d, want 1", got)
+		}
+	})
+	t.Run("NotPublishedThenPublished", func(t *testing.T) {
+		// The firm's module lacks the handler: nothing is done at 1C, and
+		// the same key goes through once it is added.
+		publish := func(body string) {
+			t.Helper()
+			resp, err := http.Post(r.simURL+"/_sim/onec/intents", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("publish %s: %s", body, resp.Status)
+			}
+		}
+		const key = "test:purchase_order.create_draft:po-e2e-4:v1"
+		publish(`{"intents":[]}`)
+		// The agent is told to send again later; the operator's log says why.
+		code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 5))
+		if err != nil || code != 503 || errorCode(body) != "TARGET_UNAVAILABLE" || body["status"] != "failed_retryable" {
+			t.Fatalf("unpublished: %d %v %v", code, body, err)
+		}
+		if out := r.gateway.output(); !strings.Contains(out, "TARGET_NOT_PUBLISHED: the 1C HTTP service does not publish the intent purchase_order.create_draft") {
+			t.Fatalf("the gateway's log does not name the unpublished intent:\n%s", out)
+		}
+		if got := r.simJSON("/_sim/effects")["onec"][key]; got != 0 {
+			t.Fatalf("effects = %d, want 0", got)
+		}
+		publish(`{"intents":["purchase_order.create_draft"]}`)
+		code, body, err = r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 5))
+		if err != nil || code != 200 || body["status"] != "succeeded" {
+			t.Fatalf("published again: %d %v %v", code, body, err)
+		}
+		if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
+			t.Fatalf("effects = %d, want 1", got)
+		}
+	})
+}
