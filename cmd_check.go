@@ -12,6 +12,7 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/intent"
 )
 
 var checkCommand = command{
@@ -139,7 +140,7 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 			continue
 		}
 		checked++
-		ok, what, fix := checkTarget(cfg, tc, env)
+		ok, what, fix := checkTarget(cfg, catalog, tc, env)
 		what, fix = red.Foreign(what), red.Own(fix)
 		if ok {
 			fmt.Fprintf(stdout, "%-*s OK         %s\n", width, tc.label(), what)
@@ -155,8 +156,9 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 }
 
 // checkTarget builds one target as serve would (buildTargets, with the
-// other targets left out) and probes it.
-func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok bool, what, fix string) {
+// other targets left out), gives it the definitions naming it as serve
+// does, and probes it: a target given declared intents checks them too.
+func checkTarget(cfg config.Config, catalog *intent.Catalog, tc targetCheck, env func(string) string) (ok bool, what, fix string) {
 	one := tc.alone(cfg)
 	for _, s := range one.MissingSecrets(env) {
 		if s.Env == "" {
@@ -168,6 +170,9 @@ func checkTarget(cfg config.Config, tc targetCheck, env func(string) string) (ok
 	targets, err := buildTargets(one, builtInSimulators("http://127.0.0.1:9"), env)
 	if err != nil {
 		return false, err.Error(), "correct the setting named"
+	}
+	if err := catalog.Bind(targets); err != nil {
+		return false, err.Error(), "correct the intent definitions named"
 	}
 	p, isProber := targets[tc.name].(prober)
 	if !isProber {

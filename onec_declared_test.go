@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -176,4 +177,49 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 			t.Fatalf("effects = %d, want 1", got)
 		}
 	})
+}
+
+// check gives the 1C target the definitions naming it and says whether
+// its HTTP service publishes each: the firm's intent is named until the
+// module routes it, and nothing is written either way.
+func TestCheckDeclaredOneCIntent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "purchase_order.create_draft.v1.yaml"), []byte(purchaseOrderDefinition), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	simAddr := freeAddr(t)
+	start(t, nil, "sim", "--listen", simAddr)
+	simURL := "http://" + simAddr
+	waitHTTP(t, simURL+"/_sim/effects")
+	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(cfg, []byte("contour: test\nintents_dir: "+dir+"\ntargets:\n  onec: { base_url: \""+simURL+"/onec\", timeout_ms: 2000 }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, code := runCheck(t, nil, "--config", cfg)
+	line := lineOf(out, "onec")
+	if code == 0 || !strings.Contains(line, "FAIL") || !strings.Contains(line, "does not publish purchase_order.create_draft") ||
+		!strings.Contains(line, "it publishes invoice.create, sales_order.create_draft, sales_order.get_status, sales_order.post") {
+		t.Fatalf("check with the intent unpublished (exit %d):\n%s", code, out)
+	}
+
+	resp, err := http.Post(simURL+"/_sim/onec/intents", "application/json", strings.NewReader(`{"intents":["purchase_order.create_draft"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	out, code = runCheck(t, nil, "--config", cfg)
+	if line := lineOf(out, "onec"); code != 0 || !strings.Contains(line, "OK") || !strings.Contains(line, "purchase_order.create_draft") {
+		t.Fatalf("check with the intent published (exit %d):\n%s", code, out)
+	}
+	resp, err = http.Get(simURL + "/_sim/effects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var effects map[string]map[string]int
+	if err := json.NewDecoder(resp.Body).Decode(&effects); err != nil || len(effects["onec"]) != 0 {
+		t.Fatalf("check left effects: %v %v", effects, err)
+	}
 }
