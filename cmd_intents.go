@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -8,10 +9,12 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
+	"github.com/oncegate/oncegate/store"
 )
 
 // loadCatalog loads the whitelist the configuration names (intents_dir,
@@ -38,6 +41,39 @@ func bindCatalog(c *intent.Catalog, targets map[string]adapters.Target) error {
 		return fmt.Errorf("intent definitions:\n%w", err)
 	}
 	return nil
+}
+
+// maxListed bounds how many operations a refusal lists.
+const maxListed = 20
+
+// editedInPlace refuses a catalog whose definitions were edited in place
+// while unfinished operations of the journal were accepted under their
+// old text (another digest of the file): those operations would run
+// under a meaning they were not accepted with. It lists them.
+func editedInPlace(ctx context.Context, st *store.Store, c *intent.Catalog) error {
+	ops, err := st.Unfinished(ctx)
+	if err != nil {
+		return err
+	}
+	var lines []string
+	n := 0
+	for _, op := range ops {
+		in, ok := c.Version(op.Intent, max(op.IntentVersion, 1))
+		if !ok || op.IntentDigest == "" || in.Digest == op.IntentDigest {
+			continue
+		}
+		if n++; n <= maxListed {
+			lines = append(lines, fmt.Sprintf("  %s (%s v%d, %s, accepted %s)", op.Key, op.Intent, max(op.IntentVersion, 1), op.Status, op.CreatedAt.UTC().Format(time.RFC3339)))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if n > maxListed {
+		lines = append(lines, fmt.Sprintf("  … and %d more", n-maxListed))
+	}
+	return fmt.Errorf("intent definitions were edited in place while %d unfinished operations were accepted under their old text; "+
+		"put the old files back until these are final (settle them in the admin UI), and give a new meaning a new version in a new file:\n%s", n, strings.Join(lines, "\n"))
 }
 
 var intentsListCommand = command{

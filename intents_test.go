@@ -159,3 +159,37 @@ func TestBinaryDeclaredIntent(t *testing.T) {
 		t.Fatalf("effects at the CRM: %d, want 1", got)
 	}
 }
+
+// serve does not start while unfinished operations were accepted under a
+// definition since edited in place, and lists them; with the old file
+// back it serves again.
+func TestServeRefusesDefinitionEditedInPlace(t *testing.T) {
+	t.Parallel()
+	deal := strings.Replace(dealCreate, "references:\n  customer_id: customer\n", "", 1)
+	deal = strings.Replace(deal, "    CONTACT_ID: { ref: customer_id }\n", "    COMMENTS:   { from: customer_id }\n", 1)
+	_, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": deal})
+	r := newRigWith(t, 1000, "intents_dir: "+dir+"\nretry: { max_attempts: 2, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 20, jitter: true }\n", "")
+	r.startGateway()
+	r.fault(`{"target":"bitrix24","fault":"status","status":503,"times":100}`)
+	const key = "test:deal.create:lead-88:v1"
+	code, body, err := r.post(key, `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"Поставка"}}`)
+	if err != nil || code != 503 || body["status"] != "failed_retryable" {
+		t.Fatalf("execute: %d %v %v", code, body, err)
+	}
+	r.gateway.kill9()
+
+	file := filepath.Join(dir, "deal.create.v1.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(deal, "description: Open a deal", "description: Open a new deal", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serve := exec.Command(binary, "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
+	serve.Env = append(os.Environ(), r.env...)
+	out, err := serve.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "edited in place while 1 unfinished operations") || !strings.Contains(string(out), key+" (deal.create v1, failed_retryable") {
+		t.Fatalf("serve started on a definition edited under an unfinished operation: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(file, []byte(deal), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.startGateway()
+}

@@ -282,6 +282,9 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		return err
 	}
 
+	if err := editedInPlace(ctx, st, catalog); err != nil {
+		return err
+	}
 	if err := bindCatalog(catalog, targets); err != nil {
 		return err
 	}

@@ -23,16 +23,16 @@ func TestSharedJournalCommands(t *testing.T) {
 		t.Helper()
 		return runBinary(t, env, append(args, "--data", data)...)
 	}
-	if out := run("migrate", "up"); !strings.Contains(out, "journal schema version 7") {
+	if out := run("migrate", "up"); !strings.Contains(out, "journal schema version 8") {
 		t.Fatalf("migrate up: %s", out)
 	}
-	if out := run("migrate", "down"); !strings.Contains(out, "journal schema version 6") {
+	if out := run("migrate", "down"); !strings.Contains(out, "journal schema version 7") {
 		t.Fatalf("migrate down: %s", out)
 	}
-	if out := run("migrate", "version"); !strings.Contains(out, "journal schema version 6") {
+	if out := run("migrate", "version"); !strings.Contains(out, "journal schema version 7") {
 		t.Fatalf("migrate version: %s", out)
 	}
-	if out := run("migrate", "up"); !strings.Contains(out, "journal schema version 7") {
+	if out := run("migrate", "up"); !strings.Contains(out, "journal schema version 8") {
 		t.Fatalf("migrate up again: %s", out)
 	}
 	if entries, _ := os.ReadDir(data); len(entries) != 0 {

@@ -1,12 +1,16 @@
 package server_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oncegate/oncegate/adapters/sim"
 )
 
 // purchaseOrder is a firm's own intent: a purchase order draft in 1C,
@@ -183,4 +187,67 @@ func TestBuiltinIntentsSwitchedOff(t *testing.T) {
 			t.Fatalf("GET /v1/intents lists %d intents, want 1: %s", got, list.Raw)
 		}
 	})
+}
+
+// A key never runs under a meaning other than the one it was first
+// accepted under: after its definition was edited in place or removed, a
+// retry of an unfinished operation is INTENT_CHANGED and sends nothing,
+// while a final operation still replays; each row records the definition.
+func TestIntentChanged(t *testing.T) {
+	t.Parallel()
+	st := openJournal(t)
+	dir := intentsDir(t, map[string]string{"po.yaml": purchaseOrder})
+	cfg := testConfig()
+	cfg.IntentsDir = dir
+	cfg.Reconciler.IntervalMS, cfg.Reconciler.MaxBackoffMS = 600000, 600000 // nothing settles behind the test's back
+	const done, open = "test:purchase_order.create_draft:po-done:v1", "test:purchase_order.create_draft:po-open:v1"
+
+	g := serveOver(t, cfg, st)
+	if err := g.sim.PublishOneC("purchase_order.create_draft"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, g.post(done, purchase("supplier-1", 1)), http.StatusOK, "succeeded", "")
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 503, Times: 100})
+	expect(t, g.post(open, purchase("supplier-2", 1)), http.StatusServiceUnavailable, "failed_retryable", "TARGET_UNAVAILABLE")
+	row := g.row(open)
+	sum := sha256.Sum256([]byte(purchaseOrder))
+	if row.IntentVersion != 1 || row.IntentDigest != hex.EncodeToString(sum[:]) {
+		t.Fatalf("the row records version %d digest %q, want 1 and the file's SHA-256", row.IntentVersion, row.IntentDigest)
+	}
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The file edited in place: same name and version, another text.
+	edited := strings.Replace(purchaseOrder, "description: purchase order draft in 1C", "description: purchase order draft in 1C, reviewed", 1)
+	if err := os.WriteFile(filepath.Join(dir, "po.yaml"), []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g = serveOver(t, cfg, st)
+	if err := g.sim.PublishOneC("purchase_order.create_draft"); err != nil {
+		t.Fatal(err)
+	}
+	r := g.post(open, purchase("supplier-2", 1))
+	expect(t, r, http.StatusConflict, "rejected", "INTENT_CHANGED")
+	if g.sim.Effects("onec", open) != 0 {
+		t.Fatal("an operation ran under its changed definition")
+	}
+	again := g.post(done, purchase("supplier-1", 1))
+	expect(t, again, http.StatusOK, "succeeded", "")
+	if again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a final operation did not replay: %s", again.Raw)
+	}
+	// A new key runs under the new text.
+	expect(t, g.post("test:purchase_order.create_draft:po-new:v1", purchase("supplier-3", 1)), http.StatusOK, "succeeded", "")
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The file removed: the unfinished key is refused the same way.
+	if err := os.Remove(filepath.Join(dir, "po.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	g = serveOver(t, cfg, st)
+	expect(t, g.post(open, purchase("supplier-2", 1)), http.StatusConflict, "rejected", "INTENT_CHANGED")
+	expect(t, g.post("test:purchase_order.create_draft:po-other:v1", purchase("supplier-2", 1)), http.StatusBadRequest, "rejected", "INTENT_NOT_ALLOWED")
 }

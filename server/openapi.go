@@ -341,6 +341,7 @@ var errorCodes = []namedDoc{
 	{codes.UnsupportedMedia, "the body is not sent as application/json"},
 	{codes.RateLimited, "too many requests; send the same request again after Retry-After"},
 	{codes.PlanChanged, "the plan changed since validate; nothing ran, validate again"},
+	{codes.IntentChanged, "the intent's definition changed or is gone since the key was first accepted; nothing ran (a final operation still replays): the operation needs a person, or a new key under the new definition"},
 	{codes.OperationNotFound, "GET /v1/operations/{key}: no operation with this key for this agent"},
 	{codes.NotFound, "no such endpoint"},
 	{codes.MethodNotAllowed, "this method is not allowed on this endpoint"},

@@ -69,6 +69,18 @@ func (s *Store) ListOperations(ctx context.Context, f OperationFilter) ([]Operat
 	return ops, nil
 }
 
+// Unfinished returns every operation not yet final (succeeded or
+// failed_final), oldest first: what may still run under the definition
+// it was accepted with.
+func (s *Store) Unfinished(ctx context.Context) ([]Operation, error) {
+	ops, err := s.queryOperations(ctx, `SELECT `+operationColumns+` FROM operations
+		WHERE status NOT IN ('succeeded', 'failed_final') ORDER BY created_at, operation_key`)
+	if err != nil {
+		return nil, fmt.Errorf("unfinished operations: %w", err)
+	}
+	return ops, nil
+}
+
 // queryOperations runs a query selecting operationColumns on a reader.
 func (s *Store) queryOperations(ctx context.Context, q string, args ...any) ([]Operation, error) {
 	rows, err := s.rdb.QueryContext(ctx, q, args...)

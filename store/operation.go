@@ -65,6 +65,11 @@ type Operation struct {
 	ActorID      string
 	RequestID    string
 	Payload      json.RawMessage // normalized payload
+	// IntentVersion and IntentDigest name the definition of the intent
+	// the key was accepted under: its version and the SHA-256 of its
+	// file ("" for rows from before the journal recorded it).
+	IntentVersion int
+	IntentDigest  string
 
 	LeaseOwner    string
 	LeaseUntil    time.Time
@@ -100,6 +105,8 @@ type ClaimRequest struct {
 	ActorID       string
 	RequestID     string
 	Payload       json.RawMessage
+	IntentVersion int           // the definition's version
+	IntentDigest  string        // the SHA-256 of the definition's file
 	AwaitApproval bool          // money: journal as awaiting_approval, take no lease
 	ApprovalTTL   time.Duration // how long a person has to decide
 	// Refused, when set, is the target's refusal of the request's checks:
@@ -154,7 +161,8 @@ func (d Decision) String() string {
 const operationColumns = `operation_key, intent, fingerprint, status, target_system, agent,
 	actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
 	target_object_id, result, error_code, error_field, error_message,
-	lookup_failures, needs_review, next_check_at, created_at, updated_at, completed_at`
+	lookup_failures, needs_review, next_check_at, created_at, updated_at, completed_at,
+	intent_version, intent_digest`
 
 // Claim registers the operation or decides what to do with the existing
 // row for its key, in one short write transaction: INSERT … ON CONFLICT DO
@@ -191,13 +199,15 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision,
 	op, err := scanOperation(tx.QueryRowContext(ctx, `
 		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent,
 			actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
-			error_code, error_field, error_message, created_at, updated_at, completed_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			error_code, error_field, error_message, created_at, updated_at, completed_at,
+			intent_version, intent_digest)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (operation_key) DO NOTHING
 		RETURNING `+operationColumns,
 		req.Key, req.Intent, req.Fingerprint, status, req.TargetSystem, req.Agent,
 		req.ActorID, req.RequestID, string(req.Payload), owner, until, attempts, lastAttempt,
-		code, field, msg, formatTime(now), formatTime(now), completed))
+		code, field, msg, formatTime(now), formatTime(now), completed,
+		max(req.IntentVersion, 1), req.IntentDigest))
 	inserted := err == nil
 	if errors.Is(err, sql.ErrNoRows) {
 		op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
@@ -321,7 +331,8 @@ func scanOperation(sc scanner) (Operation, error) {
 	err := sc.Scan(&op.Key, &op.Intent, &op.Fingerprint, &op.Status, &op.TargetSystem, &op.Agent,
 		&op.ActorID, &op.RequestID, &payload, &leaseOwner, &leaseUntil, &op.AttemptCount, &lastAttempt,
 		&objectID, &result, &code, &field, &msg,
-		&op.LookupFailures, &review, &nextCheck, &created, &updated, &fin)
+		&op.LookupFailures, &review, &nextCheck, &created, &updated, &fin,
+		&op.IntentVersion, &op.IntentDigest)
 	if err != nil {
 		return Operation{}, err
 	}

@@ -183,6 +183,7 @@ var english = Labels{
 		"UNSUPPORTED_MEDIA_TYPE":           "the request is not JSON",
 		"RATE_LIMITED":                     "too many requests",
 		"PLAN_CHANGED":                     "the plan changed since validation; nothing ran",
+		"INTENT_CHANGED":                   "the intent's definition changed since the key was first accepted; nothing ran",
 		"OPERATION_NOT_FOUND":              "no such operation",
 		"NOT_FOUND":                        "the object was not found",
 		"METHOD_NOT_ALLOWED":               "this call is not supported",

@@ -40,6 +40,10 @@ const (
 	KeyInUse = "IDEMPOTENCY_KEY_IN_USE"
 	// PlanChanged: what validate showed is no longer what execute would do.
 	PlanChanged = "PLAN_CHANGED"
+	// IntentChanged: the definition of the intent the key was first
+	// accepted under changed in place or is gone; the key never runs
+	// under another meaning (a final operation still replays).
+	IntentChanged = "INTENT_CHANGED"
 )
 
 // Business limits of the configuration.
@@ -126,6 +130,7 @@ var catalogue = map[string]info{
 	KeyForeign:        {http.StatusConflict, false},
 	KeyInUse:          {http.StatusConflict, true},
 	PlanChanged:       {http.StatusConflict, false},
+	IntentChanged:     {http.StatusConflict, false},
 
 	LimitExceeded:      {http.StatusUnprocessableEntity, false},
 	CurrencyNotAllowed: {http.StatusUnprocessableEntity, false},

@@ -53,4 +53,3 @@ func TestError_Error(t *testing.T) {
 		}
 	}
 }
-

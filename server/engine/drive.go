@@ -97,14 +97,10 @@ func (e *Engine) unrecorded(op store.Operation, err error) store.Operation {
 	return op
 }
 
-// targetOp is a journal row as its target sees it. The journal does not
-// record the definition's version yet: the operation runs under the
-// version the catalog serves (1 when the intent is no longer served).
+// targetOp is a journal row as its target sees it, under the version of
+// its intent's definition it was accepted with.
 func (e *Engine) targetOp(op store.Operation) adapters.Op {
-	version := 1
-	if in, ok := e.cfg.Catalog.Lookup(op.Intent); ok {
-		version = in.Version
-	}
+	version := max(op.IntentVersion, 1)
 	return adapters.Op{
 		Key:         op.Key,
 		Intent:      op.Intent,

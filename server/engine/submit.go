@@ -81,7 +81,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
 			Kind: KindOperation, Op: final, Replayed: true}, nil
 	}
 	var out Outcome
-	r, err := e.check(sub, &out)
+	r, err := e.check(ctx, sub, &out)
 	if err != nil {
 		return out, err
 	}
@@ -112,7 +112,7 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
 
 // check applies the contract to a submission, noting in out what it
 // learned of the request as it goes.
-func (e *Engine) check(sub Submission, out *Outcome) (request, error) {
+func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (request, error) {
 	var (
 		r   request
 		err error
@@ -122,7 +122,7 @@ func (e *Engine) check(sub Submission, out *Outcome) (request, error) {
 	}
 	in, ok := e.cfg.Catalog.Lookup(r.env.Intent)
 	if !ok {
-		return request{}, e.cfg.Catalog.NotAllowed(r.env.Intent)
+		return request{}, e.notServed(ctx, sub, r.env.Intent, r.env.RequestID)
 	}
 	r.in, out.Intent = in, in
 	if !sub.Token.Has(in.Scope) {
@@ -174,6 +174,18 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		e.finals.remember(key, seen)
 		e.decided(in.Name, store.DecisionReplay)
 		return existing, true, nil
+	case err == nil && existing.Agent == tok.Agent:
+		// A key seen before, not final: it runs only under the definition
+		// it was first accepted with, and its fingerprint is that
+		// definition's.
+		if in, err = e.acceptedUnder(existing, in); err != nil {
+			return store.Operation{}, false, err
+		}
+		if in != r.in {
+			if norm, err = in.Normalize(env.Payload); err != nil {
+				return store.Operation{}, false, err
+			}
+		}
 	case errors.Is(err, store.ErrNotFound):
 		// A key never seen: the business limits, then every check at the
 		// target (references, business rules), which writes nothing. The
@@ -200,6 +212,8 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		ActorID:       env.ActorID,
 		RequestID:     env.RequestID,
 		Payload:       norm.Payload,
+		IntentVersion: in.Version,
+		IntentDigest:  in.Digest,
 		AwaitApproval: in.Money,
 		ApprovalTTL:   e.cfg.ApprovalTTL,
 		Refused:       e.failureOf(refused),
@@ -228,6 +242,46 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		return op, false, nil
 	}
 	return e.drive(ctx, d, op)
+}
+
+// notServed refuses an intent the catalog does not serve: INTENT_CHANGED
+// for the retry of a key this agent's operation of that intent holds (its
+// definition is gone since the key was accepted), INTENT_NOT_ALLOWED
+// otherwise.
+func (e *Engine) notServed(ctx context.Context, sub Submission, name, requestID string) error {
+	key, err := contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, requestID)
+	if err == nil && key != "" {
+		if op, err := e.store.Get(ctx, key); err == nil && op.Agent == sub.Token.Agent && op.Intent == name {
+			return intentChanged(name, max(op.IntentVersion, 1), "is no longer served")
+		}
+	}
+	return e.cfg.Catalog.NotAllowed(name)
+}
+
+// acceptedUnder is the definition an unfinished operation runs under: the
+// one its key was first accepted with, which need not be the version the
+// catalog serves now. A definition gone, or edited in place since (its
+// file's digest differs), is INTENT_CHANGED: the key never runs under
+// another meaning. Rows from before the journal recorded digests run
+// under the catalog's definition of their version.
+func (e *Engine) acceptedUnder(op store.Operation, served *intent.Intent) (*intent.Intent, error) {
+	version := max(op.IntentVersion, 1)
+	in, ok := e.cfg.Catalog.Version(op.Intent, version)
+	switch {
+	case !ok:
+		return nil, intentChanged(op.Intent, version, "is no longer served")
+	case op.IntentDigest != "" && in.Digest != op.IntentDigest:
+		return nil, intentChanged(op.Intent, version, "was edited since")
+	case in == served:
+		return served, nil
+	}
+	return in, nil
+}
+
+// intentChanged is the refusal of a retry whose definition changed.
+func intentChanged(name string, version int, what string) error {
+	return &Refusal{Code: codes.IntentChanged, Field: "intent", Message: fmt.Sprintf(
+		"this key was first accepted under version %d of %s, whose definition %s; nothing ran: the operation is left for a person to settle, and a new request needs a new key", version, name, what)}
 }
 
 // decided tells OnDecision what the journal decided for intent.

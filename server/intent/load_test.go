@@ -326,4 +326,3 @@ func TestBind(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
-

@@ -59,6 +59,5 @@ func TestShape(t *testing.T) {
 	}
 }
 
-
 // builtinCatalog is the catalog of the built-ins.
 var builtinCatalog = Builtin()

@@ -1,0 +1,2 @@
+ALTER TABLE operations DROP COLUMN intent_digest;
+ALTER TABLE operations DROP COLUMN intent_version;
