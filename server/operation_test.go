@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -365,26 +364,7 @@ func TestAmbiguousMediaType(t *testing.T) {
 	const key = "test:invoice.create:o-1:v1"
 	send := func(types ...string) reply {
 		t.Helper()
-		req, err := http.NewRequest("POST", g.url+"/v1/operations", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+g.token)
-		req.Header.Set("Idempotency-Key", key)
-		for _, ct := range types {
-			req.Header.Add("Content-Type", ct)
-		}
-		resp, err := g.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		r := reply{Code: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
-		if err := json.Unmarshal(raw, &r.Body); err != nil {
-			t.Fatalf("answer is not JSON: %s", raw)
-		}
-		return r
+		return g.send("POST", "/v1/operations", http.Header{"Authorization": {"Bearer " + g.token}, "Idempotency-Key": {key}, "Content-Type": types}, body)
 	}
 	for name, types := range map[string][]string{
 		"TwoLines":        {"application/json", "text/plain"},
@@ -413,26 +393,7 @@ func TestKeyHeaderTwice(t *testing.T) {
 	body, _ := json.Marshal(invoice("twice-1", 1))
 	send := func(keys ...string) reply {
 		t.Helper()
-		req, err := http.NewRequest("POST", g.url+"/v1/operations", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+g.token)
-		req.Header.Set("Content-Type", "application/json")
-		for _, k := range keys {
-			req.Header.Add("Idempotency-Key", k)
-		}
-		resp, err := g.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		r := reply{Code: resp.StatusCode, Header: resp.Header, Raw: string(raw)}
-		if err := json.Unmarshal(raw, &r.Body); err != nil {
-			t.Fatalf("answer is not JSON: %s", raw)
-		}
-		return r
+		return g.send("POST", "/v1/operations", http.Header{"Authorization": {"Bearer " + g.token}, "Content-Type": {"application/json"}, "Idempotency-Key": keys}, body)
 	}
 	const a, b = "test:invoice.create:twice-1:v1", "test:invoice.create:twice-2:v1"
 	for name, keys := range map[string][]string{

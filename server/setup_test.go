@@ -282,19 +282,28 @@ func (r reply) errField() string {
 // do sends a request with the agent's token.
 func (g *gateway) do(method, path, token string, header map[string]string, body []byte) reply {
 	g.t.Helper()
+	h := http.Header{}
+	if body != nil {
+		h.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range header {
+		h.Set(k, v)
+	}
+	return g.send(method, path, h, body)
+}
+
+// send sends a request with exactly header: no token or media type of
+// its own, and a header may hold several lines.
+func (g *gateway) send(method, path string, header http.Header, body []byte) reply {
+	g.t.Helper()
 	req, err := http.NewRequest(method, g.url+path, bytes.NewReader(body))
 	if err != nil {
 		g.t.Fatal(err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
+	req.Header = header
 	resp, err := g.client.Do(req)
 	if err != nil {
 		g.t.Fatal(err)

@@ -217,7 +217,7 @@ func (c *Client) prepare(ctx context.Context, d *declared, op adapters.Op) (map[
 	}
 	refs := resolved{}
 	for _, r := range d.refs {
-		v, ok := valueAt(payload, r.field)
+		v, ok := mapping.At(payload, r.field)
 		if !ok {
 			continue // an optional reference left out
 		}
@@ -314,21 +314,6 @@ func (c *Client) executeDeclared(ctx context.Context, d *declared, op adapters.O
 // give the same one: the record's id, e.g. {"deal_id": "17"}.
 func (d *declared) result(id string) adapters.Result {
 	return adapters.Result{ObjectID: id, Data: map[string]any{d.entity.name + "_id": id}}
-}
-
-// valueAt walks a dotted path through the payload's objects; false when a
-// member is absent or null.
-func valueAt(v any, dotted string) (any, bool) {
-	for _, seg := range strings.Split(dotted, ".") {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if v, ok = m[seg]; !ok {
-			return nil, false
-		}
-	}
-	return v, v != nil
 }
 
 var _ adapters.Binder = (*Client)(nil)

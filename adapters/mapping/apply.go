@@ -65,7 +65,7 @@ func (f *Fields) apply(ctx context.Context, root, obj any, prefix string, resolv
 			continue
 		}
 		if fld.Ref != "" {
-			v, ok := at(obj, fld.Ref)
+			v, ok := At(obj, fld.Ref)
 			if !ok {
 				continue
 			}
@@ -83,14 +83,14 @@ func (f *Fields) apply(ctx context.Context, root, obj any, prefix string, resolv
 			out[fld.Name] = r
 			continue
 		}
-		v, ok := at(obj, fld.From)
+		v, ok := At(obj, fld.From)
 		if !ok {
 			continue
 		}
 		name := prefix + fld.From
 		switch {
 		case fld.Money != "":
-			cur, ok := at(root, fld.Currency)
+			cur, ok := At(root, fld.Currency)
 			code, isString := cur.(string)
 			if !ok || !isString {
 				return nil, &ValueError{Field: fld.Currency, Msg: "the currency of " + name + " is missing"}
@@ -137,9 +137,9 @@ func (f *Fields) apply(ctx context.Context, root, obj any, prefix string, resolv
 	return out, nil
 }
 
-// at walks a dotted path through objects; false when a member is absent
-// or null on the way.
-func at(v any, dotted string) (any, bool) {
+// At walks a dotted path through decoded JSON objects; false when a
+// member is absent or null on the way.
+func At(v any, dotted string) (any, bool) {
 	for _, seg := range strings.Split(dotted, ".") {
 		m, ok := v.(map[string]any)
 		if !ok {
