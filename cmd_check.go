@@ -75,7 +75,7 @@ func (tc targetCheck) creds() string {
 	case config.KindYooKassa:
 		return fmt.Sprintf("%s (%q) and %s (%s): the shop id and its secret key", t.Setting("shop_id"), t.ShopID, t.Setting("secret_key_env"), t.SecretKeyEnv)
 	}
-	if t.UsernameEnv == "" {
+	if t.UsernameEnv == "" && t.Kind == config.KindOneC {
 		return fmt.Sprintf("%s and %s (none set: the gateway sends no user; set them if 1C asks for one)", t.Setting("username_env"), t.Setting("password_env"))
 	}
 	return fmt.Sprintf("%s (%s) and %s (%s): the 1C user and its password", t.Setting("username_env"), t.UsernameEnv, t.Setting("password_env"), t.PasswordEnv)

@@ -277,7 +277,9 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
 			"targets", strings.Join(simulated, ","), "simulators", simURL)
 	}
-	targets, err := buildTargets(cfg, builtInSimulators(simURL), env)
+	sims := builtInSimulators(simURL)
+	sims.Log = log
+	targets, err := buildTargets(cfg, sims, env)
 	if err != nil {
 		return err
 	}

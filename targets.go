@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/onecodata"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config"
@@ -25,6 +27,12 @@ type simulators struct {
 	// Bitrix24Webhook is the path of the webhook the Bitrix24 simulator
 	// accepts, below /bitrix24: "/rest/<user>/<secret>/".
 	Bitrix24Webhook string
+	// ODataUser and ODataPassword are the credentials the OData
+	// simulator accepts (any user, its one password).
+	ODataUser, ODataPassword string
+	// Log is where the targets built report what an operator must see at
+	// once (a 1C base ignoring the gateway's keys); nil reports nowhere.
+	Log *slog.Logger
 }
 
 // buildTargets makes the adapter of every target instance the
@@ -101,13 +109,56 @@ func buildTarget(t *config.Target, sims simulators, env func(string) string) (ad
 		return pay, nil
 
 	case config.KindOneCOData:
-		return nil, fmt.Errorf("targets.%s: kind onec_odata (1C over OData) is not supported yet; use kind onec, 1C's published HTTP service", t.Key)
+		oc := onecodata.Config{Instance: t.Key, BaseURL: t.BaseURL, Timeout: ms(t.TimeoutMS), Log: sims.Log}
+		if oc.BaseURL == "" {
+			// The built-in simulator knows only its own password.
+			oc.BaseURL, oc.Username, oc.Password = sims.URL+sim.ODataPath, sims.ODataUser, sims.ODataPassword
+		} else {
+			oc.Username, oc.Password = env(t.UsernameEnv), env(t.PasswordEnv)
+		}
+		if t.TimeZone != "" {
+			zone, err := time.LoadLocation(t.TimeZone)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a time zone such as Europe/Moscow", t.Setting("time_zone"), t.TimeZone)
+			}
+			oc.Zone = zone
+		}
+		refs, err := odataReferences(t)
+		if err != nil {
+			return nil, err
+		}
+		oc.References = refs
+		one, err := onecodata.New(oc)
+		if err != nil {
+			return nil, fmt.Errorf("targets.%s: %w", t.Key, err)
+		}
+		return one, nil
 	}
 	return nil, fmt.Errorf("targets.%s.kind: %q is not a kind of target (%s)", t.Key, t.Kind, strings.Join(config.Kinds, ", "))
+}
+
+// odataReferences are how an onec_odata target finds each kind of
+// external id: the defaults (organizations, counterparties, products and
+// warehouses by Code), each kind the configuration names replaced by its
+// catalog and by (a property, or several joined by "+": ИНН+КПП).
+func odataReferences(t *config.Target) (map[string]onecodata.Reference, error) {
+	refs := onecodata.DefaultReferences()
+	for kind, r := range t.References {
+		by, err := onecodata.ParseBy(r.By)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.Setting("references."+kind+".by"), err)
+		}
+		if !strings.HasPrefix(r.Catalog, "Catalog_") {
+			return nil, fmt.Errorf("%s: %q is not a catalog's entity set (Catalog_…, e.g. Catalog_Контрагенты)", t.Setting("references."+kind+".catalog"), r.Catalog)
+		}
+		refs[kind] = onecodata.Reference{Catalog: r.Catalog, By: by}
+	}
+	return refs, nil
 }
 
 // builtInSimulators is what buildTargets needs of the simulators running
 // at url: where they answer and the credentials they accept.
 func builtInSimulators(url string) simulators {
-	return simulators{URL: url, YooKassaSecret: sim.YooKassaSecret(), Bitrix24Webhook: sim.Bitrix24WebhookPath()}
+	return simulators{URL: url, YooKassaSecret: sim.YooKassaSecret(), Bitrix24Webhook: sim.Bitrix24WebhookPath(),
+		ODataUser: "oncegate", ODataPassword: sim.ODataPassword}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -260,13 +261,96 @@ func TestBuildTargetsNamedInstances(t *testing.T) {
 		t.Errorf("redacted %q", got)
 	}
 
-	t.Run("ErrOneCOData", func(t *testing.T) {
-		cfg := config.Default()
-		cfg.Targets["buh"] = config.NewTarget("buh", config.KindOneCOData)
-		if _, err := buildTargets(cfg, builtInSimulators(seen.url), noEnv); err == nil || !strings.Contains(err.Error(), "targets.buh: kind onec_odata (1C over OData) is not supported yet") {
-			t.Fatalf("err = %v", err)
+}
+
+// An instance of kind onec_odata is built from its configuration: at its
+// base_url with the user and password of the variables it names, or, left
+// unconfigured, at the built-in OData simulator with its password; either
+// probe passes, and the redaction masks the configured credentials. One
+// at a real system without its secrets, or with a reference found by a
+// name, is refused, naming the key.
+func TestBuildTargetsOneCOData(t *testing.T) {
+	t.Parallel()
+	seen := newCredentialsSeen(t)
+	p := writeConfig(t, t.TempDir(), "oncegate.yaml", fmt.Sprintf(`targets:
+  buh:
+    kind: onec_odata
+    base_url: "%s/onec-odata/odata/standard.odata"
+    username_env: BUH_USER
+    password_env: BUH_PASSWORD
+    time_zone: Europe/Moscow
+    timeout_ms: 3000
+    settle_ms: 120000
+    references:
+      counterparty: { catalog: Catalog_Контрагенты, by: ИНН+КПП }
+  trade: { kind: onec_odata }
+`, seen.url))
+	vars := map[string]string{"BUH_USER": "buh-odata-user", "BUH_PASSWORD": "sim"}
+	env := func(k string) string { return vars[k] }
+	cfg, err := config.Load(p, env, yookassa.Currencies())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Simulated(env); strings.Join(got, ",") != "onec,crm,payments,trade" {
+		t.Errorf("simulated %v, want trade among the built-in instances and buh not", got)
+	}
+	targets, err := buildTargets(cfg, builtInSimulators(seen.url), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, creds string }{{"buh", "buh-odata-user:sim"}, {"trade", "oncegate:sim"}} {
+		p, ok := targets[c.name].(prober)
+		if !ok || targets[c.name].Name() != "onec_odata" {
+			t.Fatalf("%s is %T, not the OData adapter", c.name, targets[c.name])
 		}
-	})
+		what, err := p.Probe(context.Background())
+		if err != nil {
+			t.Fatalf("%s: probe: %v", c.name, err)
+		}
+		if !strings.Contains(what, "standard OData interface answers") {
+			t.Errorf("%s: probe says %q", c.name, what)
+		}
+		if got := seen.seen("onec-odata"); got != c.creds {
+			t.Errorf("%s: the simulator received %q, want %q", c.name, got, c.creds)
+		}
+	}
+	red := adapters.Redactor(map[string]adapters.Target{"buh": targets["buh"]})
+	basic := base64.StdEncoding.EncodeToString([]byte("buh-odata-user:sim"))
+	if got := red.Foreign("1C answered: Basic " + basic + " for buh-odata-user"); strings.Contains(got, basic) || strings.Contains(got, "buh-odata-user") {
+		t.Errorf("redacted %q", got)
+	}
+
+	for _, c := range []struct {
+		name string
+		set  func(*config.Target)
+		want string
+	}{
+		{"PasswordUnset", func(t *config.Target) { t.PasswordEnv = "BUH_PW_UNSET" }, "targets.buh.password_env: $BUH_PW_UNSET is empty or unset"},
+		{"UserUnnamed", func(t *config.Target) { t.UsernameEnv = "" }, "targets.buh.username_env: not set"},
+		{"PasswordUnnamed", func(t *config.Target) { t.PasswordEnv = "" }, "targets.buh.password_env: not set"},
+		{"ByName", func(t *config.Target) {
+			t.References = map[string]config.Reference{"product": {Catalog: "Catalog_Номенклатура", By: "Description"}}
+		}, "targets.buh.references.product.by: by \"Description\": a name (Description) does not identify an object"},
+		{"NotACatalog", func(t *config.Target) {
+			t.References = map[string]config.Reference{"product": {Catalog: "Document_Товары", By: "Code"}}
+		}, "targets.buh.references.product.catalog"},
+		{"NotTheInterface", func(t *config.Target) { t.BaseURL = seen.url + "/buh/hs/api" }, "targets.buh: onec_odata: base_url must end in /odata/standard.odata"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := config.Default()
+			buh := config.NewTarget("buh", config.KindOneCOData)
+			buh.BaseURL, buh.UsernameEnv, buh.PasswordEnv = seen.url+sim.ODataPath, "BUH_USER", "BUH_PASSWORD"
+			c.set(buh)
+			cfg.Targets["buh"] = buh
+			_, err := buildTargets(cfg, builtInSimulators(seen.url), env)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "buh-odata-user") {
+				t.Errorf("error names the user: %v", err)
+			}
+		})
+	}
 }
 
 // The binary serves a configuration that mixes the old keys with named

@@ -30,6 +30,14 @@ const odataRoot = "/onec-odata/odata/standard.odata/"
 // odataPassword is the password the simulator accepts for any user.
 const odataPassword = "sim"
 
+// ODataPath is where the standard interface answers below the simulators'
+// base URL (a target's base_url is that URL followed by it), and
+// ODataPassword the password it accepts for any user.
+const (
+	ODataPath     = "/onec-odata/odata/standard.odata"
+	ODataPassword = odataPassword
+)
+
 // OData error codes (17.4.10) and the business one.
 const (
 	odataCodeBadURL   = "6"

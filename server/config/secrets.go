@@ -15,7 +15,7 @@ type SecretSetting struct {
 // requiredSecrets are the secret settings of the targets configured at a
 // real system (not the built-in simulator), target by target: YooKassa's
 // secret key once base_url is set; 1C's user and password, each once
-// named, with base_url; Bitrix24's webhook URL (itself a secret) once its
+// named, with base_url (over OData, both always); Bitrix24's webhook URL (itself a secret) once its
 // variable is named.
 func (c Config) requiredSecrets() []SecretSetting {
 	var out []SecretSetting
@@ -25,7 +25,12 @@ func (c Config) requiredSecrets() []SecretSetting {
 			continue
 		}
 		switch t.Kind {
-		case KindOneC, KindOneCOData:
+		case KindOneCOData:
+			// OData takes Basic auth only: a 1C user and its password,
+			// always.
+			out = append(out, SecretSetting{t.Setting("username_env"), t.UsernameEnv},
+				SecretSetting{t.Setting("password_env"), t.PasswordEnv})
+		case KindOneC:
 			if t.UsernameEnv != "" {
 				out = append(out, SecretSetting{t.Setting("username_env"), t.UsernameEnv})
 			}

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -260,4 +261,16 @@ func TestTargetSecrets(t *testing.T) {
 	if err := cfg.CheckSecrets(noEnv); err == nil || len(strings.Split(err.Error(), "\n")) != 4 {
 		t.Errorf("want four settings named: %v", err)
 	}
+
+	// Over OData a 1C user and its password are always required, even
+	// unnamed; an instance left unconfigured needs neither.
+	cfg = mustLoad(t, `targets:
+  buh:   { kind: onec_odata, base_url: "https://1c.example/buh/odata/standard.odata", password_env: BUH_PASSWORD }
+  trade: { kind: onec_odata, username_env: TRADE_USER, password_env: TRADE_PASSWORD }
+`, nil)
+	want := []config.SecretSetting{{Key: "targets.buh.username_env"}, {Key: "targets.buh.password_env", Env: "BUH_PASSWORD"}}
+	if got := cfg.MissingSecrets(noEnv); !slices.Equal(got, want) {
+		t.Fatalf("missing %v, want %v", got, want)
+	}
+	wantErr(t, cfg.CheckSecrets(noEnv), "targets.buh.username_env: not set")
 }
