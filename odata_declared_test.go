@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/oncegate/oncegate/adapters/onecodata"
+	"github.com/oncegate/oncegate/adapters/sim"
+)
+
+// odataInvoiceDefinition is a firm's own intent on a 1C base reached over
+// the standard OData interface: a customer's invoice, its references
+// resolved at 1C by code, its lines the document's Товары section.
+const odataInvoiceDefinition = `name: buh_invoice.create
+version: 1
+target: buh
+scope: draft
+money: false
+title: { ru: Счет покупателю, en: Customer invoice }
+labels:
+  order_id: { ru: Заказ, en: Order }
+  organization_id: { ru: Организация, en: Organization }
+  customer_id: { ru: Покупатель, en: Customer }
+  currency: { ru: Валюта, en: Currency }
+  items: { ru: Строки, en: Lines }
+  items.product_id: { ru: Товар, en: Product }
+  items.quantity: { ru: Количество, en: Quantity }
+  items.price_minor: { ru: Цена в копейках, en: Price in minor units }
+description: Create an unposted customer invoice in 1C. Send the same operation key on every retry.
+schema:
+  type: object
+  additionalProperties: false
+  required: [order_id, organization_id, customer_id, currency, items]
+  properties:
+    order_id:        { type: string, minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]*$" }
+    organization_id: { type: string, minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]*$" }
+    customer_id:     { type: string, minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]*$" }
+    currency:        { type: string, maxLength: 3, enum: [RUB] }
+    items:
+      type: array
+      minItems: 1
+      maxItems: 100
+      items:
+        type: object
+        additionalProperties: false
+        required: [product_id, quantity, price_minor]
+        properties:
+          product_id:  { type: string, minLength: 1, maxLength: 128, pattern: "^[A-Za-z0-9][A-Za-z0-9._:-]*$" }
+          quantity:    { type: number, exclusiveMinimum: 0, maximum: 1000000 }
+          price_minor: { type: integer, minimum: 0, maximum: 100000000000 }
+references:
+  organization_id: organization
+  customer_id: counterparty
+  items.product_id: product
+map:
+  entity: Document_СчетНаОплатуПокупателю
+  fields:
+    Организация_Key: { ref: organization_id }
+    Контрагент_Key: { ref: customer_id }
+    Комментарий: { from: order_id }
+    Товары:
+      from: items
+      row:
+        Номенклатура_Key: { ref: product_id }
+        Количество: { from: quantity }
+        Цена: { from: price_minor, money: minor }
+`
+
+const e2eODataInvoice = `{"schema_version":"1.0","intent":"buh_invoice.create","payload":{"order_id":"%s","organization_id":"org-main","customer_id":"customer-1042","currency":"RUB","items":[{"product_id":"product-778","quantity":%d,"price_minor":62500}]}}`
+
+// A declared intent on an instance of kind onec_odata through the binary:
+// the document's Ref_Key is the operation's, so execute makes one
+// document, a replay sends nothing, and a lost answer is settled by
+// looking the document up, never by a second create.
+func TestBinaryDeclaredODataIntent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "buh_invoice.create.v1.yaml"), []byte(odataInvoiceDefinition), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRigWith(t, 1000, "retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }\nintents_dir: "+dir+"\n", "")
+	cfg, err := os.ReadFile(r.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buh := fmt.Sprintf("  buh: { kind: onec_odata, base_url: \"%s%s\", username_env: E2E_BUH_USER, password_env: E2E_BUH_PASSWORD, time_zone: Europe/Moscow, timeout_ms: 1000 }\n", r.simURL, sim.ODataPath)
+	cfg = []byte(strings.Replace(string(cfg), "targets:\n", "targets:\n"+buh, 1))
+	if err := os.WriteFile(r.config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.env = append(r.env, "E2E_BUH_USER=integration", "E2E_BUH_PASSWORD="+sim.ODataPassword)
+	r.startGateway()
+
+	effects := func(key string) (docs, creates int) {
+		t.Helper()
+		ref := onecodata.RefKey("buh", "buh_invoice.create", key)
+		return r.simJSON("/_sim/effects")[sim.OneCOData][ref], r.simJSON("/_sim/calls")[sim.OneCOData][ref]
+	}
+
+	t.Run("ExecuteReplayMismatch", func(t *testing.T) {
+		const key = "test:buh_invoice.create:inv-odata-1:v1"
+		code, first, err := r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-1", 2))
+		if err != nil || code != 200 || first["status"] != "succeeded" {
+			t.Fatalf("first: %d %v %v", code, first, err)
+		}
+		if got, want := first["target_object_id"], onecodata.RefKey("buh", "buh_invoice.create", key); got != want {
+			t.Fatalf("target_object_id %v, want the Ref_Key %s", got, want)
+		}
+		if res, _ := first["result"].(map[string]any); res == nil || res["number"] == nil || res["number"] == "" {
+			t.Errorf("result %v carries no document number", first["result"])
+		}
+		code, again, err := r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-1", 2))
+		if err != nil || code != 200 || again["replayed"] != true || again["target_object_id"] != first["target_object_id"] {
+			t.Fatalf("replay: %d %v %v", code, again, err)
+		}
+		code, changed, _ := r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-1", 3))
+		if code != 422 || errorCode(changed) != "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH" {
+			t.Fatalf("changed payload: %d %v", code, changed)
+		}
+		if docs, creates := effects(key); docs != 1 || creates != 1 {
+			t.Fatalf("documents %d and creates %d, want 1 and 1", docs, creates)
+		}
+	})
+
+	t.Run("LostAnswer", func(t *testing.T) {
+		const key = "test:buh_invoice.create:inv-odata-2:v1"
+		r.fault(`{"target":"onec_odata","fault":"drop_response_after_commit","times":1}`)
+		code, body, err := r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-2", 1))
+		if err != nil || code != 202 || body["status"] != "unknown" || errorCode(body) != "OUTCOME_UNKNOWN" {
+			t.Fatalf("the lost answer: %d %v %v, want 202 unknown OUTCOME_UNKNOWN", code, body, err)
+		}
+		for i := 0; err == nil && body["status"] != "succeeded" && i < 50; i++ {
+			// Unknown or in progress: the agent sends the key again.
+			code, body, err = r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-2", 1))
+		}
+		if err != nil || code != 200 || body["status"] != "succeeded" {
+			t.Fatalf("after the lost answer: %d %v %v", code, body, err)
+		}
+		if docs, creates := effects(key); docs != 1 || creates != 1 {
+			t.Fatalf("documents %d and creates %d, want 1 and 1: the lost answer is settled by a look-up", docs, creates)
+		}
+	})
+}
