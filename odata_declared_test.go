@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,4 +144,52 @@ func TestBinaryDeclaredODataIntent(t *testing.T) {
 			t.Fatalf("documents %d and creates %d, want 1 and 1: the lost answer is settled by a look-up", docs, creates)
 		}
 	})
+}
+
+// check reads the OData publication of an onec_odata instance, writing
+// nothing: the declared intent's entity set and mapped properties are
+// published, then its document is left out of the composition and check
+// names it, and a wrong password names the credentials' settings.
+func TestCheckDeclaredODataIntent(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "buh_invoice.create.v1.yaml"), []byte(odataInvoiceDefinition), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	simAddr := freeAddr(t)
+	start(t, nil, "sim", "--listen", simAddr)
+	simURL := "http://" + simAddr
+	waitHTTP(t, simURL+"/_sim/effects")
+	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(cfg, []byte("contour: test\nintents_dir: "+dir+"\ntargets:\n  buh: { kind: onec_odata, base_url: \""+simURL+sim.ODataPath+"\", username_env: BUH_USER, password_env: BUH_PASSWORD, timeout_ms: 2000 }\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"BUH_USER=integration", "BUH_PASSWORD=" + sim.ODataPassword}
+
+	out, code := runCheck(t, env, "--config", cfg)
+	if line := lineOf(out, "buh"); code != 0 || !strings.Contains(line, "OK") ||
+		!strings.Contains(line, "buh_invoice.create v1: Document_СчетНаОплатуПокупателю and every mapped property are published") {
+		t.Fatalf("check of the published intent (exit %d):\n%s", code, out)
+	}
+
+	resp, err := http.Post(simURL+"/_sim/onec_odata/settings", "application/json", strings.NewReader(`{"unpublished":["Document_СчетНаОплатуПокупателю"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("unpublish at the simulator: %s", resp.Status)
+	}
+	out, code = runCheck(t, env, "--config", cfg)
+	if line := lineOf(out, "buh"); code == 0 || !strings.Contains(line, "FAIL") || !strings.Contains(line, "Document_СчетНаОплатуПокупателю") {
+		t.Fatalf("check with the document unpublished (exit %d):\n%s", code, out)
+	}
+
+	out, code = runCheck(t, []string{"BUH_USER=integration", "BUH_PASSWORD=wrong-password"}, "--config", cfg)
+	if code == 0 || !strings.Contains(lineOf(out, "buh"), "FAIL") || !strings.Contains(out, "targets.buh.password_env (BUH_PASSWORD)") || strings.Contains(out, "wrong-password") {
+		t.Fatalf("check with a wrong password (exit %d):\n%s", code, out)
+	}
+	if effects := (&rig{t: t, simURL: simURL}).simJSON("/_sim/effects"); len(effects[sim.OneCOData]) != 0 {
+		t.Fatalf("check left effects: %v", effects)
+	}
 }
