@@ -69,6 +69,20 @@ func (p *proc) output() string {
 	return p.stdout.String() + p.stderr.String()
 }
 
+// saysSoon reports whether the process's output holds s within 10 s: its
+// output reaches the test through a pipe, so a line written just before
+// an answer may arrive after it.
+func (p *proc) saysSoon(s string) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(p.output(), s) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer

@@ -162,8 +162,8 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 		if err != nil || code != 503 || errorCode(body) != "TARGET_UNAVAILABLE" || body["status"] != "failed_retryable" {
 			t.Fatalf("unpublished: %d %v %v", code, body, err)
 		}
-		if out := r.gateway.output(); !strings.Contains(out, "TARGET_NOT_PUBLISHED: the 1C HTTP service does not publish the intent purchase_order.create_draft") {
-			t.Fatalf("the gateway's log does not name the unpublished intent:\n%s", out)
+		if !r.gateway.saysSoon("TARGET_NOT_PUBLISHED: the 1C HTTP service does not publish the intent purchase_order.create_draft") {
+			t.Fatalf("the gateway's log does not name the unpublished intent:\n%s", r.gateway.output())
 		}
 		if got := r.simJSON("/_sim/effects")["onec"][key]; got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
