@@ -237,7 +237,7 @@ func newRigOn(t testing.TB, journalURL string, timeoutMS int, extra, bitrix24 st
 targets:
   onec: { base_url: "%[1]s/onec", timeout_ms: %[2]d }
   bitrix24: { webhook_url_env: E2E_BITRIX24_WEBHOOK, timeout_ms: %[2]d, rate: { per_second: %[4]d, burst: %[5]d } %[3]s }
-  yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "e2e-shop", secret_key_env: E2E_YOOKASSA_SECRET, timeout_ms: %[2]d }
+  yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "e2e-shop", secret_key_env: E2E_YOOKASSA_SECRET, timeout_ms: %[2]d, read_timeout_ms: %[2]d, settle_ms: %[2]d }
 `, r.simURL, timeoutMS, map[bool]string{true: ", " + bitrix24, false: ""}[bitrix24 != ""], rigBitrix24Rate, rigBitrix24Bucket) + extra
 	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
