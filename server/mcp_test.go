@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -213,6 +214,20 @@ func TestMCPExactlyOnce(t *testing.T) {
 		if code, _, _ := strings.Cut(name, " "); !a.isError || a.errCode() != code {
 			t.Fatalf("%s: %+v", name, a)
 		}
+	}
+	// A call without operation_key is told so in MCP's words — the
+	// argument, not the HTTP header — with an example in this gateway's
+	// contour; validate needs none.
+	nokey := call(t, cs, "invoice.create", map[string]any{"payload": invoicePayload("order-mcp-2", 1)})
+	if !nokey.isError || nokey.errCode() != "IDEMPOTENCY_KEY_MISSING" {
+		t.Fatalf("no operation_key: %+v", nokey)
+	}
+	if msg := fmt.Sprint(nokey.body["errors"]); !strings.Contains(msg, "operation_key") || strings.Contains(msg, "Idempotency-Key") ||
+		strings.Contains(msg, "request_id") || !strings.Contains(msg, "test:invoice.create:") || strings.Contains(msg, "prod:") {
+		t.Fatalf("the missing key is not told in MCP's words and this contour: %s", msg)
+	}
+	if v := call(t, cs, "invoice.create", map[string]any{"mode": "validate", "payload": invoicePayload("order-mcp-2", 1)}); v.isError {
+		t.Fatalf("validate without operation_key: %+v", v)
 	}
 	missing := call(t, cs, "get_operation", map[string]any{"operation_key": free})
 	if !missing.isError || missing.errCode() != "OPERATION_NOT_FOUND" {

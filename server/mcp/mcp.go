@@ -199,6 +199,13 @@ func (s *endpoint) callIntent(in *intent.Intent) mcp.ToolHandler {
 				return s.refused(codes.UnknownField, name, "no such argument: "+name), nil
 			}
 		}
+		if _, ok := args["operation_key"]; !ok && in.Journaled && string(args["mode"]) != `"validate"` {
+			// Told in MCP's words, not the HTTP API's (a header, request_id),
+			// with an example in this gateway's contour.
+			return s.refused(codes.KeyMissing, "operation_key", fmt.Sprintf(
+				"%s changes a business system, so it needs operation_key: make one per business intent, e.g. %s:%s:<business id>:v1, and send the same operation_key on every retry of it",
+				in.Name, s.Contour, in.Name)), nil
+		}
 		body, err := json.Marshal(envelope)
 		if err != nil {
 			return nil, err
