@@ -188,9 +188,12 @@ type rig struct {
 	gateway *proc
 }
 
+// rigRetry is the retry policy of the rigs: quick, so tests are.
+const rigRetry = "retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }\n"
+
 func newRig(t testing.TB) *rig {
 	t.Helper()
-	r := newRigWith(t, 1000, "retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }\n", "")
+	r := newRigWith(t, 1000, rigRetry, "")
 	r.startGateway()
 	return r
 }

@@ -78,11 +78,8 @@ const e2eODataInvoice = `{"schema_version":"1.0","intent":"buh_invoice.create","
 // looking the document up, never by a second create.
 func TestBinaryDeclaredODataIntent(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "buh_invoice.create.v1.yaml"), []byte(odataInvoiceDefinition), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := newRigWith(t, 1000, "retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }\nintents_dir: "+dir+"\n", "")
+	dir := intentsDir(t, "buh_invoice.create.v1.yaml", odataInvoiceDefinition)
+	r := newRigWith(t, 1000, rigRetry+"intents_dir: "+dir+"\n", "")
 	cfg, err := os.ReadFile(r.config)
 	if err != nil {
 		t.Fatal(err)
@@ -152,14 +149,8 @@ func TestBinaryDeclaredODataIntent(t *testing.T) {
 // names it, and a wrong password names the credentials' settings.
 func TestCheckDeclaredODataIntent(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "buh_invoice.create.v1.yaml"), []byte(odataInvoiceDefinition), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	simAddr := freeAddr(t)
-	start(t, nil, "sim", "--listen", simAddr)
-	simURL := "http://" + simAddr
-	waitHTTP(t, simURL+"/_sim/effects")
+	dir := intentsDir(t, "buh_invoice.create.v1.yaml", odataInvoiceDefinition)
+	simURL := startSim(t)
 	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
 	if err := os.WriteFile(cfg, []byte("contour: test\nintents_dir: "+dir+"\ntargets:\n  buh: { kind: onec_odata, base_url: \""+simURL+sim.ODataPath+"\", username_env: BUH_USER, password_env: BUH_PASSWORD, timeout_ms: 2000 }\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -53,16 +53,33 @@ map: { intent: purchase_order.create_draft }
 
 const e2ePurchaseOrder = `{"schema_version":"1.0","intent":"purchase_order.create_draft","payload":{"supplier_id":"%s","warehouse_id":"warehouse-01","items":[{"product_id":"product-778","quantity":%d}]}}`
 
+// intentsDir is a new intents_dir holding one definition, as file name.
+func intentsDir(t *testing.T, name, definition string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(definition), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// startSim starts the simulators alone and returns their URL.
+func startSim(t *testing.T) string {
+	t.Helper()
+	addr := freeAddr(t)
+	start(t, nil, "sim", "--listen", addr)
+	url := "http://" + addr
+	waitHTTP(t, url+"/_sim/effects")
+	return url
+}
+
 // A declared intent on kind onec through the binary: the gateway loads it
 // from intents_dir and the simulated 1C publishes it; execute, replay,
 // mismatch, a lost answer and parallel duplicates make one document each.
 func TestBinaryDeclaredOneCIntent(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "purchase_order.create_draft.v1.yaml"), []byte(purchaseOrderDefinition), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := newRigWith(t, 1000, "retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }\nintents_dir: "+dir+"\n", "")
+	dir := intentsDir(t, "purchase_order.create_draft.v1.yaml", purchaseOrderDefinition)
+	r := newRigWith(t, 1000, rigRetry+"intents_dir: "+dir+"\n", "")
 	resp, err := http.Post(r.simURL+"/_sim/onec/intents", "application/json", strings.NewReader(`{"intents":["purchase_order.create_draft"]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -184,14 +201,8 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 // module routes it, and nothing is written either way.
 func TestCheckDeclaredOneCIntent(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "purchase_order.create_draft.v1.yaml"), []byte(purchaseOrderDefinition), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	simAddr := freeAddr(t)
-	start(t, nil, "sim", "--listen", simAddr)
-	simURL := "http://" + simAddr
-	waitHTTP(t, simURL+"/_sim/effects")
+	dir := intentsDir(t, "purchase_order.create_draft.v1.yaml", purchaseOrderDefinition)
+	simURL := startSim(t)
 	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
 	if err := os.WriteFile(cfg, []byte("contour: test\nintents_dir: "+dir+"\ntargets:\n  onec: { base_url: \""+simURL+"/onec\", timeout_ms: 2000 }\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -178,7 +178,7 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		// A key seen before, not final: it runs only under the definition
 		// it was first accepted with, and its fingerprint is that
 		// definition's.
-		if in, err = e.acceptedUnder(existing, in); err != nil {
+		if in, err = e.acceptedUnder(existing); err != nil {
 			return store.Operation{}, false, err
 		}
 		if in != r.in {
@@ -264,7 +264,7 @@ func (e *Engine) notServed(ctx context.Context, sub Submission, name, requestID 
 // file's digest differs), is INTENT_CHANGED: the key never runs under
 // another meaning. Rows from before the journal recorded digests run
 // under the catalog's definition of their version.
-func (e *Engine) acceptedUnder(op store.Operation, served *intent.Intent) (*intent.Intent, error) {
+func (e *Engine) acceptedUnder(op store.Operation) (*intent.Intent, error) {
 	version := max(op.IntentVersion, 1)
 	in, ok := e.cfg.Catalog.Version(op.Intent, version)
 	switch {
@@ -272,8 +272,6 @@ func (e *Engine) acceptedUnder(op store.Operation, served *intent.Intent) (*inte
 		return nil, intentChanged(op.Intent, version, "is no longer served")
 	case op.IntentDigest != "" && in.Digest != op.IntentDigest:
 		return nil, intentChanged(op.Intent, version, "was edited since")
-	case in == served:
-		return served, nil
 	}
 	return in, nil
 }
