@@ -3,9 +3,8 @@
 // payload field ({from: path}), a resolved reference ({ref: path}) or a
 // constant ({value: …}), optionally through one of a fixed set of
 // transforms (money: minor, optionally times a quantity; date: local); a
-// tabular section takes an
-// array of the payload row by row ({from: items, row: {…}}). Nothing else:
-// anything richer is a new target kind, written in Go.
+// tabular section takes an array of the payload row by row ({from: items,
+// row: {…}}). Nothing else: anything richer is a new target kind, in Go.
 //
 // A mapping is parsed once, when the target is given its intents, against
 // the payload's schema: an unknown key, an unknown transform or a path the
