@@ -109,9 +109,13 @@ func (f *Fields) apply(ctx context.Context, root, obj any, prefix string, resolv
 			out[fld.Name] = s
 		case fld.Date != "":
 			s, isString := v.(string)
+			if d, err := time.Parse(time.DateOnly, s); isString && err == nil {
+				out[fld.Name] = d.Format(LocalLayout) // a calendar date is the same day everywhere
+				break
+			}
 			t, err := time.Parse(time.RFC3339, s)
 			if !isString || err != nil {
-				return nil, &ValueError{Field: name, Msg: "is not an RFC 3339 date-time"}
+				return nil, &ValueError{Field: name, Msg: "is not an RFC 3339 date-time or full-date"}
 			}
 			out[fld.Name] = t.In(fld.zone).Format(LocalLayout)
 		case fld.Row != nil:

@@ -36,7 +36,8 @@ const (
 	// exponent of the currency named by the field's currency path.
 	MoneyMinor = "minor"
 	// DateLocal: an RFC 3339 date-time becomes the naive local time of
-	// the target's zone ("2026-05-01T13:00:00" in Europe/Moscow).
+	// the target's zone ("2026-05-01T13:00:00" in Europe/Moscow); a
+	// full-date (2026-05-01) is that day's start, in any zone.
 	DateLocal = "local"
 	// LocalLayout is the form of a naive local time.
 	LocalLayout = "2006-01-02T15:04:05"

@@ -152,6 +152,16 @@ func TestApply(t *testing.T) {
 		}
 	})
 
+	t.Run("FullDateIsThatDay", func(t *testing.T) {
+		got, err := f.Apply(context.Background(), json.RawMessage(`{"customer_id":"c","title":"T","amount_minor":1,"currency":"RUB","due_at":"2026-12-31"}`), resolver(new([]mapping.Ref)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := got["CLOSEDATE"], "2026-12-31T00:00:00"; got != want {
+			t.Fatalf("CLOSEDATE = %v, want %v", got, want)
+		}
+	})
+
 	t.Run("ErrBadDate", func(t *testing.T) {
 		_, err := f.Apply(context.Background(), json.RawMessage(`{"customer_id":"c","title":"T","amount_minor":1,"currency":"RUB","due_at":"tomorrow"}`), resolver(new([]mapping.Ref)))
 		var ve *mapping.ValueError

@@ -61,6 +61,15 @@ var targetNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // onec, crm and payments always exist.
 type TargetsConfig map[string]*Target
 
+// Kinds are the instances' kinds, by name.
+func (t TargetsConfig) Kinds() map[string]string {
+	out := make(map[string]string, len(t))
+	for name, tg := range t {
+		out[name] = tg.Kind
+	}
+	return out
+}
+
 // Target is one named target instance: a system of one kind and how it
 // is reached. Only the settings of its kind may be set; a target whose
 // kind's address is unset is served by the built-in simulator.
