@@ -172,3 +172,21 @@ func builtInSimulators(url string) simulators {
 	return simulators{URL: url, YooKassaSecret: sim.YooKassaSecret(), Bitrix24Webhook: sim.Bitrix24WebhookPath(),
 		ODataUser: "oncegate", ODataPassword: sim.ODataPassword}
 }
+
+// publishAtSimulator makes the built-in 1C simulator publish the firm's
+// own intents bound to the simulated 1C instances, as the firm's module
+// would with their handlers added: the demo serves declared intents with
+// no further step.
+func publishAtSimulator(s *sim.Server, simulated []string, targets map[string]adapters.Target) error {
+	if s == nil {
+		return nil
+	}
+	for _, name := range simulated {
+		if c, ok := targets[name].(*onec.Client); ok {
+			if err := s.PublishOneC(c.DeclaredRoutes()...); err != nil {
+				return fmt.Errorf("targets.%s: the built-in simulator: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
