@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -120,4 +121,15 @@ func (o *onec) handlePublish(w http.ResponseWriter, r *http.Request) {
 // publishes, built-ins included.
 func (o *onec) handlePublished(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, map[string]any{"intents": o.list()})
+}
+
+// SetOneCLockTimeout sets how long a call to the simulated 1C service
+// waits for another call's managed lock on the same key before it is
+// answered 503 LOCK_CONFLICT (OneCLockTimeout by default, 1C's own
+// default). It is the infobase's setting, not its data: a reset keeps it.
+func (s *Server) SetOneCLockTimeout(d time.Duration) {
+	o := s.onec
+	o.mu.Lock()
+	o.lockWait = d
+	o.mu.Unlock()
 }
