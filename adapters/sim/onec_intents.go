@@ -13,7 +13,7 @@ import (
 // The firm's own intents on the simulated 1C service. A firm adds an
 // intent by adding its handler to the routing table of the service's
 // module (adapters/onec/bsl); the simulator is told which it has, and
-// keeps each as a generic document (DOC-<number>, state created, the
+// keeps each as a generic document (DOC-<uuid>, state created, the
 // payload as received) registered under the same key register as the
 // built-ins: a key makes one document, is looked up by intent and key,
 // counts in /_sim/effects under "onec", and takes the same faults.
