@@ -85,8 +85,20 @@ func buildTarget(t *config.Target, sims simulators, env func(string) string) (ad
 		if t.WebhookURLEnv != "" {
 			webhook = env(t.WebhookURLEnv)
 		}
-		crm, err := bitrix24.New(bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.TimeoutMS),
-			Rate: adapters.Rate{PerSecond: t.Rate.PerSecond, Burst: t.Rate.Burst}})
+		bc := bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.TimeoutMS),
+			Rate: adapters.Rate{PerSecond: t.Rate.PerSecond, Burst: t.Rate.Burst}}
+		if len(t.References) > 0 {
+			bc.References = bitrix24.DefaultReferences()
+			for kind, r := range t.References {
+				bc.References[kind] = r.Entity
+			}
+		}
+		zone, err := t.Zone()
+		if err != nil {
+			return nil, err
+		}
+		bc.TimeZone = zone
+		crm, err := bitrix24.New(bc)
 		if err != nil {
 			return nil, fmt.Errorf("targets.%s (the URL in $%s): %w", t.Key, t.WebhookURLEnv, err)
 		}
@@ -116,13 +128,11 @@ func buildTarget(t *config.Target, sims simulators, env func(string) string) (ad
 		} else {
 			oc.Username, oc.Password = env(t.UsernameEnv), env(t.PasswordEnv)
 		}
-		if t.TimeZone != "" {
-			zone, err := time.LoadLocation(t.TimeZone)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a time zone such as Europe/Moscow", t.Setting("time_zone"), t.TimeZone)
-			}
-			oc.Zone = zone
+		zone, err := t.Zone()
+		if err != nil {
+			return nil, err
 		}
+		oc.Zone = zone
 		refs, err := odataReferences(t)
 		if err != nil {
 			return nil, err

@@ -233,6 +233,23 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	return adapters.Plan{Data: body.Plan}, nil
 }
 
+// Read implements adapters.Reader: the service's one read, the built-in
+// sales_order.get_status, answered by GET /sales-orders/{order_id}. A
+// declared read-only intent has no such route in the service: refused.
+func (c *Client) Read(ctx context.Context, op adapters.Op) (adapters.Result, error) {
+	if r := c.route(op); r.name != orderStatusIntent {
+		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: codes.IntentNotAllowed,
+			Message: "the 1C HTTP service reads only sales orders (" + orderStatusIntent + "); " + op.Intent + " is no read it serves"}
+	}
+	var p struct {
+		OrderID string `json:"order_id"`
+	}
+	if err := json.Unmarshal(op.Payload, &p); err != nil {
+		return adapters.Result{}, c.final(codes.Validation, "order_id", err)
+	}
+	return c.OrderStatus(ctx, p.OrderID)
+}
+
 // OrderStatus reads a sales order (GET /sales-orders/{id}). An unknown
 // order is a Final REFERENCE_NOT_FOUND on order_id that also matches
 // errors.Is(err, adapters.ErrNotFound).
