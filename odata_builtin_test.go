@@ -240,3 +240,33 @@ func TestBinaryBuiltinsOnOData(t *testing.T) {
 		}
 	})
 }
+
+// The shipped OData mapping is part of the built-ins' definitions: while
+// an operation accepted at the 1C HTTP service is unfinished, serve does
+// not start with the instance switched to OData (its look-up would ask
+// the wrong system), and names the operation.
+func TestServeRefusesSwitchingOneCUnderUnfinished(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, 1000, "retry: { max_attempts: 2, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 20, jitter: true }\n", "")
+	r.startGateway()
+	r.fault(`{"target":"onec","fault":"status","status":503,"times":100}`)
+	const key = "test:invoice.create:o-switch-1:v1"
+	code, body, err := r.post(key, fmt.Sprintf(e2eInvoice, "o-switch-1", 1))
+	if err != nil || code != 503 || body["status"] != "failed_retryable" {
+		t.Fatalf("execute: %d %v %v", code, body, err)
+	}
+	r.gateway.kill9()
+	cfg, err := os.ReadFile(r.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fmt.Sprintf("  onec: { base_url: \"%s/onec\", timeout_ms: 1000 }\n", r.simURL)
+	odata := fmt.Sprintf("  onec: { kind: onec_odata, base_url: \"%s%s\", username_env: E2E_ONEC_USER, password_env: E2E_ONEC_PASSWORD }\n", r.simURL, sim.ODataPath)
+	if err := os.WriteFile(r.config, []byte(strings.Replace(string(cfg), old, odata, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCommand(t, append(r.env, "E2E_ONEC_USER=u", "E2E_ONEC_PASSWORD="+sim.ODataPassword), "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
+	if code == 0 || !strings.Contains(out, "1 unfinished operations") || !strings.Contains(out, key+" (invoice.create v1, failed_retryable") {
+		t.Fatalf("serve switched 1C's kind under an unfinished operation (exit %d):\n%s", code, out)
+	}
+}
