@@ -270,3 +270,68 @@ func TestServeRefusesSwitchingOneCUnderUnfinished(t *testing.T) {
 		t.Fatalf("serve switched 1C's kind under an unfinished operation (exit %d):\n%s", code, out)
 	}
 }
+
+// References are resolved inside the boundary by what the instance's
+// configuration names (counterparties by ИНН here): found, not found,
+// several (a firm's branches share an ИНН), marked for deletion; and a
+// base that ignores the keys the gateway chooses is caught at its first
+// create (TARGET_IGNORES_KEYS), and further creates are refused with
+// nothing sent (the operator is told in the log and by check).
+func TestBinaryODataReferencesAndIgnoredKeys(t *testing.T) {
+	t.Parallel()
+	r := newRigWith(t, 1000, rigRetry, "")
+	cfg, err := os.ReadFile(r.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fmt.Sprintf("  onec: { base_url: \"%s/onec\", timeout_ms: 1000 }\n", r.simURL)
+	odata := fmt.Sprintf("  onec: { kind: onec_odata, base_url: \"%s%s\", username_env: E2E_ONEC_USER, password_env: E2E_ONEC_PASSWORD, timeout_ms: 1000, references: { counterparty: { catalog: Catalog_Контрагенты, by: ИНН } } }\n", r.simURL, sim.ODataPath)
+	if err := os.WriteFile(r.config, []byte(strings.Replace(string(cfg), old, odata, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.env = append(r.env, "E2E_ONEC_USER=integration", "E2E_ONEC_PASSWORD="+sim.ODataPassword)
+	r.startGateway()
+	invoice := func(customer string) string {
+		return strings.Replace(fmt.Sprintf(e2eInvoice, "o-ref", 1), `"customer-1042"`, `"`+customer+`"`, 1)
+	}
+	for _, tc := range []struct{ customer, code string }{
+		{"0000000000", "REFERENCE_NOT_FOUND"},
+		{"7707083893", "REFERENCE_AMBIGUOUS"},
+		{"7703000003", "REFERENCE_INACTIVE"},
+	} {
+		code, body, err := r.post("test:invoice.create:o-ref-"+tc.customer+":v1", invoice(tc.customer))
+		if err != nil || code != 422 || errorCode(body) != tc.code || !strings.Contains(fmt.Sprint(body["errors"]), "customer_id") {
+			t.Errorf("customer %s: %d %v %v, want 422 %s on customer_id", tc.customer, code, body, err, tc.code)
+		}
+	}
+	code, body, err := r.post("test:invoice.create:o-ref-ok:v1", invoice("7702104200"))
+	if err != nil || code != 200 || body["status"] != "succeeded" {
+		t.Fatalf("customer by its ИНН: %d %v %v", code, body, err)
+	}
+	if doc := r.odataDoc("Document_СчетНаОплатуПокупателю", body["target_object_id"].(string)); doc["Контрагент_Key"] != "a2000000-0000-1000-8000-000000001042" {
+		t.Fatalf("the invoice's counterparty: %v", doc["Контрагент_Key"])
+	}
+	if n := len(r.simJSON("/_sim/effects")[sim.OneCOData]); n != 1 {
+		t.Fatalf("%d documents at 1C, want the one whose references resolved", n)
+	}
+
+	resp, err := http.Post(r.simURL+"/_sim/onec_odata/settings", "application/json", strings.NewReader(`{"ignore_client_keys":true}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a base ignoring client keys at the simulator: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	code, body, _ = r.post("test:invoice.create:o-ign-1:v1", invoice("7702104200"))
+	if code != 422 || errorCode(body) != "TARGET_IGNORES_KEYS" {
+		t.Fatalf("the first create at a base ignoring keys: %d %v, want 422 TARGET_IGNORES_KEYS", code, body)
+	}
+	before := len(r.simJSON("/_sim/effects")[sim.OneCOData])
+	code, body, _ = r.post("test:invoice.create:o-ign-2:v1", invoice("7702104200"))
+	if code != 503 || errorCode(body) != "TARGET_UNAVAILABLE" {
+		// Nothing sent and the key still free: once the base keeps client
+		// keys (and the gateway restarts) the same request goes through.
+		t.Fatalf("a create after the base was seen ignoring keys: %d %v, want 503 TARGET_UNAVAILABLE", code, body)
+	}
+	if after := len(r.simJSON("/_sim/effects")[sim.OneCOData]); after != before {
+		t.Fatalf("documents %d → %d: a create was sent to a base known to ignore keys", before, after)
+	}
+}
