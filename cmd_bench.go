@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +27,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters"
+
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
@@ -33,7 +38,7 @@ import (
 var benchCommand = command{
 	name:    "bench",
 	args:    "[--connections N] [--duration D] [--journal-url-env VAR [--instances N]]",
-	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request",
+	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request and one that forwards it to 1C once",
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
 		dur := fs.Duration("duration", 8*time.Second, "how long each path is loaded (`D`)")
@@ -182,6 +187,46 @@ func bench(stdout io.Writer, b benchSetup) error {
 	}
 	defer stopRef()
 
+	// The second reference does what a gateway's new operation must do at
+	// the least: a bare Echo handler that binds the request and forwards
+	// the same intent to the 1C simulator once, through a client of its
+	// own, with no journal, no checks and no second call.
+	direct, err := buildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
+	if err != nil {
+		return err
+	}
+	oneC := direct[config.TargetOneC]
+	fwd := echo.New()
+	fwd.HideBanner, fwd.HidePort = true, true
+	fwd.POST("/v1/operations", func(c echo.Context) error {
+		var env struct {
+			Intent  string          `json:"intent"`
+			Payload json.RawMessage `json:"payload"`
+		}
+		if err := c.Bind(&env); err != nil {
+			return err
+		}
+		key := c.Request().Header.Get("Idempotency-Key")
+		sum := sha256.Sum256([]byte(key))
+		res, err := oneC.Execute(c.Request().Context(), adapters.Op{Key: key, Intent: env.Intent, Payload: env.Payload,
+			Fingerprint: hex.EncodeToString(sum[:]), Attempt: 1})
+		if err != nil {
+			return c.JSON(http.StatusBadGateway, map[string]any{"status": "failed", "error": err.Error()})
+		}
+		return c.JSON(http.StatusOK, map[string]any{"status": "succeeded", "target_object_id": res.ObjectID, "result": res.Data})
+	})
+	fwdURL, stopFwd, err := listenAndServe(func(ln net.Listener) error {
+		err := http.Serve(ln, fwd)
+		if errors.Is(err, net.ErrClosed) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer stopFwd()
+
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
 	var seq atomic.Int64
 	// Keys of this run only: a shared journal may hold an earlier run's.
@@ -189,6 +234,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	newKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-%d:v1", run, seq.Add(1)) }
 	replayKey := fmt.Sprintf("test:invoice.create:bench-%s-replay:v1", run)
+	fwdKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-fwd-%d:v1", run, seq.Add(1)) }
 	if err := send(client, gwURLs[0], token, replayKey); err != nil {
 		return fmt.Errorf("first request: %w", err)
 	}
@@ -202,13 +248,14 @@ func bench(stdout io.Writer, b benchSetup) error {
 	}
 	paths := []path{
 		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }},
+		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey},
 		{"replay of a final operation", gwURLs, func() string { return replayKey }},
 		{"new operation (1C simulator)", gwURLs, newKey},
 		{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }},
 	}
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tjournal batches/s × writes\t")
-	var ref float64
+	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tjournal batches/s × writes\t")
+	var ref, fwdRate float64
 	for _, p := range paths {
 		if only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(only)) && !strings.Contains(p.name, "reference") {
 			continue
@@ -222,11 +269,18 @@ func bench(stdout io.Writer, b benchSetup) error {
 			ref = r.rate
 		}
 		journal := "-"
-		if after := writeStats(); p.urls[0] != refURL && after.Batches > before.Batches {
+		if after := writeStats(); p.urls[0] != refURL && p.urls[0] != fwdURL && after.Batches > before.Batches {
 			b := float64(after.Batches - before.Batches)
 			journal = fmt.Sprintf("%.0f × %.1f", b/dur.Seconds(), float64(after.Writes-before.Writes)/b)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, journal)
+		vsFwd := "-"
+		switch {
+		case p.urls[0] == fwdURL:
+			fwdRate = r.rate
+		case p.urls[0] != refURL && fwdRate > 0:
+			vsFwd = fmt.Sprintf("%.2f×", r.rate/fwdRate)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, vsFwd, journal)
 	}
 	return tw.Flush()
 }
