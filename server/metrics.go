@@ -35,7 +35,7 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"route", "code"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncegate_operation_decisions_total",
-			Help: "What the journal decided for each submitted operation: execute, resume, replay, in_progress, awaiting_approval, mismatch, foreign, refused, duplicate (blocked by a duplicate rule).",
+			Help: "What the journal decided for each submitted operation: execute, resume, replay, in_progress, awaiting_approval, mismatch, foreign, duplicate (blocked by a duplicate rule), refused.",
 		}, []string{"intent", "decision"}),
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncegate_duplicate_decisions_total",
