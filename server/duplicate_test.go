@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/store"
 )
@@ -174,4 +176,68 @@ func (g *gateway) effects(keys ...string) int {
 		n += g.sim.Effects(sim.OneC, k)
 	}
 	return n
+}
+
+// An operator decides held invoices in a real browser: both operations
+// side by side, the differing field marked; "duplicate — refuse" ends one
+// DUPLICATE_CONFIRMED, "not a duplicate — go on" sends the other to 1C
+// once; the agents' retries are answered accordingly.
+func TestDuplicateHoldInBrowser(t *testing.T) {
+	t.Parallel()
+	root := startBrowser(t)
+	g := setupWith(t, fastConfig())
+	g.mustUsers(t, map[string]string{"oleg": store.RoleOperator})
+	const first, refused, allowed = "test:invoice.create:br-1:v1", "test:invoice.create:br-2:v1", "test:invoice.create:br-3:v1"
+	expect(t, g.post(first, invoice("order-br", 1)), http.StatusOK, "succeeded", "")
+	expect(t, g.post(refused, invoice("order-br", 2)), http.StatusAccepted, "awaiting_approval", "DUPLICATE_REVIEW_REQUIRED")
+	expect(t, g.post(allowed, invoice("order-br", 3)), http.StatusAccepted, "awaiting_approval", "DUPLICATE_REVIEW_REQUIRED")
+
+	b := g.newTab(t, root, t.TempDir())
+	b.signIn("oleg")
+	b.open("/admin/approvals")
+	scope := row("approval-row", refused)
+	b.do(chromedp.WaitVisible(tid("duplicate-review", scope)))
+	if got := b.text(tid("duplicate-earlier", scope)); got != first {
+		t.Fatalf("earlier operation shown %q, want %s", got, first)
+	}
+	// The lines differ (another quantity); the order is the same.
+	if n := b.count(scope + ` [data-testid="duplicate-field"][data-field="items"][data-differs="true"]`); n != 1 {
+		t.Fatal("the differing lines are not marked")
+	}
+	if n := b.count(scope + ` [data-testid="duplicate-field"][data-field="order_id"][data-differs="false"]`); n != 1 {
+		t.Fatal("the same order is shown as differing, or not at all")
+	}
+	if n := b.count(scope + ` [data-testid="approve"]`); n != 0 {
+		t.Fatal("an operator is offered a money approval")
+	}
+	b.do(
+		chromedp.Click(tid("confirm-duplicate", scope)),
+		chromedp.WaitNotPresent(chromedp.CSS(scope)),
+		chromedp.WaitVisible(tid("flash")),
+	)
+	expect(t, g.post(refused, invoice("order-br", 2)), http.StatusUnprocessableEntity, "failed_final", "DUPLICATE_CONFIRMED")
+
+	b.do(
+		chromedp.Click(tid("not-duplicate", row("approval-row", allowed))),
+		chromedp.WaitNotPresent(chromedp.CSS(row("approval-row", allowed))),
+	)
+	await(t, "the executor", g.executed, func() bool { return g.row(allowed).Status == store.StatusSucceeded })
+	expect(t, g.post(allowed, invoice("order-br", 3)), http.StatusOK, "succeeded", "")
+	if n := g.effects(first, refused, allowed); n != 2 || g.effects(refused) != 0 {
+		t.Fatalf("invoices in 1C: %d, want 2 (none for the duplicate)", n)
+	}
+	if a := g.approval(allowed); a.DecidedBy != "oleg" || a.Kind != store.ApprovalDuplicate {
+		t.Fatalf("review %+v", a)
+	}
+	// Both operations' pages name the business event's other operations.
+	b.open("/admin/operations/" + allowed)
+	b.do(chromedp.WaitVisible(tid("duplicate-of")))
+	if got := b.text(tid("duplicate-of")); got != first {
+		t.Fatalf("duplicate of %q", got)
+	}
+	b.open("/admin/operations/" + first)
+	b.do(chromedp.WaitVisible(tid("same-event")))
+	if n := b.count(`[data-testid="same-event"]`); n != 2 {
+		t.Fatalf("the earlier operation's page lists %d of the event's other operations, want 2", n)
+	}
 }

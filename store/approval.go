@@ -134,11 +134,22 @@ func scanApproval(sc scanner) (Approval, error) {
 // executor (TakeApproved).
 func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, user, comment string) error {
 	return s.write(ctx, func(ctx context.Context, tx *txn) error {
-		return s.decideApprovalTx(ctx, tx, id, approve, user, comment)
+		return s.decideApprovalTx(ctx, tx, id, "", approve, user, comment)
 	})
 }
 
-func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, approve bool, user, comment string) error {
+// DecideReview is DecideApproval for the review of a suspected duplicate
+// only: approve says it is not a duplicate. An approval of another kind —
+// a money approval, or the one a review of a money operation turned into
+// — is ErrApprovalDecided, in the same conditional update, so a person
+// allowed to review duplicates never approves money.
+func (s *Store) DecideReview(ctx context.Context, id int64, notDuplicate bool, user, comment string) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		return s.decideApprovalTx(ctx, tx, id, ApprovalDuplicate, notDuplicate, user, comment)
+	})
+}
+
+func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, onlyKind string, approve bool, user, comment string) error {
 	now := formatTime(s.now())
 	status := ApprovalDenied
 	if approve {
@@ -146,8 +157,8 @@ func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, approve
 	}
 	res, err := tx.ExecContext(ctx, `
 		UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, comment = ?
-		WHERE id = ? AND status = 'pending' AND expires_at > ?`,
-		status, user, now, comment, id, now)
+		WHERE id = ? AND status = 'pending' AND expires_at > ? AND (? = '' OR kind = ?)`,
+		status, user, now, comment, id, now, onlyKind, onlyKind)
 	if err != nil {
 		return fmt.Errorf("decide approval: %w", interpretError(err))
 	}
@@ -156,6 +167,8 @@ func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, approve
 		switch {
 		case err != nil:
 			return fmt.Errorf("decide approval %d: %w", id, interpretError(err))
+		case onlyKind != "" && a.Kind != onlyKind:
+			return fmt.Errorf("decide approval %d: %w (it is a %s approval now)", id, ErrApprovalDecided, a.Kind)
 		case a.Status == ApprovalPending || a.Status == ApprovalExpired:
 			return fmt.Errorf("decide approval %d: %w", id, ErrApprovalExpired)
 		default:

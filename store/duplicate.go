@@ -118,3 +118,19 @@ func (s *Store) FindDuplicate(ctx context.Context, intent string, r DuplicateChe
 	}
 	return op, nil
 }
+
+// SameBusinessEvent lists the other operations of op's intent with op's
+// business key, oldest first, at most limit: the operations a duplicate
+// rule counts as one business event with it, for people to see.
+func (s *Store) SameBusinessEvent(ctx context.Context, op Operation, limit int) ([]Operation, error) {
+	if op.BusinessKey == "" {
+		return nil, nil
+	}
+	ops, err := s.queryOperations(ctx, `SELECT `+operationColumns+` FROM operations
+		WHERE intent = ? AND business_key = ? AND operation_key <> ?
+		ORDER BY created_at, operation_key LIMIT ?`, op.Intent, op.BusinessKey, op.Key, limit)
+	if err != nil {
+		return nil, fmt.Errorf("same business event: %w", err)
+	}
+	return ops, nil
+}

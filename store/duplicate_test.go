@@ -183,11 +183,15 @@ func TestDupHold(t *testing.T) {
 		if a.Kind != store.ApprovalDuplicate || !a.ThenMoney {
 			t.Fatalf("approval %+v", a)
 		}
-		if err := s.DecideApproval(ctx, a.ID, true, "olga", "not a duplicate"); err != nil {
+		if err := s.DecideReview(ctx, a.ID, true, "olga", "not a duplicate"); err != nil {
 			t.Fatal(err)
 		}
 		if a, _ = s.ApprovalByKey(ctx, op.Key); a.Kind != store.ApprovalMoney || a.Status != store.ApprovalPending {
 			t.Fatalf("after the review: %+v", a)
+		}
+		// The reviewer's second click does not approve the money.
+		if err := s.DecideReview(ctx, a.ID, true, "olga", "again"); !errors.Is(err, store.ErrApprovalDecided) {
+			t.Fatalf("a review decided a money approval: %v", err)
 		}
 		if op, _ := s.Get(ctx, op.Key); op.Status != store.StatusAwaitingApproval || op.ErrorCode != "" {
 			t.Fatalf("after the review: %+v", op)
