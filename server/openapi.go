@@ -443,6 +443,7 @@ func answerSchemas(intents, targets []string) map[string]any {
 				"target_object_id": map[string]any{"description": "The target's id of the created or changed object; the same on every replay.", "type": []any{"string", "null"}},
 				"result":           map[string]any{"description": "The small normalized result, e.g. {\"number\": \"000123\"}; never a full target response.", "type": []any{"object", "null"}},
 				"errors":           map[string]any{"description": "Empty on success.", "type": "array", "items": schemaRef("ErrorItem")},
+				"warnings":         map[string]any{"description": "What did not stop the operation, in the errors' shape: " + codes.DuplicateSuspected + " when another live operation of the intent is about the same business event (its duplicate rule warns, or held it for a person), with when it was made and, to the agent that made it, its key; in validate mode, what executing would meet. Absent when there is none.", "type": "array", "items": schemaRef("ErrorItem")},
 				"fingerprint":      map[string]any{"description": "SHA-256 (lowercase hex) of the canonical request (API.md section 4); null when refused before the payload was read.", "type": []any{"string", "null"}, "pattern": hex64},
 				"attempt_count":    map[string]any{"description": "Attempts made at the target.", "type": "integer", "minimum": 0},
 				"replayed":         map[string]any{"description": "The stored answer of an earlier request with the same key and fingerprint.", "type": "boolean"},
