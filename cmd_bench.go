@@ -78,10 +78,22 @@ var benchCommand = command{
 	},
 }
 
-// benchBody is the request every path gets: a 1C invoice.
-var benchBody = []byte(`{"schema_version":"1.0","intent":"invoice.create","actor_id":"bench",` +
-	`"payload":{"order_id":"order-bench","organization_id":"org-main","customer_id":"customer-1042","currency":"RUB",` +
-	`"items":[{"product_id":"product-778","quantity":2,"unit":"pcs","price_minor":62500}]}}`)
+// benchBody is the request every path gets: a 1C invoice, of the order
+// benchBodyFor names.
+var benchBody = `{"schema_version":"1.0","intent":"invoice.create","actor_id":"bench",` +
+	`"payload":{"order_id":"%s","organization_id":"org-main","customer_id":"customer-1042","currency":"RUB",` +
+	`"items":[{"product_id":"product-778","quantity":2,"unit":"pcs","price_minor":62500}]}}`
+
+// benchBodyFor is the request sent with key: an invoice of an order of
+// its own, the key's id (bench-…). One order is one business event: a
+// second invoice of it under another key would wait for a person.
+func benchBodyFor(key string) []byte {
+	order := "order-bench"
+	if parts := strings.Split(key, ":"); len(parts) == 4 {
+		order = parts[2]
+	}
+	return fmt.Appendf(nil, benchBody, order)
+}
 
 // benchSetup is what one bench run loads.
 type benchSetup struct {
@@ -337,7 +349,7 @@ func load(client *http.Client, urls []string, token string, key func() string, c
 }
 
 func send(client *http.Client, url, token, key string) error {
-	req, err := http.NewRequest(http.MethodPost, url+"/v1/operations", bytes.NewReader(benchBody))
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/operations", bytes.NewReader(benchBodyFor(key)))
 	if err != nil {
 		return err
 	}

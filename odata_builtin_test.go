@@ -304,9 +304,13 @@ func TestBinaryODataReferencesAndIgnoredKeys(t *testing.T) {
 	}
 	r.env = append(r.env, "E2E_ONEC_USER=integration", "E2E_ONEC_PASSWORD="+sim.ODataPassword)
 	r.startGateway()
-	invoice := func(customer string) string {
-		return strings.Replace(fmt.Sprintf(e2eInvoice, "o-ref", 1), `"customer-1042"`, `"`+customer+`"`, 1)
+	// Each invoice is of an order of its own: a second invoice of one
+	// order under another key would wait for a person (the built-in's
+	// duplicate rule).
+	invoiceOf := func(order, customer string) string {
+		return strings.Replace(fmt.Sprintf(e2eInvoice, order, 1), `"customer-1042"`, `"`+customer+`"`, 1)
 	}
+	invoice := func(customer string) string { return invoiceOf("o-ref", customer) }
 	for _, tc := range []struct{ customer, code string }{
 		{"0000000000", "REFERENCE_NOT_FOUND"},
 		{"7707083893", "REFERENCE_AMBIGUOUS"},
@@ -333,12 +337,12 @@ func TestBinaryODataReferencesAndIgnoredKeys(t *testing.T) {
 		t.Fatalf("a base ignoring client keys at the simulator: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	code, body, _ = r.post("test:invoice.create:o-ign-1:v1", invoice("7702104200"))
+	code, body, _ = r.post("test:invoice.create:o-ign-1:v1", invoiceOf("o-ign-1", "7702104200"))
 	if code != 422 || errorCode(body) != "TARGET_IGNORES_KEYS" {
 		t.Fatalf("the first create at a base ignoring keys: %d %v, want 422 TARGET_IGNORES_KEYS", code, body)
 	}
 	before := len(r.simJSON("/_sim/effects")[sim.OneCOData])
-	code, body, _ = r.post("test:invoice.create:o-ign-2:v1", invoice("7702104200"))
+	code, body, _ = r.post("test:invoice.create:o-ign-2:v1", invoiceOf("o-ign-2", "7702104200"))
 	if code != 503 || errorCode(body) != "TARGET_UNAVAILABLE" {
 		// Nothing sent and the key still free: once the base keeps client
 		// keys (and the gateway restarts) the same request goes through.

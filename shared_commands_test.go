@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/store/storetest"
 )
 
@@ -23,16 +25,17 @@ func TestSharedJournalCommands(t *testing.T) {
 		t.Helper()
 		return runBinary(t, env, append(args, "--data", data)...)
 	}
-	if out := run("migrate", "up"); !strings.Contains(out, "journal schema version 8") {
+	latest, previous := fmt.Sprintf("journal schema version %d", store.LatestVersion()), fmt.Sprintf("journal schema version %d", store.LatestVersion()-1)
+	if out := run("migrate", "up"); !strings.Contains(out, latest) {
 		t.Fatalf("migrate up: %s", out)
 	}
-	if out := run("migrate", "down"); !strings.Contains(out, "journal schema version 7") {
+	if out := run("migrate", "down"); !strings.Contains(out, previous) {
 		t.Fatalf("migrate down: %s", out)
 	}
-	if out := run("migrate", "version"); !strings.Contains(out, "journal schema version 7") {
+	if out := run("migrate", "version"); !strings.Contains(out, previous) {
 		t.Fatalf("migrate version: %s", out)
 	}
-	if out := run("migrate", "up"); !strings.Contains(out, "journal schema version 8") {
+	if out := run("migrate", "up"); !strings.Contains(out, latest) {
 		t.Fatalf("migrate up again: %s", out)
 	}
 	if entries, _ := os.ReadDir(data); len(entries) != 0 {

@@ -26,9 +26,12 @@ type answer struct {
 	TargetObjectID *string         `json:"target_object_id"`
 	Result         json.RawMessage `json:"result"`
 	Errors         []ErrorItem     `json:"errors"`
-	Fingerprint    nullable        `json:"fingerprint"`
-	AttemptCount   int             `json:"attempt_count"`
-	Replayed       bool            `json:"replayed"`
+	// Warnings did not stop the operation: a suspected duplicate under a
+	// rule that warns (or that held it, whatever a person decided).
+	Warnings     []ErrorItem `json:"warnings,omitempty"`
+	Fingerprint  nullable    `json:"fingerprint"`
+	AttemptCount int         `json:"attempt_count"`
+	Replayed     bool        `json:"replayed"`
 	// NeedsReview: the outcome could not be established by key and a
 	// person has been asked to look at it.
 	NeedsReview bool `json:"needs_review,omitempty"`
@@ -113,6 +116,10 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 		item(codes.OutcomeUnknown, "", msg)
 		return http.StatusAccepted, retryUnknown, a
 	case store.StatusAwaitingApproval:
+		if op.ErrorCode == codes.DuplicateReviewRequired {
+			item(codes.DuplicateReviewRequired, "", "another operation about the same business event was made earlier (see warnings); a person decides whether this one is a duplicate: send the same request again to learn the decision")
+			return http.StatusAccepted, retryApproval, a
+		}
 		item(codes.ApprovalRequired, "", "a money operation waits for a person's approval; send the same request again to learn the decision")
 		return http.StatusAccepted, retryApproval, a
 	default: // started: another attempt holds the lease
@@ -125,6 +132,7 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 func (s *Server) writeOperation(c echo.Context, op store.Operation, requestID string, replayed bool) error {
 	status, retry, a := operationAnswer(op, requestID)
 	a.Replayed = replayed
+	s.warn(c, &a, op)
 	h := c.Response().Header()
 	if replayed {
 		h.Set("Idempotent-Replayed", "true")
@@ -133,4 +141,20 @@ func (s *Server) writeOperation(c echo.Context, op store.Operation, requestID st
 		h.Set("Retry-After", itoa(retry))
 	}
 	return s.writeAnswer(c, status, a)
+}
+
+// warn adds to a the warnings about op: a suspected duplicate.
+func (s *Server) warn(c echo.Context, a *answer, op store.Operation) {
+	if w := s.engine.DuplicateWarning(c.Request().Context(), op); w != nil {
+		a.Warnings = append(a.Warnings, ErrorItem{Code: w.Code, Field: w.Field, Message: w.Message})
+	}
+}
+
+// warnings renders the engine's warnings.
+func warnings(ws []engine.Warning) []ErrorItem {
+	var out []ErrorItem
+	for _, w := range ws {
+		out = append(out, ErrorItem{Code: w.Code, Field: w.Field, Message: w.Message})
+	}
+	return out
 }

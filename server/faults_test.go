@@ -29,11 +29,14 @@ func TestFaultClassesToJournal(t *testing.T) {
 
 	type target struct {
 		name, sim, prefix string
-		envelope          func() map[string]any
+		envelope          func(id string) map[string]any
 	}
+	// Each case is its own business event: an order of its own (one
+	// invoice per order, or a person is asked); callbacks of one customer
+	// on one day only warn.
 	targets := []target{
-		{"onec", sim.OneC, "test:invoice.create:", func() map[string]any { return invoice("order-f", 1) }},
-		{"crm", sim.Bitrix24, "test:crm.callback:create:", func() map[string]any { return callback("customer-1042") }},
+		{"onec", sim.OneC, "test:invoice.create:", func(id string) map[string]any { return invoice("order-f-"+id, 1) }},
+		{"crm", sim.Bitrix24, "test:crm.callback:create:", func(string) map[string]any { return callback("customer-1042") }},
 	}
 	cases := []struct {
 		name   string
@@ -56,7 +59,7 @@ func TestFaultClassesToJournal(t *testing.T) {
 			f := c.fault
 			f.Target = tg.sim
 			g.inject(f)
-			g.post(key, tg.envelope())
+			g.post(key, tg.envelope(c.name))
 			if got, want := g.row(key).Status, c.status[tg.name]; got != want {
 				t.Errorf("%s at %s: journal %s, want %s", c.name, tg.name, got, want)
 				continue
@@ -65,7 +68,7 @@ func TestFaultClassesToJournal(t *testing.T) {
 			deadline := time.Now().Add(10 * time.Second)
 			var r reply
 			for {
-				r = g.post(key, tg.envelope())
+				r = g.post(key, tg.envelope(c.name))
 				if r.Code == http.StatusOK || r.Code == http.StatusUnprocessableEntity || time.Now().After(deadline) {
 					break
 				}

@@ -22,6 +22,7 @@ type metrics struct {
 	reg        *prometheus.Registry
 	requests   *prometheus.CounterVec
 	decisions  *prometheus.CounterVec
+	duplicates *prometheus.CounterVec
 	targetCall *prometheus.HistogramVec
 }
 
@@ -34,15 +35,19 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"route", "code"}),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oncegate_operation_decisions_total",
-			Help: "What the journal decided for each submitted operation: execute, resume, replay, in_progress, awaiting_approval, mismatch, foreign, refused.",
+			Help: "What the journal decided for each submitted operation: execute, resume, replay, in_progress, awaiting_approval, mismatch, foreign, duplicate (blocked by a duplicate rule), refused.",
 		}, []string{"intent", "decision"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oncegate_duplicate_decisions_total",
+			Help: "New keys whose business event a live operation of the same intent already had, by intent and the rule's action: block (refused), hold (waits for a person), warn (went on with a warning).",
+		}, []string{"intent", "action"}),
 		targetCall: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "oncegate_target_call_seconds",
 			Help:    "Duration of calls to target systems by target instance (as the API's target_system names it), call (execute, lookup, validate, read) and outcome class.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"target", "call", "outcome"}),
 	}
-	m.reg.MustRegister(m.requests, m.decisions, m.targetCall,
+	m.reg.MustRegister(m.requests, m.decisions, m.duplicates, m.targetCall,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&journalCollector{s: s})
 	return m

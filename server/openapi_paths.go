@@ -106,11 +106,11 @@ func openAPIPaths() map[string]any {
 		},
 		"responses": map[string]any{
 			"200": answerResponse("status succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; status valid in validate mode; the result of a read-only intent.", replayed),
-			"202": answerResponse("status awaiting_approval ("+codes.ApprovalRequired+": a money intent waits for a person) or unknown ("+codes.OutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
+			"202": answerResponse("status awaiting_approval ("+codes.ApprovalRequired+": a money intent waits for a person; "+codes.DuplicateReviewRequired+": another key about the same business event, the intent's duplicate rule holds it for a person) or unknown ("+codes.OutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
 			"400": problemResponse("status rejected, nothing bound: "+codesOf(http.StatusBadRequest)+".", nil),
 			"401": unauthenticated,
 			"403": problemResponse("status rejected: the token lacks the intent's scope ("+codes.PermissionDenied+").", nil),
-			"409": problemResponse("The key is used by another agent identity ("+codes.KeyForeign+", rejected); another attempt holds a live lease ("+codes.KeyInUse+", status started, with Retry-After); or the plan changed since validate ("+codes.PlanChanged+", rejected, nothing ran).", retry),
+			"409": problemResponse("The key is used by another agent identity ("+codes.KeyForeign+", rejected); another attempt holds a live lease ("+codes.KeyInUse+", status started, with Retry-After); the plan changed since validate ("+codes.PlanChanged+", rejected, nothing ran); or another key about the same business event as a live operation under a duplicate rule that blocks ("+codes.DuplicateSuspected+", rejected, nothing journaled, the key stays free).", retry),
 			"413": problemResponse("status rejected: the body is larger than 64 KiB ("+codes.PayloadTooLarge+").", nil),
 			"415": problemResponse("status rejected: the body is not application/json ("+codes.UnsupportedMedia+").", nil),
 			"422": problemResponse("The same key with a different request ("+codes.KeyMismatch+", rejected); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. REFERENCE_NOT_FOUND or INSUFFICIENT_FUNDS); approval denied or expired ("+codes.ApprovalDenied+" / "+codes.ApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),

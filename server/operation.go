@@ -87,6 +87,7 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 		return err
 	}
 	_, retry, a := operationAnswer(op, "")
+	s.warn(c, &a, op)
 	if retry > 0 {
 		c.Response().Header().Set("Retry-After", itoa(retry))
 	}
@@ -116,7 +117,7 @@ func readJSON(c echo.Context) ([]byte, error) {
 func validatedAnswer(out engine.Outcome) answer {
 	in := out.Intent
 	a := answer{OperationKey: out.Key, RequestID: out.RequestID, Operation: in.Name, TargetSystem: nullable(in.Target),
-		Fingerprint: nullable(out.Fingerprint), Result: json.RawMessage("null"), Status: "valid", Plan: out.Plan, PlanHash: out.PlanHash}
+		Fingerprint: nullable(out.Fingerprint), Result: json.RawMessage("null"), Status: "valid", Plan: out.Plan, PlanHash: out.PlanHash, Warnings: warnings(out.Warnings)}
 	if a.RequestID == "" {
 		a.RequestID = out.Key
 	}

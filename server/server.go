@@ -100,6 +100,9 @@ func engineConfig(cfg config.Config, catalog *intent.Catalog, m *metrics) engine
 		OnDecision: func(intent string, d store.Decision) {
 			m.decisions.WithLabelValues(intent, d.String()).Inc()
 		},
+		OnDuplicate: func(intent, action string) {
+			m.duplicates.WithLabelValues(intent, action).Inc()
+		},
 	}
 }
 

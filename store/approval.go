@@ -44,7 +44,13 @@ type Approval struct {
 	DecidedAt    time.Time
 	Comment      string
 	CreatedAt    time.Time
-	Operation    Operation // the operation it is for
+	// Kind is ApprovalMoney, or ApprovalDuplicate: a person decides
+	// whether a held operation duplicates an earlier one (its
+	// Operation.DuplicateOf). ThenMoney: once it is found not to be, the
+	// operation still needs its money approval.
+	Kind      string
+	ThenMoney bool
+	Operation Operation // the operation it is for
 }
 
 // Approvals returns the approvals in status (all when ""), oldest first,
@@ -53,7 +59,7 @@ func (s *Store) Approvals(ctx context.Context, status ApprovalStatus, limit int)
 	if limit <= 0 {
 		limit = 200
 	}
-	q := `SELECT a.id, a.operation_key, a.fingerprint, a.status, a.expires_at, a.decided_by, a.decided_at, a.comment, a.created_at
+	q := `SELECT a.id, a.operation_key, a.fingerprint, a.status, a.expires_at, a.decided_by, a.decided_at, a.comment, a.created_at, a.kind, a.then_money
 		FROM approvals a WHERE (? = '' OR a.status = ?) ORDER BY a.id LIMIT ?`
 	rows, err := s.rdb.QueryContext(ctx, q, status, status, limit)
 	if err != nil {
@@ -83,7 +89,7 @@ func (s *Store) Approvals(ctx context.Context, status ApprovalStatus, limit int)
 // ApprovalByID returns the approval with id and its operation, or
 // ErrNotFound.
 func (s *Store) ApprovalByID(ctx context.Context, id int64) (Approval, error) {
-	row := s.rdb.QueryRowContext(ctx, `SELECT id, operation_key, fingerprint, status, expires_at, decided_by, decided_at, comment, created_at
+	row := s.rdb.QueryRowContext(ctx, `SELECT id, operation_key, fingerprint, status, expires_at, decided_by, decided_at, comment, created_at, kind, then_money
 		FROM approvals WHERE id = ?`, id)
 	a, err := scanApproval(row)
 	if err != nil {
@@ -97,7 +103,7 @@ func (s *Store) ApprovalByID(ctx context.Context, id int64) (Approval, error) {
 
 // ApprovalByKey returns the approval of an operation, or ErrNotFound.
 func (s *Store) ApprovalByKey(ctx context.Context, key string) (Approval, error) {
-	row := s.rdb.QueryRowContext(ctx, `SELECT id, operation_key, fingerprint, status, expires_at, decided_by, decided_at, comment, created_at
+	row := s.rdb.QueryRowContext(ctx, `SELECT id, operation_key, fingerprint, status, expires_at, decided_by, decided_at, comment, created_at, kind, then_money
 		FROM approvals WHERE operation_key = ?`, key)
 	a, err := scanApproval(row)
 	if err != nil {
@@ -110,9 +116,11 @@ func scanApproval(sc scanner) (Approval, error) {
 	var a Approval
 	var expires, created string
 	var by, at sql.NullString
-	if err := sc.Scan(&a.ID, &a.OperationKey, &a.Fingerprint, &a.Status, &expires, &by, &at, &a.Comment, &created); err != nil {
+	var thenMoney int
+	if err := sc.Scan(&a.ID, &a.OperationKey, &a.Fingerprint, &a.Status, &expires, &by, &at, &a.Comment, &created, &a.Kind, &thenMoney); err != nil {
 		return Approval{}, err
 	}
+	a.ThenMoney = thenMoney == 1
 	a.ExpiresAt = parseTime(sql.NullString{String: expires, Valid: true})
 	a.CreatedAt = parseTime(sql.NullString{String: created, Valid: true})
 	a.DecidedBy, a.DecidedAt = by.String, parseTime(at)
@@ -126,11 +134,22 @@ func scanApproval(sc scanner) (Approval, error) {
 // executor (TakeApproved).
 func (s *Store) DecideApproval(ctx context.Context, id int64, approve bool, user, comment string) error {
 	return s.write(ctx, func(ctx context.Context, tx *txn) error {
-		return s.decideApprovalTx(ctx, tx, id, approve, user, comment)
+		return s.decideApprovalTx(ctx, tx, id, "", approve, user, comment)
 	})
 }
 
-func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, approve bool, user, comment string) error {
+// DecideReview is DecideApproval for the review of a suspected duplicate
+// only: approve says it is not a duplicate. An approval of another kind —
+// a money approval, or the one a review of a money operation turned into
+// — is ErrApprovalDecided, in the same conditional update, so a person
+// allowed to review duplicates never approves money.
+func (s *Store) DecideReview(ctx context.Context, id int64, notDuplicate bool, user, comment string) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		return s.decideApprovalTx(ctx, tx, id, ApprovalDuplicate, notDuplicate, user, comment)
+	})
+}
+
+func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, onlyKind string, approve bool, user, comment string) error {
 	now := formatTime(s.now())
 	status := ApprovalDenied
 	if approve {
@@ -138,36 +157,72 @@ func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, approve
 	}
 	res, err := tx.ExecContext(ctx, `
 		UPDATE approvals SET status = ?, decided_by = ?, decided_at = ?, comment = ?
-		WHERE id = ? AND status = 'pending' AND expires_at > ?`,
-		status, user, now, comment, id, now)
+		WHERE id = ? AND status = 'pending' AND expires_at > ? AND (? = '' OR kind = ?)`,
+		status, user, now, comment, id, now, onlyKind, onlyKind)
 	if err != nil {
 		return fmt.Errorf("decide approval: %w", interpretError(err))
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		a, err := scanApproval(tx.QueryRowContext(ctx, `SELECT id, operation_key, fingerprint, status, expires_at, decided_by, decided_at, comment, created_at FROM approvals WHERE id = ?`, id))
+		a, err := scanApproval(tx.QueryRowContext(ctx, `SELECT id, operation_key, fingerprint, status, expires_at, decided_by, decided_at, comment, created_at, kind, then_money FROM approvals WHERE id = ?`, id))
 		switch {
 		case err != nil:
 			return fmt.Errorf("decide approval %d: %w", id, interpretError(err))
+		case onlyKind != "" && a.Kind != onlyKind:
+			return fmt.Errorf("decide approval %d: %w (it is a %s approval now)", id, ErrApprovalDecided, a.Kind)
 		case a.Status == ApprovalPending || a.Status == ApprovalExpired:
 			return fmt.Errorf("decide approval %d: %w", id, ErrApprovalExpired)
 		default:
 			return fmt.Errorf("decide approval %d: %w (%s)", id, ErrApprovalDecided, a.Status)
 		}
 	}
-	var key string
-	if err := tx.QueryRowContext(ctx, `SELECT operation_key FROM approvals WHERE id = ?`, id).Scan(&key); err != nil {
+	var key, kind string
+	var thenMoney int
+	var created, expires string
+	if err := tx.QueryRowContext(ctx, `SELECT operation_key, kind, then_money, created_at, expires_at FROM approvals WHERE id = ?`, id).Scan(&key, &kind, &thenMoney, &created, &expires); err != nil {
 		return fmt.Errorf("decide approval: %w", err)
 	}
-	detail := map[string]any{"approval_id": id, "comment": comment}
+	detail := map[string]any{"approval_id": id, "comment": comment, "kind": kind}
 	if err := s.appendAudit(ctx, tx, "approval."+string(status), key, detail); err != nil {
 		return err
 	}
-	if !approve {
-		if err := s.endAwaiting(ctx, tx, key, codes.ApprovalDenied, "a person denied this operation"); err != nil {
-			return err
+	switch {
+	case !approve && kind == ApprovalDuplicate:
+		return s.endAwaiting(ctx, tx, key, codes.DuplicateConfirmed, "a person confirmed this operation duplicates an earlier one")
+	case !approve:
+		return s.endAwaiting(ctx, tx, key, codes.ApprovalDenied, "a person denied this operation")
+	case kind == ApprovalDuplicate && thenMoney == 1:
+		return s.awaitMoney(ctx, tx, id, key, created, expires)
+	case kind == ApprovalDuplicate:
+		// Not a duplicate: it waits for the executor like an approved
+		// money operation; the held code goes.
+		if _, err := tx.ExecContext(ctx, `UPDATE operations SET error_code = NULL WHERE operation_key = ? AND status = 'awaiting_approval'`, key); err != nil {
+			return fmt.Errorf("decide approval: %w", err)
 		}
 	}
 	return nil
+}
+
+// awaitMoney turns the decided review of a suspected duplicate of a money
+// operation into its money approval: pending again, of kind money, with
+// the review's time to decide counted anew. The review's decision stays
+// in the audit trail.
+func (s *Store) awaitMoney(ctx context.Context, tx *txn, id int64, key, created, expires string) error {
+	now := s.now()
+	ttl := parseTime(sql.NullString{String: expires, Valid: true}).Sub(parseTime(sql.NullString{String: created, Valid: true}))
+	res, err := tx.ExecContext(ctx, `
+		UPDATE approvals SET status = 'pending', kind = 'money', then_money = 0, decided_by = NULL, decided_at = NULL,
+			created_at = ?, expires_at = ?
+		WHERE id = ? AND status = 'approved'`, formatTime(now), formatTime(now.Add(ttl)), id)
+	if err != nil {
+		return fmt.Errorf("await money approval: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("await money approval %d: %w", id, ErrConflict)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE operations SET error_code = NULL, updated_at = ? WHERE operation_key = ? AND status = 'awaiting_approval'`, formatTime(now), key); err != nil {
+		return fmt.Errorf("await money approval: %w", err)
+	}
+	return s.appendAudit(ctx, tx, "approval.pending", key, map[string]any{"approval_id": id, "kind": ApprovalMoney})
 }
 
 // endAwaiting ends an operation awaiting approval as failed_final.

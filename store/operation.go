@@ -70,6 +70,13 @@ type Operation struct {
 	// file ("" for rows from before the journal recorded it).
 	IntentVersion int
 	IntentDigest  string
+	// BusinessKey is the SHA-256 of the operation's business key under
+	// its intent's duplicate rule ("" without a rule). DuplicateOf and
+	// DuplicateAt name the earlier live operation of the same business
+	// event the rule found when this one was claimed (hold or warn).
+	BusinessKey string
+	DuplicateOf string
+	DuplicateAt time.Time
 
 	LeaseOwner    string
 	LeaseUntil    time.Time
@@ -93,6 +100,10 @@ type Operation struct {
 	// ResumedFrom is, after DecisionResume, the status the row had before
 	// the caller took its lease. It is not stored.
 	ResumedFrom Status
+	// Suspected reports that this very claim wrote the row and its
+	// duplicate rule found an earlier operation (DuplicateOf). It is not
+	// stored.
+	Suspected bool
 }
 
 // ClaimRequest is what the gateway knows of an operation before it runs.
@@ -113,8 +124,11 @@ type ClaimRequest struct {
 	// a new row is written failed_final at once, with no lease and no
 	// attempt (nothing was sent to execute). An existing row ignores it.
 	Refused *Failure
-	Owner   string        // lease owner: the id of this serve run
-	Lease   time.Duration // how long the lease lasts
+	// Duplicates, when set, is the intent's duplicate rule applied to a
+	// new key (duplicate.go): decided in the claim's transaction.
+	Duplicates *DuplicateCheck
+	Owner      string        // lease owner: the id of this serve run
+	Lease      time.Duration // how long the lease lasts
 }
 
 // Decision is what the caller of Claim must do next.
@@ -142,12 +156,16 @@ const (
 	// DecisionRefused: a new row was written failed_final with the
 	// target's refusal (ClaimRequest.Refused); answer with it.
 	DecisionRefused
+	// DecisionDuplicate: the key is new and its business key matches a
+	// live operation under a rule that blocks; nothing was journaled and
+	// the key stays free. The Operation returned is the earlier one.
+	DecisionDuplicate
 )
 
 // decisionNames are the decisions' names, by value.
 var decisionNames = [...]string{DecisionExecute: "execute", DecisionResume: "resume", DecisionReplay: "replay",
 	DecisionInProgress: "in_progress", DecisionAwaitingApproval: "awaiting_approval", DecisionMismatch: "mismatch",
-	DecisionForeign: "foreign", DecisionRefused: "refused"}
+	DecisionForeign: "foreign", DecisionRefused: "refused", DecisionDuplicate: "duplicate"}
 
 // String names the decision for logs and metrics; a value that is no
 // decision is named by its number, Decision(9), rather than panicking.
@@ -162,7 +180,7 @@ const operationColumns = `operation_key, intent, fingerprint, status, target_sys
 	actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
 	target_object_id, result, error_code, error_field, error_message,
 	lookup_failures, needs_review, next_check_at, created_at, updated_at, completed_at,
-	intent_version, intent_digest`
+	intent_version, intent_digest, business_key, duplicate_of, duplicate_at`
 
 // Claim registers the operation or decides what to do with the existing
 // row for its key, in one short write transaction: INSERT … ON CONFLICT DO
@@ -192,6 +210,36 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision,
 	case req.AwaitApproval:
 		status, owner, until, attempts, lastAttempt = StatusAwaitingApproval, nil, nil, 0, nil
 	}
+	// The duplicate rule, for a key not seen before: the business key is
+	// locked (across gateways), then the earlier live operation of the
+	// same business event looked for, all before this claim writes.
+	var bk, dupOf, dupAt any
+	var dup *Operation
+	hold := false
+	if r := req.Duplicates; r != nil && req.Refused == nil {
+		bk = r.BusinessKey
+		earlier, err := s.findDuplicate(ctx, tx, req.Intent, *r, req.Key, true)
+		if err != nil {
+			return 0, Operation{}, err
+		}
+		if earlier != nil {
+			exists, err := keyExists(ctx, tx, req.Key)
+			if err != nil {
+				return 0, Operation{}, err
+			}
+			if !exists {
+				if r.Action == DuplicateBlock {
+					return DecisionDuplicate, *earlier, nil
+				}
+				dup, dupOf, dupAt = earlier, earlier.Key, formatTime(earlier.CreatedAt)
+				if r.Action == DuplicateHold {
+					hold = true
+					status, owner, until, attempts, lastAttempt = StatusAwaitingApproval, nil, nil, 0, nil
+					code = codes.DuplicateReviewRequired
+				}
+			}
+		}
+	}
 	// A new key's row comes back from the INSERT itself; a key seen
 	// before is read, locked until the claim commits: a concurrent claim
 	// of the same key on another gateway waits here, then reads what this
@@ -200,14 +248,14 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision,
 		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent,
 			actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
 			error_code, error_field, error_message, created_at, updated_at, completed_at,
-			intent_version, intent_digest)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			intent_version, intent_digest, business_key, duplicate_of, duplicate_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (operation_key) DO NOTHING
 		RETURNING `+operationColumns,
 		req.Key, req.Intent, req.Fingerprint, status, req.TargetSystem, req.Agent,
 		req.ActorID, req.RequestID, string(req.Payload), owner, until, attempts, lastAttempt,
 		code, field, msg, formatTime(now), formatTime(now), completed,
-		max(req.IntentVersion, 1), req.IntentDigest))
+		max(req.IntentVersion, 1), req.IntentDigest, bk, dupOf, dupAt))
 	inserted := err == nil
 	if errors.Is(err, sql.ErrNoRows) {
 		op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
@@ -223,11 +271,23 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision,
 			}
 			return DecisionRefused, op, s.appendAudit(ctx, tx, "operation.failed_final", req.Key, detail)
 		}
-		if req.AwaitApproval {
+		if dup != nil {
+			op.Suspected = true
+			detail["duplicate_of"] = dup.Key
+			detail["duplicate_action"] = string(req.Duplicates.Action)
+		}
+		if req.AwaitApproval || hold {
+			kind, thenMoney := ApprovalMoney, 0
+			if hold {
+				kind = ApprovalDuplicate
+				if req.AwaitApproval {
+					thenMoney = 1
+				}
+			}
 			if _, err := tx.ExecContext(ctx, `
-				INSERT INTO approvals (operation_key, fingerprint, status, expires_at, created_at)
-				VALUES (?, ?, 'pending', ?, ?)`,
-				req.Key, req.Fingerprint, formatTime(now.Add(req.ApprovalTTL)), formatTime(now)); err != nil {
+				INSERT INTO approvals (operation_key, fingerprint, status, expires_at, created_at, kind, then_money)
+				VALUES (?, ?, 'pending', ?, ?, ?, ?)`,
+				req.Key, req.Fingerprint, formatTime(now.Add(req.ApprovalTTL)), formatTime(now), kind, thenMoney); err != nil {
 				return 0, Operation{}, interpretError(err)
 			}
 			return DecisionAwaitingApproval, op, s.appendAudit(ctx, tx, "operation.awaiting_approval", req.Key, detail)
@@ -327,15 +387,17 @@ func scanOperation(sc scanner) (Operation, error) {
 		leaseOwner, objectID, result, code, field, msg            sql.NullString
 		leaseUntil, lastAttempt, nextCheck, created, updated, fin sql.NullString
 		review                                                    int
+		bk, dupOf, dupAt                                          sql.NullString
 	)
 	err := sc.Scan(&op.Key, &op.Intent, &op.Fingerprint, &op.Status, &op.TargetSystem, &op.Agent,
 		&op.ActorID, &op.RequestID, &payload, &leaseOwner, &leaseUntil, &op.AttemptCount, &lastAttempt,
 		&objectID, &result, &code, &field, &msg,
 		&op.LookupFailures, &review, &nextCheck, &created, &updated, &fin,
-		&op.IntentVersion, &op.IntentDigest)
+		&op.IntentVersion, &op.IntentDigest, &bk, &dupOf, &dupAt)
 	if err != nil {
 		return Operation{}, err
 	}
+	op.BusinessKey, op.DuplicateOf, op.DuplicateAt = bk.String, dupOf.String, parseTime(dupAt)
 	op.Payload = json.RawMessage(payload)
 	op.LeaseOwner = leaseOwner.String
 	op.LeaseUntil = parseTime(leaseUntil)

@@ -332,7 +332,8 @@ func TestDecisionString(t *testing.T) {
 		{store.DecisionAwaitingApproval, "awaiting_approval"},
 		{store.DecisionRefused, "refused"},
 		{0, "Decision(0)"},
-		{store.DecisionRefused + 1, "Decision(9)"},
+		{store.DecisionDuplicate, "duplicate"},
+		{store.DecisionDuplicate + 1, "Decision(10)"},
 		{-1, "Decision(-1)"},
 	} {
 		if got := c.d.String(); got != c.want {

@@ -263,11 +263,14 @@ func TestUsers(t *testing.T) {
 		location := store.LocationOf(s)
 		s.Close()
 		// Down to version 6, below the version that added the column
-		// (7), and up again.
-		for _, dir := range []string{"down", "down", "up"} {
-			if _, err := store.Migrate(ctx, location, dir); err != nil {
-				t.Fatalf("migrate %s: %v", dir, err)
+		// (7), however many versions came after, and up again.
+		for v := store.LatestVersion(); v > 6; v-- {
+			if _, err := store.Migrate(ctx, location, "down"); err != nil {
+				t.Fatalf("migrate down from %d: %v", v, err)
 			}
+		}
+		if _, err := store.Migrate(ctx, location, "up"); err != nil {
+			t.Fatalf("migrate up: %v", err)
 		}
 		s2, err := store.Open(ctx, location)
 		if err != nil {

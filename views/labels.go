@@ -42,6 +42,11 @@ type Labels struct {
 	ErrApprovalExpired, ErrApprovalDecided, ErrNoSuchApproval string
 	ErrCommentTooLong                                         string // %d: the limit
 
+	// Suspected duplicates (an approval of kind duplicate).
+	DuplicateTitle, DuplicateLead, NotDuplicate, ConfirmDuplicate string
+	ThisOperation, EarlierOperation, DuplicateOf, Field           string
+	SameEvent                                                     string // another operation of the same business event
+
 	// Review.
 	ReviewTitle, ReviewLead, ReviewEmpty, ReviewAll, ReviewFlagged string
 	ReconcileNow, ResolveByHand, FoundAtTarget, NotFoundAtTarget   string

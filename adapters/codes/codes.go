@@ -46,6 +46,21 @@ const (
 	IntentChanged = "INTENT_CHANGED"
 )
 
+// Duplicate rules by business key: another key about the same business
+// event as a live operation of the same intent.
+const (
+	// DuplicateSuspected: under a rule that blocks, the request is refused
+	// and nothing is journaled (the key stays free); under a rule that
+	// warns, it is the warning an answer carries.
+	DuplicateSuspected = "DUPLICATE_SUSPECTED"
+	// DuplicateReviewRequired: under a rule that holds, the operation
+	// waits for a person to decide whether it is a duplicate.
+	DuplicateReviewRequired = "DUPLICATE_REVIEW_REQUIRED"
+	// DuplicateConfirmed: a person decided the held operation is a
+	// duplicate; it is final.
+	DuplicateConfirmed = "DUPLICATE_CONFIRMED"
+)
+
 // Business limits of the configuration.
 const (
 	LimitExceeded      = "LIMIT_EXCEEDED"
@@ -131,6 +146,10 @@ var catalogue = map[string]info{
 	KeyInUse:          {http.StatusConflict, true},
 	PlanChanged:       {http.StatusConflict, false},
 	IntentChanged:     {http.StatusConflict, false},
+
+	DuplicateSuspected:      {http.StatusConflict, false},
+	DuplicateReviewRequired: {http.StatusAccepted, true},
+	DuplicateConfirmed:      {http.StatusUnprocessableEntity, false},
 
 	LimitExceeded:      {http.StatusUnprocessableEntity, false},
 	CurrencyNotAllowed: {http.StatusUnprocessableEntity, false},

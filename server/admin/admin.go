@@ -125,6 +125,9 @@ func (h *Handler) Register(e *echo.Echo) {
 	decide := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAccountant)}
 	s.POST("/approvals/:id/approve", h.handleApprovalApprove, decide...)
 	s.POST("/approvals/:id/deny", h.handleApprovalDeny, decide...)
+	dupReview := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAdmin, store.RoleOperator, store.RoleAccountant)}
+	s.POST("/approvals/:id/not-duplicate", h.handleDuplicateNo, dupReview...)
+	s.POST("/approvals/:id/duplicate", h.handleDuplicateYes, dupReview...)
 
 	s.GET("/review", h.handleReviewList)
 	review := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAdmin, store.RoleOperator)}

@@ -83,7 +83,7 @@ func (h *Handler) renderApprovals(c echo.Context, status int, errID int64, msg, 
 		return err
 	}
 	l := labels(c)
-	v := views.ApprovalListView{Page: h.page(c, "approvals", l.ApprovalsTitle), CanDecide: canDecide(c), Error: msg}
+	v := views.ApprovalListView{Page: h.page(c, "approvals", l.ApprovalsTitle), CanDecide: canDecide(c), CanReview: canReviewDuplicates(c), Error: msg}
 	v.Page.Refresh = 30
 	for _, a := range list {
 		row := h.approvalRow(c, a)
@@ -152,6 +152,9 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 				r.Customer = show(cp.str("customer_id"))
 			}
 		}
+	}
+	if a.Kind == store.ApprovalDuplicate {
+		r.Duplicate = h.duplicateReview(c, a)
 	}
 	if left := a.ExpiresAt.Sub(now); left > 0 {
 		r.TimeLeft = fmt.Sprintf(l.LeftFmt, formatDuration(left, l))

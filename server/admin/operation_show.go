@@ -74,6 +74,18 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 			v.Summary = append(v.Summary, views.Field{Label: l.ErrorField, Value: op.ErrorField, Mono: true, TestID: "error-field"})
 		}
 	}
+	// A duplicate rule's business event: the earlier operation this one
+	// was suspected to duplicate, and every other operation of the event.
+	if op.DuplicateOf != "" {
+		v.Summary = append(v.Summary, views.Field{Label: l.DuplicateOf, Value: op.DuplicateOf, Href: operationHref(op.DuplicateOf), Mono: true, TestID: "duplicate-of"})
+	}
+	same, err := h.d.Store.SameBusinessEvent(ctx, op, 20)
+	if err != nil {
+		return err
+	}
+	for _, o := range same {
+		v.Summary = append(v.Summary, views.Field{Label: l.SameEvent, Value: o.Key + " (" + l.StatusLabel(string(o.Status)) + ")", Href: operationHref(o.Key), Mono: true, TestID: "same-event"})
+	}
 	if amt := p.amount(lg); amt != "" {
 		v.Request = append(v.Request, views.Field{Label: l.Amount, Value: amt, TestID: "amount"})
 	}

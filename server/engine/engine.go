@@ -49,6 +49,10 @@ type Config struct {
 	// OnDecision, when set, is told what the journal decided for each
 	// submitted operation (for the metrics).
 	OnDecision func(intent string, d store.Decision)
+	// OnDuplicate, when set, is told each time a duplicate rule found an
+	// earlier operation of a new key's business event, with the rule's
+	// action (block, hold, warn).
+	OnDuplicate func(intent, action string)
 }
 
 // TargetConfig are one target system's times.

@@ -58,6 +58,8 @@ type Outcome struct {
 	Plan     json.RawMessage
 	PlanHash string
 	Read     adapters.Result
+	// Warnings of mode validate: a suspected duplicate.
+	Warnings []Warning
 }
 
 // request is an operation request that passed the contract.
@@ -108,7 +110,10 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
 			return out, err
 		}
 		out.Kind = KindValidated
-		out.Plan, out.PlanHash, err = e.validate(ctx, in, norm, key)
+		if out.Plan, out.PlanHash, err = e.validate(ctx, in, norm, key); err != nil {
+			return out, err
+		}
+		out.Warnings, err = e.validateDuplicate(ctx, in, norm, key, tok.Agent)
 		return out, err
 	case !in.Journaled:
 		out.Kind = KindRead
@@ -174,6 +179,7 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *seenRequest) (op store.Operation, replayed bool, err error) {
 	env, in, key, norm := r.env, r.in, r.key, r.norm
 	var refused *adapters.Error
+	var dup *store.DuplicateCheck
 	if final, ok := e.finals.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
 		e.finals.remember(key, seen)
 		e.decided(in.Name, store.DecisionReplay)
@@ -214,6 +220,10 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		if refused, err = e.precheck(ctx, in, norm, key, env.PlanHash); err != nil {
 			return store.Operation{}, false, err
 		}
+		// The duplicate rule is decided by the claim, in its transaction.
+		if dup, err = duplicateCheck(in, norm); err != nil {
+			return store.Operation{}, false, err
+		}
 	case err != nil:
 		return store.Operation{}, false, err
 	}
@@ -233,6 +243,7 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		AwaitApproval: in.Money,
 		ApprovalTTL:   e.cfg.ApprovalTTL,
 		Refused:       e.failureOf(refused),
+		Duplicates:    dup,
 		Owner:         e.leaseOwner(),
 		Lease:         e.lease(in.Target),
 	})
@@ -246,8 +257,13 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 	}
 	e.log.Info("operation claimed", "key", key, "intent", in.Name, "agent", tok.Agent, "decision", d.String())
 	e.decided(in.Name, d)
+	if d == store.DecisionDuplicate || op.Suspected {
+		e.duplicateDecided(in)
+	}
 
 	switch d {
+	case store.DecisionDuplicate:
+		return store.Operation{}, false, duplicateBlocked(in, op, tok.Agent)
 	case store.DecisionMismatch:
 		return store.Operation{}, false, keyMismatch()
 	case store.DecisionForeign:

@@ -103,6 +103,9 @@ type Intent struct {
 	// (ASCII), such as an ISO 4217 currency code.
 	Upper  []string
 	Limits Limits
+	// Duplicates is the intent's duplicate rule by business key; nil for
+	// none.
+	Duplicates *Duplicates
 	// Map is the definition's target-specific part as JSON, nil without
 	// one; only the kind's adapter reads it.
 	Map json.RawMessage

@@ -239,7 +239,7 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 		}
 		top[k] = root.Content[i+1]
 	}
-	sum := sha256.Sum256(raw)
+	sum := sha256.Sum256(withoutDuplicates(raw, root))
 	in := &Intent{Source: file, Digest: hex.EncodeToString(sum[:]), Journaled: true}
 
 	// The facts.
@@ -286,9 +286,6 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 			p.add("description", "must be a non-empty text")
 		}
 	}
-	if n := top["duplicates"]; n != nil {
-		p.add("duplicates", "duplicate rules are not served by this gateway yet: leave the key out")
-	}
 
 	// The schema, then everything that names its fields.
 	var sch *schemaFields
@@ -310,6 +307,7 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 		in.References = decodeReferences(p, top["references"], sch)
 		in.Upper = decodeNormalize(p, top["normalize"], sch)
 		in.Limits = decodeLimits(p, top["limits"], sch)
+		in.Duplicates = decodeDuplicates(p, top["duplicates"], sch, in.shape)
 	}
 	if n := top["map"]; n != nil {
 		raw, err := toJSON(n)

@@ -1,0 +1,139 @@
+package intent_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/server/intent"
+)
+
+func TestDuplicates_Load(t *testing.T) {
+	t.Parallel()
+	t.Run("Declared", func(t *testing.T) {
+		t.Parallel()
+		def := strings.Replace(purchaseOrder, "money: false", "money: false\nduplicates: { fields: [supplier_id, amount_minor, currency], window: 720h, action: hold }", 1)
+		in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": def})).Definitions()
+		d := in[len(in)-1].Duplicates
+		if d == nil || len(d.Fields) != 3 || d.Fields[1].Field != "amount_minor" || d.Window != 720*time.Hour || d.Action != intent.DuplicateHold {
+			t.Fatalf("rule %+v", d)
+		}
+	})
+	t.Run("DigestLeavesTheRuleOut", func(t *testing.T) {
+		t.Parallel()
+		// A rule decides only new keys: changing it does not change what
+		// an accepted key means, so the digest does not cover it.
+		var digests []string
+		for _, rule := range []string{"", "duplicates: { fields: [supplier_id], window: 24h, action: warn }\n",
+			"duplicates:\n  fields: [supplier_id, currency]\n  window: 720h   # 30 days\n  action: block\n"} {
+			def := strings.Replace(purchaseOrder, "description:", rule+"description:", 1)
+			in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": def})).Definitions()
+			digests = append(digests, in[len(in)-1].Digest)
+		}
+		if digests[0] != digests[1] || digests[0] != digests[2] {
+			t.Fatalf("digests %v", digests)
+		}
+		other := strings.Replace(purchaseOrder, "maxItems: 100", "maxItems: 99", 1)
+		in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": other})).Definitions()
+		if in[len(in)-1].Digest == digests[0] {
+			t.Fatal("a change of meaning kept the digest")
+		}
+	})
+	t.Run("BuiltinDefaults", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			name, fields string
+			window       time.Duration
+			action       string
+		}{
+			{"invoice.create", "organization_id customer_id order_id", 720 * time.Hour, "hold"},
+			{"payment.charge", "account_id order_id amount_minor currency", 24 * time.Hour, "hold"},
+			{"payment.refund", "payment_id amount_minor", 24 * time.Hour, "block"},
+			{"crm.callback.create", "customer_id due_at (day)", 24 * time.Hour, "warn"},
+		} {
+			d := mustLookup(t, c.name).Duplicates
+			if d == nil {
+				t.Fatalf("%s: no rule", c.name)
+			}
+			var fields []string
+			for _, f := range d.Fields {
+				fields = append(fields, f.String())
+			}
+			if got := strings.Join(fields, " "); got != c.fields || d.Window != c.window || d.Action != c.action {
+				t.Errorf("%s: %s %v %s", c.name, got, d.Window, d.Action)
+			}
+		}
+		for _, name := range []string{"sales_order.create_draft", "sales_order.post", "sales_order.get_status"} {
+			if mustLookup(t, name).Duplicates != nil {
+				t.Errorf("%s has a rule", name)
+			}
+		}
+	})
+}
+
+// businessKey normalizes payload under the built-in name and returns its
+// business key.
+func businessKey(t *testing.T, name, payload string) string {
+	t.Helper()
+	in := mustLookup(t, name)
+	norm, err := in.Normalize(json.RawMessage(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk, err := in.BusinessKey(norm)
+	if err != nil || len(bk) != 64 {
+		t.Fatalf("business key %q, %v", bk, err)
+	}
+	return bk
+}
+
+func TestDuplicates_BusinessKey(t *testing.T) {
+	t.Parallel()
+	mk := func(order, customer, currency string, qty int) string {
+		b, _ := json.Marshal(map[string]any{"order_id": order, "organization_id": "org-main", "customer_id": customer, "currency": currency,
+			"items": []any{map[string]any{"product_id": "product-778", "quantity": qty, "unit": "pcs", "price_minor": 62500}}})
+		return string(b)
+	}
+	base := businessKey(t, "invoice.create", mk("order-48291", "customer-1042", "RUB", 2))
+	for _, c := range []struct {
+		name    string
+		payload string
+		same    bool
+	}{
+		{"OtherLines", mk("order-48291", "customer-1042", "rub", 5), true},
+		{"CaseAndSpaces", mk("  ORDER-48291 ", "Customer-1042", "RUB", 2), true},
+		{"OtherOrder", mk("order-48292", "customer-1042", "RUB", 2), false},
+		{"OtherCustomer", mk("order-48291", "customer-2001", "RUB", 2), false},
+	} {
+		if got := businessKey(t, "invoice.create", c.payload); (got == base) != c.same {
+			t.Errorf("%s: same business key %v, want %v", c.name, got == base, c.same)
+		}
+	}
+	// The day of a date-time, in UTC.
+	cb := func(due string) string {
+		return businessKey(t, "crm.callback.create", `{"customer_id":"customer-1042","due_at":"`+due+`"}`)
+	}
+	if cb("2026-12-03T10:00:00+03:00") != cb("2026-12-03T23:59:59Z") {
+		t.Error("two times of one UTC day differ")
+	}
+	if cb("2026-12-03T10:00:00+03:00") == cb("2026-12-04T00:00:00Z") {
+		t.Error("two days are one")
+	}
+	if cb("2026-12-04T01:00:00+03:00") != cb("2026-12-03T12:00:00Z") {
+		t.Error("the day is not taken in UTC")
+	}
+	// Money: the amount is part of a charge's business key.
+	ch := func(amount int) string {
+		return businessKey(t, "payment.charge", `{"account_id":"merchant-account-17","order_id":"order-1","amount_minor":`+itoa(amount)+`,"currency":"rub"}`)
+	}
+	if ch(125000) == ch(125001) || ch(125000) != ch(125000) {
+		t.Error("amounts")
+	}
+	// Another intent never shares a business key.
+	if businessKey(t, "payment.refund", `{"payment_id":"order-1","amount_minor":100,"currency":"RUB"}`) == ch(100) {
+		t.Error("two intents share a business key")
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
