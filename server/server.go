@@ -150,7 +150,7 @@ func (s *Server) routes() {
 	s.get(s.echo, "", "/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
 	admin.New(admin.Deps{Store: s.store, Catalog: s.catalog, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, Contour: s.cfg.Contour,
-		Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor()}).Register(s.echo)
+		TargetKinds: targetKinds(s.cfg.Targets), Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor()}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)
@@ -270,3 +270,14 @@ func (s *Server) encodeJSON(c echo.Context, v any) error {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// targetKinds are the configured target instances' kinds, by name.
+func targetKinds(ts config.TargetsConfig) map[string]string {
+	out := make(map[string]string, len(ts))
+	for name, t := range ts {
+		if t != nil {
+			out[name] = t.Kind
+		}
+	}
+	return out
+}

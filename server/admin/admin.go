@@ -58,6 +58,9 @@ type Deps struct {
 	// Catalog is the whitelist: the intents' titles, targets and rights;
 	// the built-ins when nil.
 	Catalog *intent.Catalog
+	// TargetKinds are the kinds (onec, onec_odata, bitrix24, yookassa) of
+	// the target instances, by name, for the intents page.
+	TargetKinds map[string]string
 	// Contour is the gateway's contour (test, prod), shown in the header.
 	Contour string
 	// Now is the clock; the store's clock when nil.
@@ -134,6 +137,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	s.GET("/operations", h.handleOperationList)
 	s.GET("/operations/:key", h.handleOperationShow)
 	s.GET("/audit", h.handleAuditList)
+	s.GET("/intents", h.handleIntentList)
 
 	// Tokens and users: admins manage them; auditors may look.
 	look := allow(store.RoleAdmin, store.RoleAuditor)

@@ -69,6 +69,7 @@ var nav = []navItem{
 	{"review", "/admin/review", func(l *views.Labels) string { return l.NavReview }, nil},
 	{"operations", "/admin/operations", func(l *views.Labels) string { return l.NavOperations }, nil},
 	{"audit", "/admin/audit", func(l *views.Labels) string { return l.NavAudit }, nil},
+	{"intents", "/admin/intents", func(l *views.Labels) string { return l.NavIntents }, nil},
 	{"tokens", "/admin/tokens", func(l *views.Labels) string { return l.NavTokens }, []string{store.RoleAdmin, store.RoleAuditor}},
 	{"users", "/admin/users", func(l *views.Labels) string { return l.NavUsers }, []string{store.RoleAdmin, store.RoleAuditor}},
 }
