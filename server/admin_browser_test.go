@@ -267,9 +267,33 @@ func TestAdminInBrowser(t *testing.T) {
 		b.do(
 			chromedp.SendKeys(tid("approval-comment", row("approval-row", key)), "сверено с заказом"),
 			chromedp.Click(tid("approve", row("approval-row", key))),
-			chromedp.WaitNotPresent(chromedp.CSS(row("approval-row", key))),
+			chromedp.WaitVisible(tid("confirm-approve")),
+		)
+		// Nothing moves before the confirmation, which shows what the
+		// agent sent once more.
+		if got := g.approval(key).Status; got != store.ApprovalPending {
+			t.Fatalf("approval %s before the confirmation", got)
+		}
+		if got := b.text(tid("confirm-amount")); got != "1\u00a0250,00\u00a0₽" {
+			t.Fatalf("confirmation shows amount %q", got)
+		}
+		if got := b.text(tid("approval-order")); got != "order-9001" {
+			t.Fatalf("confirmation shows order %q", got)
+		}
+		if got := b.text(tid("approval-direction")); !strings.Contains(got, "Списание с карты покупателя") {
+			t.Fatalf("confirmation says %q, not who pays whom", got)
+		}
+		b.shot("approve-confirm")
+		b.do(
+			chromedp.Click(tid("confirm-approve")),
 			chromedp.WaitVisible(tid("flash")),
 		)
+		if got := b.text(tid("flash")); !strings.Contains(got, "1\u00a0250,00\u00a0₽") {
+			t.Fatalf("flash %q does not name the amount", got)
+		}
+		if n := b.count(row("approval-row", key)); n != 0 {
+			t.Fatal("the approved charge is still in the queue")
+		}
 		await(t, "the executor to charge", g.executed, func() bool { return g.row(key).Status == store.StatusSucceeded })
 		if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(key)); got != 1 {
 			t.Fatalf("payments made = %d, want 1", got)
@@ -293,7 +317,17 @@ func TestAdminInBrowser(t *testing.T) {
 		const denied = "test:payment.charge:order-9002:v1"
 		expect(t, g.charge(payer, denied, "order-9002", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 		b.open("/admin/approvals")
+		// Without a reason the denial is refused.
 		b.do(
+			chromedp.Click(tid("deny", row("approval-row", denied))),
+			chromedp.WaitVisible(tid("form-error", row("approval-row", denied))),
+		)
+		if got := g.approval(denied).Status; got != store.ApprovalPending {
+			t.Fatalf("a denial without reason: approval %s", got)
+		}
+		b.shot("deny-no-reason")
+		b.do(
+			chromedp.SendKeys(tid("approval-comment", row("approval-row", denied)), "заказ отменён"),
 			chromedp.Click(tid("deny", row("approval-row", denied))),
 			chromedp.WaitNotPresent(chromedp.CSS(row("approval-row", denied))),
 		)
@@ -311,15 +345,18 @@ func TestAdminInBrowser(t *testing.T) {
 		b2.do(chromedp.WaitVisible(chromedp.CSS(row("approval-row", twice))))
 		b.do(
 			chromedp.Click(tid("approve", row("approval-row", twice))),
-			chromedp.WaitNotPresent(chromedp.CSS(row("approval-row", twice))),
+			chromedp.Click(tid("confirm-approve")),
+			chromedp.WaitVisible(tid("flash")),
 		)
 		b2.do(
 			chromedp.Click(tid("approve", row("approval-row", twice))),
 			chromedp.WaitVisible(tid("form-error")),
 		)
-		if msg := b2.text(tid("form-error")); !strings.Contains(msg, "уже принято") {
+		// It says who decided first.
+		if msg := b2.text(tid("form-error")); !strings.Contains(msg, "уже принято") || !strings.Contains(msg, "anna") {
 			t.Fatalf("second approval message %q", msg)
 		}
+		b2.shot("approval-stale")
 		await(t, "the executor to charge", g.executed, func() bool { return g.row(twice).Status == store.StatusSucceeded })
 		if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(twice)); got != 1 {
 			t.Fatalf("payments made = %d, want 1", got)

@@ -10,7 +10,13 @@ type More struct {
 	IntentFieldTitle, IntentReferences, IntentRefKind, IntentLimits      string
 	IntentNoLimits, IntentSchema, IntentMap, IntentNoMap                 string
 	LimitCurrencies, LimitAmountCeiling, LimitMaxItems, LimitMaxQuantity string
-	LimitUnits                                                           string
+	LimitUnits, LineSum                                                  string
+
+	ConfirmTitle, ConfirmLead, ConfirmApproveFmt, ConfirmCancel string
+	CommentOrReason, ErrDenyReason, INN, ShopUnnamed            string
+	DirectionCharge, DirectionRefund                            string // %s: the shop
+	ErrApprovalExpiredAt                                        string // %s: when
+	ErrApprovalDecidedBy                                        string // %s: what, who, when
 
 	// TargetKinds names the kinds of target system.
 	TargetKinds map[string]string
@@ -33,7 +39,19 @@ func init() {
 		IntentSchema: "JSON Schema запроса", IntentMap: "Соответствие в системе (map)",
 		IntentNoMap:     "Нет: встроенное намерение, его исполняет адаптер системы.",
 		LimitCurrencies: "Валюты", LimitAmountCeiling: "Наибольшая сумма", LimitMaxItems: "Наибольшее число строк",
-		LimitMaxQuantity: "Наибольшее количество в строке", LimitUnits: "Единицы измерения",
+		LimitMaxQuantity: "Наибольшее количество в строке", LimitUnits: "Единицы измерения", LineSum: "Сумма строки",
+		ConfirmTitle:         "Подтвердите одобрение",
+		ConfirmLead:          "После подтверждения шлюз выполнит операцию один раз: деньги будут списаны. Проверьте сумму, клиента и назначение.",
+		ConfirmApproveFmt:    "Подтверждаю: одобрить %s",
+		ConfirmCancel:        "Назад, не решать",
+		CommentOrReason:      "Комментарий; при отказе — причина (обязательно)",
+		ErrDenyReason:        "Укажите причину отказа: она попадёт в журнал аудита. Решение не принято.",
+		INN:                  "ИНН",
+		ShopUnnamed:          "магазина",
+		DirectionCharge:      "Списание с карты покупателя в пользу %s",
+		DirectionRefund:      "Возврат денег покупателю со счёта %s",
+		ErrApprovalExpiredAt: "Срок согласования истёк %s — решение не принято, операция не будет выполнена.",
+		ErrApprovalDecidedBy: "По этой операции уже принято решение: %s — %s, %s. Ваше решение не принято.",
 		TargetKinds: map[string]string{
 			"onec": "1С, HTTP-сервис", "onec_odata": "1С, OData", "bitrix24": "Битрикс24", "yookassa": "ЮKassa",
 		},
@@ -54,7 +72,19 @@ func init() {
 		IntentSchema: "Request JSON Schema", IntentMap: "Mapping at the system (map)",
 		IntentNoMap:     "None: a built-in intent, carried out by the system's adapter.",
 		LimitCurrencies: "Currencies", LimitAmountCeiling: "Largest amount", LimitMaxItems: "Most lines",
-		LimitMaxQuantity: "Largest quantity in a line", LimitUnits: "Units",
+		LimitMaxQuantity: "Largest quantity in a line", LimitUnits: "Units", LineSum: "Line total",
+		ConfirmTitle:         "Confirm the approval",
+		ConfirmLead:          "Once you confirm, the gateway runs the operation once: the money moves. Check the amount, the customer and the purpose.",
+		ConfirmApproveFmt:    "Confirm: approve %s",
+		ConfirmCancel:        "Back, do not decide",
+		CommentOrReason:      "Comment; for a denial, the reason (required)",
+		ErrDenyReason:        "Give the reason for the denial: it goes to the audit trail. Nothing was decided.",
+		INN:                  "INN",
+		ShopUnnamed:          "the shop",
+		DirectionCharge:      "Charge to the customer's card, paid to %s",
+		DirectionRefund:      "Refund to the customer from %s",
+		ErrApprovalExpiredAt: "The approval expired at %s: no decision was recorded and the operation will not run.",
+		ErrApprovalDecidedBy: "This operation was already decided: %s by %s at %s. Your decision was not recorded.",
 		TargetKinds: map[string]string{
 			"onec": "1C, HTTP service", "onec_odata": "1C, OData", "bitrix24": "Bitrix24", "yookassa": "YooKassa",
 		},

@@ -145,8 +145,8 @@ var english = Labels{
 		"post": "post documents", "pay": "money (through approval)",
 	},
 	Flashes: map[string]string{
-		"approved":         "Operation %s approved; the executor runs it once.",
-		"denied":           "Operation %s denied.",
+		"approved":         "Approved: %s. The gateway runs it once.",
+		"denied":           "Denied: %s. It will not run; no money moves.",
 		"reconciled":       "Looked up; status: %s.",
 		"resolved":         "Resolved: %s.",
 		"token_revoked":    "Token %s revoked.",

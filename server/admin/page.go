@@ -110,7 +110,15 @@ func (h *Handler) page(c echo.Context, active, title string) views.Page {
 		if n.roles != nil && !can(c, n.roles...) {
 			continue
 		}
-		p.Nav = append(p.Nav, views.NavItem{ID: n.id, Href: n.href, Label: n.label(l), Active: n.id == active})
+		item := views.NavItem{ID: n.id, Href: n.href, Label: n.label(l), Active: n.id == active}
+		if n.id == "approvals" && h.d.Store != nil {
+			// What waits for a person, on every page. A journal that
+			// cannot count now shows no number rather than no page.
+			if k, err := h.d.Store.CountPendingApprovals(c.Request().Context()); err == nil {
+				item.Count = k
+			}
+		}
+		p.Nav = append(p.Nav, item)
 	}
 	if kind, code, arg, ok := h.takeFlash(c); ok {
 		if f, ok := l.Flashes[code]; ok {
