@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/redact"
 	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
@@ -58,6 +59,10 @@ type Deps struct {
 	// Catalog is the whitelist: the intents' titles, targets and rights;
 	// the built-ins when nil.
 	Catalog *intent.Catalog
+	// Describers are the target instances that can say who an id names
+	// (adapters.Describer), by name: the approvals show a customer's name
+	// and ИНН as the target knows them, read when the card is shown.
+	Describers map[string]adapters.Describer
 	// TargetKinds are the kinds (onec, onec_odata, bitrix24, yookassa) of
 	// the target instances, by name, for the intents page.
 	TargetKinds map[string]string
@@ -77,7 +82,8 @@ type Deps struct {
 
 // Handler serves the admin UI.
 type Handler struct {
-	d Deps
+	d       Deps
+	parties parties
 }
 
 // New returns the admin UI over d.

@@ -233,6 +233,17 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 			}
 		}
 	}
+	// Who the customer is, as the target knows them: only for whoever
+	// decides (the others see the id masked), never from the agent's text.
+	if canDecide(c) {
+		id := p.str("customer_id")
+		if id == "" && r.ChargeHref != "" {
+			id = r.Customer
+		}
+		if party, ok := h.party(c.Request().Context(), in, "customer_id", id); ok {
+			r.CustomerName, r.CustomerINN = party.Name, party.INN
+		}
+	}
 	r.Direction = direction(op.Intent, r, l)
 	if left := a.ExpiresAt.Sub(now); left > 0 {
 		r.TimeLeft = fmt.Sprintf(l.LeftFmt, formatDuration(left, l))
