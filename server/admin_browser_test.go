@@ -383,13 +383,19 @@ func TestAdminInBrowser(t *testing.T) {
 		b.do(chromedp.WaitVisible(chromedp.CSS(row("review-row", key))))
 		b.shot("review")
 
+		// 1C answers the look-up 503: the page says it failed, not "done".
+		g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 503, Times: 1, On: "lookup"})
 		b.do(
 			chromedp.Click(tid("reconcile", row("review-row", lookupKey))),
 			chromedp.WaitVisible(tid("flash")),
 		)
-		if op := g.row(lookupKey); op.Status == store.StatusUnknown && op.LookupFailures < 2 {
-			t.Fatalf("the look-up did not run: %+v", op)
+		if op := g.row(lookupKey); op.Status != store.StatusUnknown || op.LookupFailures < 2 {
+			t.Fatalf("the failed look-up: %+v", op)
 		}
+		if got := b.text(tid("flash")); !strings.Contains(got, "Сверка не удалась") || b.count(".flash-error") != 1 {
+			t.Fatalf("a failed look-up shown as %q", got)
+		}
+		b.shot("review-lookup-failed")
 
 		// Resolving needs a reason; the browser's own check and ours.
 		scope := row("review-row", key)

@@ -134,7 +134,12 @@ func (h *Handler) page(c echo.Context, active, title string) views.Page {
 // redirectWith redirects (303) to target with a one-time message: code
 // names a text of Labels.Flashes, arg fills its %s.
 func (h *Handler) redirectWith(c echo.Context, target, code, arg string) error {
-	v := url.Values{"k": {"ok"}, "c": {code}, "a": {arg}}
+	return h.redirectKind(c, "ok", target, code, arg)
+}
+
+// redirectKind is redirectWith with a message of kind "ok" or "error".
+func (h *Handler) redirectKind(c echo.Context, kind, target, code, arg string) error {
+	v := url.Values{"k": {kind}, "c": {code}, "a": {arg}}
 	h.setCookie(c, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(v.Encode())), 60)
 	return c.Redirect(http.StatusSeeOther, target)
 }
