@@ -512,3 +512,47 @@ func TestApprovalExpiresInBrowser(t *testing.T) {
 		t.Fatalf("an expired charge reached the provider %d times", got)
 	}
 }
+
+// The intents page and an accountant's decision read in both languages,
+// on a laptop and on a phone.
+func TestIntentsAndApprovalInBrowser(t *testing.T) {
+	t.Parallel()
+	root := startBrowser(t)
+	shots, err := os.MkdirTemp("", "oncegate-admin-screens-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", shots)
+	g := setupWith(t, fastConfig())
+	payer := g.MustToken("agent-pay", "pay")
+	g.mustUsers(t, map[string]string{"rita": store.RoleAccountant})
+	const key = "test:payment.charge:order-9401:v1"
+	expect(t, g.charge(payer, key, "order-9401", 250000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+
+	b := g.newTab(t, root, shots)
+	b.signIn("rita")
+	for _, lang := range []string{"ru", "en"} {
+		if lang == "en" {
+			b.open("/admin/lang/en?next=%2Fadmin%2F")
+		}
+		for _, vp := range []struct {
+			name string
+			w, h int64
+		}{{"laptop", 1366, 768}, {"phone", 390, 844}} {
+			b.do(chromedp.EmulateViewport(vp.w, vp.h))
+			b.open("/admin/intents")
+			b.do(chromedp.WaitVisible(chromedp.CSS(`[data-testid="intent"][data-name="payment.charge"]`)))
+			if got := b.text(tid("intent-scope", `[data-testid="intent"][data-name="payment.charge"]`)); !strings.HasPrefix(got, "pay") {
+				t.Fatalf("payment.charge needs %q", got)
+			}
+			b.shot("intents-" + lang + "-" + vp.name)
+			b.open("/admin/operations/" + url.PathEscape(key))
+			b.do(chromedp.WaitVisible(tid("pending-approval")))
+			want := map[string]string{"ru": "Счёт магазина", "en": "Merchant account"}[lang]
+			if n := b.count(`[data-testid="request-summary"] dt`); n == 0 || !strings.Contains(b.text(tid("request-summary")), want) {
+				t.Fatalf("%s: the request is not titled %q", lang, want)
+			}
+			b.shot("operation-decide-" + lang + "-" + vp.name)
+		}
+	}
+}
