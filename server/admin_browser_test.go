@@ -383,8 +383,9 @@ func TestAdminInBrowser(t *testing.T) {
 		b.do(chromedp.WaitVisible(chromedp.CSS(row("review-row", key))))
 		b.shot("review")
 
-		// 1C answers the look-up 503: the page says it failed, not "done".
-		g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 503, Times: 1, On: "lookup"})
+		// 1C answers look-ups 503 (every one, the reconciler's own after
+		// it too): the page says the look-up failed, not "done".
+		g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 503, Times: 1000, On: "lookup"})
 		b.do(
 			chromedp.Click(tid("reconcile", row("review-row", lookupKey))),
 			chromedp.WaitVisible(tid("flash")),
