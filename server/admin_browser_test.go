@@ -267,9 +267,33 @@ func TestAdminInBrowser(t *testing.T) {
 		b.do(
 			chromedp.SendKeys(tid("approval-comment", row("approval-row", key)), "сверено с заказом"),
 			chromedp.Click(tid("approve", row("approval-row", key))),
-			chromedp.WaitNotPresent(chromedp.CSS(row("approval-row", key))),
+			chromedp.WaitVisible(tid("confirm-approve")),
+		)
+		// Nothing moves before the confirmation, which shows what the
+		// agent sent once more.
+		if got := g.approval(key).Status; got != store.ApprovalPending {
+			t.Fatalf("approval %s before the confirmation", got)
+		}
+		if got := b.text(tid("confirm-amount")); got != "1\u00a0250,00\u00a0₽" {
+			t.Fatalf("confirmation shows amount %q", got)
+		}
+		if got := b.text(tid("approval-order")); got != "order-9001" {
+			t.Fatalf("confirmation shows order %q", got)
+		}
+		if got := b.text(tid("approval-direction")); !strings.Contains(got, "Списание с карты покупателя") {
+			t.Fatalf("confirmation says %q, not who pays whom", got)
+		}
+		b.shot("approve-confirm")
+		b.do(
+			chromedp.Click(tid("confirm-approve")),
 			chromedp.WaitVisible(tid("flash")),
 		)
+		if got := b.text(tid("flash")); !strings.Contains(got, "1\u00a0250,00\u00a0₽") {
+			t.Fatalf("flash %q does not name the amount", got)
+		}
+		if n := b.count(row("approval-row", key)); n != 0 {
+			t.Fatal("the approved charge is still in the queue")
+		}
 		await(t, "the executor to charge", g.executed, func() bool { return g.row(key).Status == store.StatusSucceeded })
 		if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(key)); got != 1 {
 			t.Fatalf("payments made = %d, want 1", got)
@@ -293,7 +317,17 @@ func TestAdminInBrowser(t *testing.T) {
 		const denied = "test:payment.charge:order-9002:v1"
 		expect(t, g.charge(payer, denied, "order-9002", 5000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 		b.open("/admin/approvals")
+		// Without a reason the denial is refused.
 		b.do(
+			chromedp.Click(tid("deny", row("approval-row", denied))),
+			chromedp.WaitVisible(tid("form-error", row("approval-row", denied))),
+		)
+		if got := g.approval(denied).Status; got != store.ApprovalPending {
+			t.Fatalf("a denial without reason: approval %s", got)
+		}
+		b.shot("deny-no-reason")
+		b.do(
+			chromedp.SendKeys(tid("approval-comment", row("approval-row", denied)), "заказ отменён"),
 			chromedp.Click(tid("deny", row("approval-row", denied))),
 			chromedp.WaitNotPresent(chromedp.CSS(row("approval-row", denied))),
 		)
@@ -311,15 +345,18 @@ func TestAdminInBrowser(t *testing.T) {
 		b2.do(chromedp.WaitVisible(chromedp.CSS(row("approval-row", twice))))
 		b.do(
 			chromedp.Click(tid("approve", row("approval-row", twice))),
-			chromedp.WaitNotPresent(chromedp.CSS(row("approval-row", twice))),
+			chromedp.Click(tid("confirm-approve")),
+			chromedp.WaitVisible(tid("flash")),
 		)
 		b2.do(
 			chromedp.Click(tid("approve", row("approval-row", twice))),
 			chromedp.WaitVisible(tid("form-error")),
 		)
-		if msg := b2.text(tid("form-error")); !strings.Contains(msg, "уже принято") {
+		// It says who decided first.
+		if msg := b2.text(tid("form-error")); !strings.Contains(msg, "уже принято") || !strings.Contains(msg, "anna") {
 			t.Fatalf("second approval message %q", msg)
 		}
+		b2.shot("approval-stale")
 		await(t, "the executor to charge", g.executed, func() bool { return g.row(twice).Status == store.StatusSucceeded })
 		if got := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(twice)); got != 1 {
 			t.Fatalf("payments made = %d, want 1", got)
@@ -346,13 +383,20 @@ func TestAdminInBrowser(t *testing.T) {
 		b.do(chromedp.WaitVisible(chromedp.CSS(row("review-row", key))))
 		b.shot("review")
 
+		// 1C answers look-ups 503 (every one, the reconciler's own after
+		// it too): the page says the look-up failed, not "done".
+		g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 503, Times: 1000, On: "lookup"})
 		b.do(
 			chromedp.Click(tid("reconcile", row("review-row", lookupKey))),
 			chromedp.WaitVisible(tid("flash")),
 		)
-		if op := g.row(lookupKey); op.Status == store.StatusUnknown && op.LookupFailures < 2 {
-			t.Fatalf("the look-up did not run: %+v", op)
+		if op := g.row(lookupKey); op.Status != store.StatusUnknown || op.LookupFailures < 2 {
+			t.Fatalf("the failed look-up: %+v", op)
 		}
+		if got := b.text(tid("flash")); !strings.Contains(got, "Сверка не удалась") || b.count(".flash-error") != 1 {
+			t.Fatalf("a failed look-up shown as %q", got)
+		}
+		b.shot("review-lookup-failed")
 
 		// Resolving needs a reason; the browser's own check and ours.
 		scope := row("review-row", key)
@@ -467,5 +511,49 @@ func TestApprovalExpiresInBrowser(t *testing.T) {
 	expect(t, g.charge(payer, key, "order-9301", 4200), http.StatusUnprocessableEntity, "failed_final", "APPROVAL_EXPIRED")
 	if got := g.sim.Calls(sim.YooKassa, yookassa.IdempotenceKey(key)); got != 0 {
 		t.Fatalf("an expired charge reached the provider %d times", got)
+	}
+}
+
+// The intents page and an accountant's decision read in both languages,
+// on a laptop and on a phone.
+func TestIntentsAndApprovalInBrowser(t *testing.T) {
+	t.Parallel()
+	root := startBrowser(t)
+	shots, err := os.MkdirTemp("", "oncegate-admin-screens-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", shots)
+	g := setupWith(t, fastConfig())
+	payer := g.MustToken("agent-pay", "pay")
+	g.mustUsers(t, map[string]string{"rita": store.RoleAccountant})
+	const key = "test:payment.charge:order-9401:v1"
+	expect(t, g.charge(payer, key, "order-9401", 250000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+
+	b := g.newTab(t, root, shots)
+	b.signIn("rita")
+	for _, lang := range []string{"ru", "en"} {
+		if lang == "en" {
+			b.open("/admin/lang/en?next=%2Fadmin%2F")
+		}
+		for _, vp := range []struct {
+			name string
+			w, h int64
+		}{{"laptop", 1366, 768}, {"phone", 390, 844}} {
+			b.do(chromedp.EmulateViewport(vp.w, vp.h))
+			b.open("/admin/intents")
+			b.do(chromedp.WaitVisible(chromedp.CSS(`[data-testid="intent"][data-name="payment.charge"]`)))
+			if got := b.text(tid("intent-scope", `[data-testid="intent"][data-name="payment.charge"]`)); !strings.HasPrefix(got, "pay") {
+				t.Fatalf("payment.charge needs %q", got)
+			}
+			b.shot("intents-" + lang + "-" + vp.name)
+			b.open("/admin/operations/" + url.PathEscape(key))
+			b.do(chromedp.WaitVisible(tid("pending-approval")))
+			want := map[string]string{"ru": "Счёт магазина", "en": "Merchant account"}[lang]
+			if n := b.count(`[data-testid="request-summary"] dt`); n == 0 || !strings.Contains(b.text(tid("request-summary")), want) {
+				t.Fatalf("%s: the request is not titled %q", lang, want)
+			}
+			b.shot("operation-decide-" + lang + "-" + vp.name)
+		}
 	}
 }

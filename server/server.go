@@ -153,7 +153,7 @@ func (s *Server) routes() {
 	s.get(s.echo, "", "/", s.handleHome)
 	s.echo.StaticFS("/static", static.FS)
 	admin.New(admin.Deps{Store: s.store, Catalog: s.catalog, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, Contour: s.cfg.Contour,
-		Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor()}).Register(s.echo)
+		TargetKinds: targetKinds(s.cfg.Targets), Describers: s.describers(), Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor()}).Register(s.echo)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)
@@ -273,3 +273,28 @@ func (s *Server) encodeJSON(c echo.Context, v any) error {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// targetKinds are the configured target instances' kinds, by name.
+func targetKinds(ts config.TargetsConfig) map[string]string {
+	out := make(map[string]string, len(ts))
+	for name, t := range ts {
+		if t != nil {
+			out[name] = t.Kind
+		}
+	}
+	return out
+}
+
+// describers are the targets that can say who an id names, by instance.
+func (s *Server) describers() map[string]adapters.Describer {
+	out := map[string]adapters.Describer{}
+	for name, t := range s.targets {
+		if in, ok := t.(instrumented); ok {
+			t = in.Target
+		}
+		if d, ok := t.(adapters.Describer); ok {
+			out[name] = d
+		}
+	}
+	return out
+}

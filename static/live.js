@@ -11,7 +11,10 @@
     var busy = document.activeElement && /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement.tagName);
     var typed = Array.prototype.some.call(document.querySelectorAll("input[type=text],input[type=password],textarea"), function (el) { return el.value !== ""; });
     var open = document.querySelector("details[open]");
-    if (busy || typed || open) return;
+    // Never move what is under the pointer: a card or a row one is about
+    // to click stays where it is.
+    var pointed = document.querySelector("main .card:hover, main tr:hover, main .rows:hover");
+    if (busy || typed || open || pointed) return;
     fetch(location.href, { headers: { "X-Oncegate-Live": "1" }, credentials: "same-origin", redirect: "manual" })
       .then(function (r) {
         if (r.status !== 200) { location.reload(); return; }

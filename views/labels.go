@@ -98,6 +98,8 @@ type Labels struct {
 	Flashes  map[string]string // messages after a redirect, by code; %s is its argument
 	Approval map[string]string // approval states
 	Errors   map[string]string // operations' error codes (API.md section 5, the adapters')
+
+	More
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.

@@ -157,8 +157,9 @@ var english = Labels{
 	Flashes: map[string]string{
 		"not_duplicate":    "Operation %s is not a duplicate; it goes on.",
 		"duplicate":        "Operation %s confirmed as a duplicate and refused.",
-		"approved":         "Operation %s approved; the executor runs it once.",
-		"denied":           "Operation %s denied.",
+		"approved":         "Approved: %s. The gateway runs it once.",
+		"denied":           "Denied: %s. It will not run; no money moves.",
+		"lookup_failed":    "The lookup failed: %s gave no answer; the outcome is still unknown (in brackets: failed lookups in a row). Nothing changed; do not resolve by hand before checking the target itself.",
 		"reconciled":       "Looked up; status: %s.",
 		"resolved":         "Resolved: %s.",
 		"token_revoked":    "Token %s revoked.",

@@ -2,6 +2,7 @@ package views
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -62,5 +63,35 @@ func TestErrorLabelsAreTheCatalogue(t *testing.T) {
 				t.Errorf("%s is labelled but not in the catalogue", c)
 			}
 		}
+	}
+}
+
+// Every text is set in both languages, the intents page's and the
+// decisions' among them.
+func TestEveryLabelSet(t *testing.T) {
+	for _, lg := range []string{"ru", "en"} {
+		var walk func(v reflect.Value, path string)
+		walk = func(v reflect.Value, path string) {
+			for i := 0; i < v.NumField(); i++ {
+				f, name := v.Field(i), path+v.Type().Field(i).Name
+				switch f.Kind() {
+				case reflect.String:
+					if f.String() == "" {
+						t.Errorf("%s: %s is empty", lg, name)
+					}
+				case reflect.Map:
+					if f.Len() == 0 {
+						t.Errorf("%s: %s is empty", lg, name)
+					}
+				case reflect.Struct:
+					walk(f, name+".")
+				}
+			}
+		}
+		walk(reflect.ValueOf(*LabelsFor(lg)), "")
+	}
+	ru, en := LabelsFor("ru"), LabelsFor("en")
+	if r, e := slices.Sorted(maps.Keys(ru.TargetKinds)), slices.Sorted(maps.Keys(en.TargetKinds)); !slices.Equal(r, e) {
+		t.Errorf("TargetKinds: Russian has %v, English %v", r, e)
 	}
 }

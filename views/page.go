@@ -34,6 +34,7 @@ type NavItem struct {
 	Href   string
 	Label  string
 	Active bool
+	Count  int // shown beside the label when positive: what waits there
 }
 
 // Link is a link with its text.
@@ -69,4 +70,14 @@ type EventRow struct {
 	KeyHref  string
 	Detail   string // the event's JSON detail
 	HashTail string // the last characters of the chain hash
+}
+
+// LinesTable is an array of objects in a request (invoice or receipt
+// lines) as a table, with the lines' total when they have one.
+type LinesTable struct {
+	Title   string
+	TestID  string
+	Columns []string
+	Rows    [][]string
+	Total   string // the lines' total, "" when they have none
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/redact"
 	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
@@ -58,6 +59,13 @@ type Deps struct {
 	// Catalog is the whitelist: the intents' titles, targets and rights;
 	// the built-ins when nil.
 	Catalog *intent.Catalog
+	// Describers are the target instances that can say who an id names
+	// (adapters.Describer), by name: the approvals show a customer's name
+	// and ИНН as the target knows them, read when the card is shown.
+	Describers map[string]adapters.Describer
+	// TargetKinds are the kinds (onec, onec_odata, bitrix24, yookassa) of
+	// the target instances, by name, for the intents page.
+	TargetKinds map[string]string
 	// Contour is the gateway's contour (test, prod), shown in the header.
 	Contour string
 	// Now is the clock; the store's clock when nil.
@@ -74,7 +82,8 @@ type Deps struct {
 
 // Handler serves the admin UI.
 type Handler struct {
-	d Deps
+	d       Deps
+	parties parties
 }
 
 // New returns the admin UI over d.
@@ -137,6 +146,7 @@ func (h *Handler) Register(e *echo.Echo) {
 	s.GET("/operations", h.handleOperationList)
 	s.GET("/operations/:key", h.handleOperationShow)
 	s.GET("/audit", h.handleAuditList)
+	s.GET("/intents", h.handleIntentList)
 
 	// Tokens and users: admins manage them; auditors may look.
 	look := allow(store.RoleAdmin, store.RoleAuditor)

@@ -33,9 +33,11 @@ func (h *Handler) handleApprovalApprove(c echo.Context) error { return h.decide(
 func (h *Handler) handleApprovalDeny(c echo.Context) error { return h.decide(c, false) }
 
 // decide records the signed-in user's decision (never a name from the
-// form). An approval wakes the executor; a refused decision (expired,
-// already decided) re-renders the queue with the reason and changes
-// nothing.
+// form). Money moves only on a deliberate confirmation: the first approve
+// shows the amount, the customer and the purpose once more and asks to
+// confirm (confirm=yes); a denial needs its reason. An approval wakes the
+// executor; a refused decision (expired, already decided: by whom, when)
+// re-renders the queue with the reason and changes nothing.
 func (h *Handler) decide(c echo.Context, approve bool) error {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -55,20 +57,70 @@ func (h *Handler) decide(c echo.Context, approve bool) error {
 		// to shorten.
 		return h.renderApprovals(c, http.StatusUnprocessableEntity, id, fmt.Sprintf(l.ErrCommentTooLong, maxComment), comment)
 	}
+	if a.Status != store.ApprovalPending || !a.ExpiresAt.After(h.now()) {
+		return h.renderApprovals(c, http.StatusUnprocessableEntity, id, h.staleMessage(c, a), comment)
+	}
+	if !approve && comment == "" {
+		return h.renderApprovals(c, http.StatusUnprocessableEntity, id, l.ErrDenyReason, comment)
+	}
+	row := h.approvalRow(c, a)
+	from := c.FormValue("from")
+	if approve && c.FormValue("confirm") != "yes" {
+		v := views.ApprovalConfirmView{Page: h.page(c, "approvals", l.ConfirmTitle), Row: row, Comment: comment, From: from, Back: "/admin/approvals"}
+		if from == "operation" {
+			v.Back = operationHref(a.OperationKey)
+		}
+		return Render(c, http.StatusOK, views.ApprovalConfirm(v))
+	}
 	err = h.d.Store.DecideApproval(actorCtx(c), id, approve, session(c).User.Name, comment)
 	switch {
-	case errors.Is(err, store.ErrApprovalExpired):
-		return h.renderApprovals(c, http.StatusUnprocessableEntity, id, l.ErrApprovalExpired, comment)
-	case errors.Is(err, store.ErrApprovalDecided):
-		return h.renderApprovals(c, http.StatusUnprocessableEntity, id, l.ErrApprovalDecided, comment)
+	case errors.Is(err, store.ErrApprovalExpired), errors.Is(err, store.ErrApprovalDecided):
+		if now, rerr := h.d.Store.ApprovalByID(c.Request().Context(), id); rerr == nil {
+			a = now
+		}
+		return h.renderApprovals(c, http.StatusUnprocessableEntity, id, h.staleMessage(c, a), comment)
 	case err != nil:
 		return fmt.Errorf("decide approval: %w", err)
 	}
+	next := "/admin/approvals"
+	if from == "operation" {
+		next = operationHref(a.OperationKey)
+	}
+	what := decisionText(row, l)
 	if approve {
 		h.d.Wake()
-		return h.redirectWith(c, "/admin/approvals", "approved", a.OperationKey)
+		return h.redirectWith(c, next, "approved", what)
 	}
-	return h.redirectWith(c, "/admin/approvals", "denied", a.OperationKey)
+	return h.redirectWith(c, next, "denied", what)
+}
+
+// staleMessage says why a decision on a no longer pending approval was
+// not recorded: who decided it and when, or when it expired.
+func (h *Handler) staleMessage(c echo.Context, a store.Approval) string {
+	l, lg := labels(c), lang(c)
+	switch a.Status {
+	case store.ApprovalPending, store.ApprovalExpired:
+		return fmt.Sprintf(l.ErrApprovalExpiredAt, formatTime(a.ExpiresAt, h.d.Location, lg))
+	default:
+		state := l.ApprovalLabel(string(a.Status))
+		if a.Status == store.ApprovalConsumed {
+			state = l.ApprovalLabel(string(store.ApprovalApproved))
+		}
+		return fmt.Sprintf(l.ErrApprovalDecidedBy, state, orDash(a.DecidedBy), formatSeconds(a.DecidedAt, h.d.Location, lg))
+	}
+}
+
+// decisionText names what was decided, for the message after it: the
+// amount, the customer and the order.
+func decisionText(r views.ApprovalRow, l *views.Labels) string {
+	parts := []string{r.IntentLabel + " " + r.Amount}
+	if r.Customer != "" {
+		parts = append(parts, r.CustomerLabel+": "+r.CustomerText())
+	}
+	if r.OrderID != "" {
+		parts = append(parts, r.OrderLabel+": "+r.OrderID)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // renderApprovals renders the queue; errID and msg say which decision was
@@ -114,10 +166,12 @@ func (h *Handler) payers(ctx context.Context) (map[string]bool, error) {
 }
 
 // approvalRow is one approval as the queue shows it. Who may decide sees
-// the customer and the description in full; others see them masked.
+// the customer and the description in full; others see them masked. Each
+// field is named as the intent's definition titles it.
 func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRow {
 	l, lg, now := labels(c), lang(c), h.now()
 	op := a.Operation
+	in := h.definition(op)
 	p := parsePayload(op.Payload)
 	show := mask
 	if canDecide(c) {
@@ -126,13 +180,18 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 	r := views.ApprovalRow{
 		ID: a.ID, Key: a.OperationKey, KeyHref: operationHref(a.OperationKey),
 		Intent: op.Intent, IntentLabel: h.intentTitle(c, op.Intent),
-		Amount:    p.amount(lg),
-		OrderID:   p.str("order_id"),
-		PaymentID: p.str("payment_id"),
-		Customer:  show(p.str("customer_id")),
-		Account:   show(p.str("account_id")),
-		Note:      show(p.str("description") + p.str("reason")),
-		Agent:     op.Agent, ActorID: op.ActorID,
+		Amount:        p.amount(lg),
+		OrderID:       p.str("order_id"),
+		OrderLabel:    fieldLabel(in, "order_id", lg),
+		PaymentID:     p.str("payment_id"),
+		PaymentLabel:  fieldLabel(in, "payment_id", lg),
+		Customer:      show(p.str("customer_id")),
+		CustomerLabel: fieldLabel(in, "customer_id", lg),
+		Account:       show(p.str("account_id")),
+		AccountLabel:  fieldLabel(in, "account_id", lg),
+		Note:          show(p.str("description") + p.str("reason")),
+		NoteLabel:     fieldLabel(in, "description", lg),
+		Agent:         op.Agent, ActorID: op.ActorID,
 		Age:        fmt.Sprintf(l.Ago, formatDuration(now.Sub(a.CreatedAt), l)),
 		Created:    formatTime(a.CreatedAt, h.d.Location, lg),
 		Expires:    formatTime(a.ExpiresAt, h.d.Location, lg),
@@ -140,6 +199,24 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 		Urgent:     true,
 		ApproveURL: fmt.Sprintf("/admin/approvals/%d/approve", a.ID),
 		DenyURL:    fmt.Sprintf("/admin/approvals/%d/deny", a.ID),
+	}
+	if p.str("reason") != "" {
+		r.NoteLabel = fieldLabel(in, "reason", lg)
+	}
+	if r.CustomerLabel == "customer_id" {
+		r.CustomerLabel = l.Customer
+	}
+	if r.AccountLabel == "account_id" {
+		r.AccountLabel = l.Account
+	}
+	if r.OrderLabel == "order_id" {
+		r.OrderLabel = l.Order
+	}
+	if r.PaymentLabel == "payment_id" {
+		r.PaymentLabel = l.Payment
+	}
+	if r.NoteLabel == "description" || r.NoteLabel == "reason" {
+		r.NoteLabel = l.Note
 	}
 	if pid := p.str("payment_id"); pid != "" {
 		// A refund: the charge it refunds, when it went through here,
@@ -151,14 +228,45 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 			if r.Customer == "" {
 				r.Customer = show(cp.str("customer_id"))
 			}
+			if r.Account == "" {
+				r.Account = show(cp.str("account_id"))
+			}
 		}
 	}
 	if a.Kind == store.ApprovalDuplicate {
 		r.Duplicate = h.duplicateReview(c, a)
 	}
+	// Who the customer is, as the target knows them: only for whoever
+	// decides (the others see the id masked), never from the agent's text.
+	if canDecide(c) {
+		id := p.str("customer_id")
+		if id == "" && r.ChargeHref != "" {
+			id = r.Customer
+		}
+		if party, ok := h.party(c.Request().Context(), in, "customer_id", id); ok {
+			r.CustomerName, r.CustomerINN = party.Name, party.INN
+		}
+	}
+	r.Direction = direction(op.Intent, r, l)
 	if left := a.ExpiresAt.Sub(now); left > 0 {
 		r.TimeLeft = fmt.Sprintf(l.LeftFmt, formatDuration(left, l))
 		r.Urgent = left < 2*time.Hour
 	}
 	return r
+}
+
+// direction says in words who pays whom: the customer's card to the
+// shop for a charge, back to the customer for a refund.
+func direction(intentName string, r views.ApprovalRow, l *views.Labels) string {
+	shop := r.Account
+	if shop == "" {
+		shop = l.ShopUnnamed
+	}
+	switch intentName {
+	case "payment.charge":
+		return fmt.Sprintf(l.DirectionCharge, shop)
+	case "payment.refund":
+		return fmt.Sprintf(l.DirectionRefund, shop)
+	}
+	return ""
 }

@@ -132,8 +132,16 @@ func TestCSRF(t *testing.T) {
 	}
 
 	t.Run("OK", func(t *testing.T) {
+		// The first approve only asks to confirm, showing what is approved.
+		p := c.post(path, url.Values{"comment": {"checked"}}).expect(t, http.StatusOK)
+		if !p.has("confirm-approve") || p.text("confirm-amount") != "1\u00a0250,00\u00a0₽" {
+			t.Fatalf("no confirmation with the amount:\n%s", p.Body)
+		}
+		if got := a.approval(key).Status; got != store.ApprovalPending || a.wakes.Load() != 0 {
+			t.Fatalf("approval = %s, wakes %d before the confirmation", got, a.wakes.Load())
+		}
 		// The approver is the session's user, whatever the form says.
-		p := c.post(path, url.Values{"comment": {"checked"}, "user": {"mallory"}, "decided_by": {"mallory"}}).expect(t, http.StatusSeeOther)
+		p = c.post(path, url.Values{"comment": {"checked"}, "confirm": {"yes"}, "user": {"mallory"}, "decided_by": {"mallory"}}).expect(t, http.StatusSeeOther)
 		if p.location() != "/admin/approvals" {
 			t.Fatalf("redirect to %q", p.location())
 		}
@@ -150,7 +158,7 @@ func TestCSRF(t *testing.T) {
 		}
 		// The flash says so once.
 		p = c.get("/admin/approvals").expect(t, http.StatusOK)
-		if !strings.Contains(p.text("flash"), key) {
+		if f := p.text("flash"); !strings.Contains(f, "1\u00a0250,00\u00a0₽") || !strings.Contains(f, "customer-1042") {
 			t.Fatalf("no flash: %q", p.text("flash"))
 		}
 		if p = c.get("/admin/approvals"); p.has("flash") {
@@ -159,8 +167,9 @@ func TestCSRF(t *testing.T) {
 	})
 	t.Run("SecondDecisionRefused", func(t *testing.T) {
 		p := c.post("/admin/approvals/"+itoa(ap.ID)+"/deny", nil).expect(t, http.StatusUnprocessableEntity)
-		if !p.has("form-error") {
-			t.Fatalf("no error message:\n%s", p.Body)
+		// It says who decided first, and when.
+		if msg := p.text("form-error"); !strings.Contains(msg, "test-accountant") || !strings.Contains(msg, "одобрено") {
+			t.Fatalf("error message %q, want who decided:\n%s", msg, p.Body)
 		}
 		if got := a.approval(key); got.Status != store.ApprovalApproved {
 			t.Fatalf("approval = %s after a second decision", got.Status)

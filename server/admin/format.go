@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -190,31 +189,6 @@ func (p payload) amount(lang string) string {
 		return ""
 	}
 	return formatMoney(m, p.str("currency"), lang)
-}
-
-// maskedFields lists a payload's fields for people, sensitive ones
-// masked, sorted by name; nested values are shown as JSON, masked too.
-func (p payload) maskedFields() []views.Field {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]views.Field, 0, len(keys))
-	for _, k := range keys {
-		v := maskValue(k, p[k])
-		var text string
-		switch v := v.(type) {
-		case string:
-			text = v
-		case json.Number:
-			text = v.String()
-		default:
-			text = marshalPlain(v)
-		}
-		out = append(out, views.Field{Label: k, Value: text, TestID: "field-" + k})
-	}
-	return out
 }
 
 // maskValue masks v when it sits under a sensitive name, at any depth.

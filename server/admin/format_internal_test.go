@@ -114,17 +114,30 @@ func TestKeyPath(t *testing.T) {
 func TestMaskedFields(t *testing.T) {
 	t.Parallel()
 	p := parsePayload([]byte(`{"order_id":"order-1","amount_minor":125000,"currency":"RUB","description":"<b>Оплата заказа</b>","items":[{"comment":"позвонить утром","quantity":2}]}`))
+	fields, tables := newRequestView(nil, p, "ru", false).show(p)
 	got := map[string]string{}
-	for _, f := range p.maskedFields() {
+	for _, f := range fields {
 		got[f.Label] = f.Value
 	}
 	for k, want := range map[string]string{
-		"order_id": "order-1", "amount_minor": "125000", "description": "<b>О…</b>",
-		"items": `[{"comment":"позв…тром","quantity":2}]`,
+		"order_id": "order-1", "amount_minor": "1" + nbsp + "250,00" + nbsp + "₽", "description": "<b>О…</b>",
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}
+	}
+	if len(tables) != 1 || len(tables[0].Rows) != 1 || tables[0].Rows[0][0] != "позв…тром" || tables[0].Rows[0][1] != "2" {
+		t.Errorf("items shown as %+v, want one line with its comment masked", tables)
+	}
+	// Whoever decides sees it as the agent sent it.
+	fields, tables = newRequestView(nil, p, "ru", true).show(p)
+	for _, f := range fields {
+		if f.Label == "description" && f.Value != "<b>Оплата заказа</b>" {
+			t.Errorf("description shown in full as %q", f.Value)
+		}
+	}
+	if tables[0].Rows[0][0] != "позвонить утром" {
+		t.Errorf("items shown in full as %+v", tables)
 	}
 	if got, want := p.amount("ru"), "1"+nbsp+"250,00"+nbsp+"₽"; got != want {
 		t.Fatalf("amount %q, want %q", got, want)

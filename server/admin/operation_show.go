@@ -86,15 +86,21 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	for _, o := range same {
 		v.Summary = append(v.Summary, views.Field{Label: l.SameEvent, Value: o.Key + " (" + l.StatusLabel(string(o.Status)) + ")", Href: operationHref(o.Key), Mono: true, TestID: "same-event"})
 	}
-	if amt := p.amount(lg); amt != "" {
-		v.Request = append(v.Request, views.Field{Label: l.Amount, Value: amt, TestID: "amount"})
-	}
-	v.Request = append(v.Request, p.maskedFields()...)
+	// The request as the agent sent it, to whoever decides on it; masked
+	// for the others. Each field under the definition's title for it.
+	in := h.definition(op)
+	v.Amount = p.amount(lg)
+	v.Request, v.Lines = newRequestView(in, p, lg, canDecide(c)).show(p)
 	v.Result = plainJSON(op.Result)
 
 	a, err := h.d.Store.ApprovalByKey(ctx, key)
 	switch {
 	case err == nil:
+		a.Operation = op
+		if a.Status == store.ApprovalPending && a.ExpiresAt.After(h.now()) {
+			row := h.approvalRow(c, a)
+			v.Pending, v.CanDecide = &row, canDecide(c)
+		}
 		v.Approval = []views.Field{
 			{Label: l.ApprovalStatus, Value: l.ApprovalStateLabel(string(a.Status), string(op.Status)), TestID: "approval-status"},
 			{Label: l.Expires, Value: formatTime(a.ExpiresAt, h.d.Location, lg)},

@@ -69,6 +69,7 @@ var nav = []navItem{
 	{"review", "/admin/review", func(l *views.Labels) string { return l.NavReview }, nil},
 	{"operations", "/admin/operations", func(l *views.Labels) string { return l.NavOperations }, nil},
 	{"audit", "/admin/audit", func(l *views.Labels) string { return l.NavAudit }, nil},
+	{"intents", "/admin/intents", func(l *views.Labels) string { return l.NavIntents }, nil},
 	{"tokens", "/admin/tokens", func(l *views.Labels) string { return l.NavTokens }, []string{store.RoleAdmin, store.RoleAuditor}},
 	{"users", "/admin/users", func(l *views.Labels) string { return l.NavUsers }, []string{store.RoleAdmin, store.RoleAuditor}},
 }
@@ -109,7 +110,15 @@ func (h *Handler) page(c echo.Context, active, title string) views.Page {
 		if n.roles != nil && !can(c, n.roles...) {
 			continue
 		}
-		p.Nav = append(p.Nav, views.NavItem{ID: n.id, Href: n.href, Label: n.label(l), Active: n.id == active})
+		item := views.NavItem{ID: n.id, Href: n.href, Label: n.label(l), Active: n.id == active}
+		if n.id == "approvals" && h.d.Store != nil {
+			// What waits for a person, on every page. A journal that
+			// cannot count now shows no number rather than no page.
+			if k, err := h.d.Store.CountPendingApprovals(c.Request().Context()); err == nil {
+				item.Count = k
+			}
+		}
+		p.Nav = append(p.Nav, item)
 	}
 	if kind, code, arg, ok := h.takeFlash(c); ok {
 		if f, ok := l.Flashes[code]; ok {
@@ -125,7 +134,12 @@ func (h *Handler) page(c echo.Context, active, title string) views.Page {
 // redirectWith redirects (303) to target with a one-time message: code
 // names a text of Labels.Flashes, arg fills its %s.
 func (h *Handler) redirectWith(c echo.Context, target, code, arg string) error {
-	v := url.Values{"k": {"ok"}, "c": {code}, "a": {arg}}
+	return h.redirectKind(c, "ok", target, code, arg)
+}
+
+// redirectKind is redirectWith with a message of kind "ok" or "error".
+func (h *Handler) redirectKind(c echo.Context, kind, target, code, arg string) error {
+	v := url.Values{"k": {kind}, "c": {code}, "a": {arg}}
 	h.setCookie(c, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(v.Encode())), 60)
 	return c.Redirect(http.StatusSeeOther, target)
 }

@@ -44,8 +44,10 @@ func TestPayloadShowsAsText(t *testing.T) {
 		t.Fatalf("audit detail not escaped:\n%s", p.Body)
 	}
 
-	// On the operation page sensitive fields are masked, and escaped.
-	p = acc.get("/admin/operations/"+keyPath(callbackKey)).expect(t, http.StatusOK)
+	// On the operation page sensitive fields are masked for those who do
+	// not decide, and escaped.
+	aud := a.signIn(store.RoleAuditor)
+	p = aud.get("/admin/operations/"+keyPath(callbackKey)).expect(t, http.StatusOK)
 	if strings.Contains(p.Body, "<scr") {
 		t.Fatal("the operation page holds raw markup from a payload")
 	}
@@ -55,9 +57,14 @@ func TestPayloadShowsAsText(t *testing.T) {
 	if got, want := p.text("field-customer_id"), "cust…1042"; got != want {
 		t.Fatalf("masked customer %q, want %q", got, want)
 	}
-	p = acc.get("/admin/operations/"+keyPath(chargeKey)).expect(t, http.StatusOK)
+	p = aud.get("/admin/operations/"+keyPath(chargeKey)).expect(t, http.StatusOK)
 	if got, want := p.text("field-account_id"), "merc…t-17"; got != want {
 		t.Fatalf("masked account %q, want %q", got, want)
+	}
+	// Whoever decides reads the request as the agent sent it, escaped.
+	full := acc.get("/admin/operations/"+keyPath(callbackKey)).expect(t, http.StatusOK)
+	if got, want := full.text("field-comment"), xss+" call back"; got != want || strings.Contains(full.Body, "<scr") {
+		t.Fatalf("the accountant's comment %q, want %q escaped", got, want)
 	}
 	if got := p.text("summary-status"); got != "отказ" {
 		t.Fatalf("status %q", got)
@@ -336,7 +343,7 @@ func TestAuditCSV(t *testing.T) {
 	ap := a.charge(key, 5000, "")
 	const comment = `said "yes", then "no"`
 	acc := a.signIn(store.RoleAccountant)
-	acc.post("/admin/approvals/"+itoa(ap.ID)+"/approve", url.Values{"comment": {comment}}).expect(t, http.StatusSeeOther)
+	acc.post("/admin/approvals/"+itoa(ap.ID)+"/approve", url.Values{"comment": {comment}, "confirm": {"yes"}}).expect(t, http.StatusSeeOther)
 
 	c := a.signIn(store.RoleAuditor)
 	p := c.get("/admin/audit?format=csv&key="+url.QueryEscape(key)).expect(t, http.StatusOK)
@@ -395,7 +402,7 @@ func TestAuditCSVForExcel(t *testing.T) {
 	ap := a.charge(key, 5000, "")
 	const comment = `<b>сверено</b> & ok`
 	acc := a.signIn(store.RoleAccountant)
-	acc.post("/admin/approvals/"+itoa(ap.ID)+"/approve", url.Values{"comment": {comment}}).expect(t, http.StatusSeeOther)
+	acc.post("/admin/approvals/"+itoa(ap.ID)+"/approve", url.Values{"comment": {comment}, "confirm": {"yes"}}).expect(t, http.StatusSeeOther)
 
 	c := a.signIn(store.RoleAuditor)
 	p := c.get("/admin/audit?format=csv&key="+url.QueryEscape(key)).expect(t, http.StatusOK)

@@ -83,7 +83,7 @@ func TestFirstSignInChoosesOwnPassword(t *testing.T) {
 		}
 		p = acc.get("/admin/approvals").expect(t, http.StatusOK)
 		acc.csrf = hiddenCSRF(t, p)
-		acc.post(approve, url.Values{"comment": {"checked"}}).expect(t, http.StatusSeeOther)
+		acc.post(approve, url.Values{"comment": {"checked"}, "confirm": {"yes"}}).expect(t, http.StatusSeeOther)
 		if got := a.approval(key); got.Status != store.ApprovalApproved || got.DecidedBy != name {
 			t.Fatalf("approval = %+v", got)
 		}

@@ -50,6 +50,10 @@ func (h *Handler) handleReviewReconcile(c echo.Context) error {
 	// cancelled request must not leave its lease taken.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(actorCtx(c)), reconcileTimeout)
 	defer cancel()
+	before, err := h.d.Store.Get(c.Request().Context(), key)
+	if errors.Is(err, store.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound, "no such operation")
+	}
 	op, err := h.d.ReconcileNow(ctx, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -58,6 +62,11 @@ func (h *Handler) handleReviewReconcile(c echo.Context) error {
 		return h.renderReview(c, http.StatusUnprocessableEntity, false, reviewForm{key: key, msg: l.ErrNotUnknown})
 	case err != nil:
 		return fmt.Errorf("reconcile %q: %w", key, err)
+	}
+	if op.Status == store.StatusUnknown && op.LookupFailures > before.LookupFailures {
+		// The target could not tell: not a success, and not shown as one.
+		return h.redirectKind(c, "error", "/admin/review", "lookup_failed",
+			fmt.Sprintf("%s (%d)", l.TargetLabel(op.TargetSystem), op.LookupFailures))
 	}
 	return h.redirectWith(c, "/admin/review", "reconciled", l.StatusLabel(string(op.Status)))
 }
