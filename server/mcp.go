@@ -26,7 +26,10 @@ func (s *Server) mcpHandler() echo.HandlerFunc {
 		},
 		InProcess: func(ctx context.Context) context.Context { return context.WithValue(ctx, inProcessKey{}, true) },
 		Refusal: func(code, field, message string) []byte {
-			body, _ := json.Marshal(answer{Status: "rejected", Errors: []ErrorItem{refuse(code, field, message).ErrorItem}})
+			ae := refuse(code, field, message)
+			a := answer{State: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
+			a.finish(statusOf(code))
+			body, _ := json.Marshal(a)
 			return body
 		},
 	})

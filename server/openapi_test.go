@@ -99,9 +99,22 @@ func TestOpenAPI_Document(t *testing.T) {
 		t.Fatalf("bearer scheme = %v, want %v", got, want)
 	}
 
-	statuses := at(t, doc, "components", "schemas", "Status", "enum")
-	if want := []any{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"}; !reflect.DeepEqual(statuses, want) {
-		t.Fatalf("Status enum = %v, want %v", statuses, want)
+	states := at(t, doc, "components", "schemas", "State", "enum")
+	if want := []any{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"}; !reflect.DeepEqual(states, want) {
+		t.Fatalf("State enum = %v, want %v", states, want)
+	}
+	// API.md section 5: every answer carries state; a 200/202 answer's
+	// status is the state again, a problem's is the HTTP status (RFC 9457).
+	for _, schema := range []string{"Answer", "Problem"} {
+		if !slices.Contains(at(t, doc, "components", "schemas", schema, "required").([]any), any("state")) {
+			t.Errorf("%s does not require state", schema)
+		}
+	}
+	if got := at(t, doc, "components", "schemas", "Answer", "properties", "status", "$ref"); got != "#/components/schemas/State" {
+		t.Errorf("Answer's status = %v, want the State", got)
+	}
+	if got := at(t, doc, "components", "schemas", "Problem", "properties", "status", "type"); got != "integer" {
+		t.Errorf("Problem's status is of type %v, want integer (RFC 9457 section 3.1.3)", got)
 	}
 
 	ops := []struct {

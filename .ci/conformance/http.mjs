@@ -5,16 +5,20 @@
 // Idempotency-Key sent twice is refused.
 import assert from "node:assert/strict";
 import http from "node:http";
-import { base, token, contour, run, callbackKey, callbackPayload, stateOf, assertBearerChallenge, step } from "./lib.mjs";
+import { base, token, contour, run, callbackKey, callbackPayload, stateOf, assertBearerChallenge, decodeProblem, step } from "./lib.mjs";
 
 const bearer = `Bearer ${token}`;
 const json = { "Content-Type": "application/json" };
 const envelope = (payload = callbackPayload()) => JSON.stringify({ schema_version: "1.0", intent: "crm.callback.create", payload });
 
+// send sends one request; every error answer with a body is decoded as
+// an RFC 9457 problem on the way.
 async function send(method, path, headers = {}, body) {
 	const resp = await fetch(new URL(path, base), { method, headers, body });
 	const text = await resp.text();
-	return { resp, text, said: `${method} ${path}: ${resp.status} ${JSON.stringify(Object.fromEntries(resp.headers))}\n${text}` };
+	const said = `${method} ${path}: ${resp.status} ${JSON.stringify(Object.fromEntries(resp.headers))}\n${text}`;
+	if (resp.status >= 400 && text !== "") decodeProblem(resp.status, resp.headers.get("content-type"), text, said);
+	return { resp, text, said };
 }
 
 // One operation to read back, made first.
@@ -115,7 +119,15 @@ function rawPost(idempotencyKeys, body) {
 			let text = "";
 			resp.setEncoding("utf8");
 			resp.on("data", (c) => (text += c));
-			resp.on("end", () => resolve({ status: resp.statusCode, text, said: `${resp.statusCode} ${JSON.stringify(resp.headers)}\n${text}` }));
+			resp.on("end", () => {
+				const said = `${resp.statusCode} ${JSON.stringify(resp.headers)}\n${text}`;
+				try {
+					if (resp.statusCode >= 400) decodeProblem(resp.statusCode, resp.headers["content-type"], text, said);
+					resolve({ status: resp.statusCode, text, said });
+				} catch (err) {
+					reject(err);
+				}
+			});
 		});
 		req.on("error", reject);
 		req.setHeader("Authorization", bearer);

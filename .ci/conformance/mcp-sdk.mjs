@@ -6,17 +6,23 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { base, token, callbackKey, callbackPayload, stateOf, assertBearerChallenge, step } from "./lib.mjs";
+import { base, token, callbackKey, callbackPayload, stateOf, assertBearerChallenge, decodeProblem, step } from "./lib.mjs";
 
 // connect opens a client session with authorization as the Authorization
 // header (none when undefined). Every HTTP answer the transport gets is
-// kept in seen, so a check can read the headers the client was given.
+// kept in seen, so a check can read the headers the client was given;
+// an error answer with a copy of its body as body.
 async function connect(authorization, seen = []) {
 	const client = new Client({ name: "oncegate-conformance", version: "1.0.0" });
 	const transport = new StreamableHTTPClientTransport(new URL("/mcp", base), {
 		requestInit: authorization === undefined ? {} : { headers: { Authorization: authorization } },
 		fetch: async (url, init) => {
 			const resp = await fetch(url, init);
+			if (resp.status >= 400) {
+				const body = await resp.text();
+				seen.push({ status: resp.status, headers: resp.headers, body });
+				return new Response(body, { status: resp.status, statusText: resp.statusText, headers: resp.headers });
+			}
 			seen.push(resp);
 			return resp;
 		},
@@ -71,6 +77,11 @@ await step("a changed payload under the same key is IDEMPOTENCY_KEY_PAYLOAD_MISM
 	assert.deepEqual(codes, ["IDEMPOTENCY_KEY_PAYLOAD_MISMATCH"]);
 	assert.match(res.content[0].text, /IDEMPOTENCY_KEY_PAYLOAD_MISMATCH/, "the text a model reads does not carry the code");
 	assert.equal(res._meta?.http_status, 422);
+	// The structured content is the API's problem answer, as a typed
+	// RFC 9457 decoder reads it.
+	const p = decodeProblem(res._meta.http_status, "application/problem+json", res.content[0].text, JSON.stringify(res));
+	assert.deepEqual(p, res.structuredContent);
+	assert.equal(p.state, "rejected");
 });
 
 await step("get_operation reads the first result", async () => {
@@ -95,6 +106,7 @@ async function refused(authorization, wantError) {
 	const resp = seen.find((r) => r.status === 401);
 	assert.ok(resp, `no 401 among the answers: ${seen.map((r) => r.status).join(", ")}; the SDK said: ${err}`);
 	const desc = assertBearerChallenge(resp.headers.get("www-authenticate"), wantError, "/mcp");
+	decodeProblem(resp.status, resp.headers.get("content-type"), resp.body, "the 401 of /mcp");
 	// What the SDK gives the user: a StreamableHTTPError with the status,
 	// whose message carries the gateway's answer. The reason must be in
 	// it, not only "unauthorized" or an OAuth flow.
