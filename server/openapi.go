@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -179,6 +180,8 @@ func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
 			},
 		},
 	}
+
+	numberFormats(doc)
 
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -510,4 +513,89 @@ func answerSchemas(intents, targets []string) map[string]any {
 			"required": []any{"status"},
 		},
 	}
+}
+
+// numberFormats gives every number and integer schema in v that has no
+// format one, so generated clients do not guess a width: a number is a
+// double (without it oapi-codegen makes a float32, which cannot hold
+// 999999.999), an integer int32 when its bounds fit in 32 bits, else
+// int64. It walks the whole document — the intents' payload schemas,
+// built-in or declared, and the answers' — but not example or constant
+// values.
+func numberFormats(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, has := v["format"]; !has {
+			switch {
+			case hasType(v["type"], "number"):
+				v["format"] = "double"
+			case hasType(v["type"], "integer"):
+				v["format"] = "int64"
+				if fitsInt32(v) {
+					v["format"] = "int32"
+				}
+			}
+		}
+		for k, child := range v {
+			switch k {
+			case "example", "examples", "const", "enum", "default":
+				continue
+			}
+			numberFormats(child)
+		}
+	case []any:
+		for _, child := range v {
+			numberFormats(child)
+		}
+	}
+}
+
+// hasType reports whether a schema's type keyword (a name or a list of
+// names) names name.
+func hasType(t any, name string) bool {
+	switch t := t.(type) {
+	case string:
+		return t == name
+	case []any:
+		for _, n := range t {
+			if n == name {
+				return true
+			}
+		}
+	case []string:
+		return slices.Contains(t, name)
+	}
+	return false
+}
+
+// fitsInt32 reports whether an integer schema's bounds keep it within 32
+// bits: a lower and an upper bound, both in range.
+func fitsInt32(s map[string]any) bool {
+	bound := func(names ...string) (float64, bool) {
+		for _, n := range names {
+			if f, ok := number(s[n]); ok {
+				return f, true
+			}
+		}
+		return 0, false
+	}
+	lo, okLo := bound("minimum", "exclusiveMinimum")
+	hi, okHi := bound("maximum", "exclusiveMaximum")
+	return okLo && okHi && lo >= math.MinInt32 && hi <= math.MaxInt32
+}
+
+// number reads a JSON number as the document holds it.
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		f, err := v.Float64()
+		return f, err == nil
+	case int:
+		return float64(v), true
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
 }
