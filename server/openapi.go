@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"regexp"
 	"slices"
@@ -20,15 +19,18 @@ import (
 )
 
 // OpenAPI returns the OpenAPI 3.1 document of the agent API (API.md) of a
-// gateway serving catalog, as served by GET /v1/openapi.json. It is
-// generated from the loaded intents and the server's error codes, so the
-// published contract cannot drift from what is enforced. The bytes are the
-// same on every call.
-func OpenAPI(catalog *intent.Catalog) ([]byte, error) { return buildOpenAPI(catalog) }
+// gateway serving catalog in contour, as served by GET /v1/openapi.json.
+// It is generated from the loaded intents, their effective limits and the
+// server's error codes, so the published contract cannot drift from what
+// is enforced; its examples are keys of contour, so they can be sent as
+// they are. The bytes are the same on every call.
+func OpenAPI(catalog *intent.Catalog, contour string) ([]byte, error) {
+	return buildOpenAPI(catalog, contour)
+}
 
 // openAPIDoc is the server's document, built once; the slice is shared.
 func (s *Server) openAPIDoc() ([]byte, error) {
-	s.openapi.once.Do(func() { s.openapi.doc, s.openapi.err = buildOpenAPI(s.catalog) })
+	s.openapi.once.Do(func() { s.openapi.doc, s.openapi.err = buildOpenAPI(s.catalog, s.cfg.Contour) })
 	return s.openapi.doc, s.openapi.err
 }
 
@@ -109,7 +111,9 @@ func schemaName(intent string) string {
 }
 
 // buildOpenAPI generates the document.
-func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
+func buildOpenAPI(catalog *intent.Catalog, contour string) ([]byte, error) {
+	// Examples and prose name keys of this gateway's contour.
+	inContour := func(text string) string { return strings.ReplaceAll(text, "prod:", contour+":") }
 	intents := catalog.All()
 	schemas := map[string]any{}
 	var variants []any
@@ -120,9 +124,10 @@ func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		effectiveLimits(payload, in.Limits)
 		name := schemaName(in.Name)
 		schemas[name+"Payload"] = payload
-		schemas[name+"Request"] = envelopeSchema(in, name+"Payload")
+		schemas[name+"Request"] = envelopeSchema(in, name+"Payload", contour)
 		variants = append(variants, schemaRef(name+"Request"))
 		mapping[in.Name] = "#/components/schemas/" + name + "Request"
 		names = append(names, in.Name)
@@ -148,7 +153,7 @@ func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
 		"info": map[string]any{
 			"title":       "oncegate agent API",
 			"version":     "1.0",
-			"description": openAPIDescription,
+			"description": inContour(openAPIDescription),
 		},
 		"servers":  []any{map[string]any{"url": "/"}},
 		"security": []any{map[string]any{"bearer": []any{}}},
@@ -157,7 +162,7 @@ func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
 			map[string]any{"name": "intents", "description": "The whitelist of intents."},
 			map[string]any{"name": "meta", "description": "This document, liveness and readiness."},
 		},
-		"paths": openAPIPaths(),
+		"paths": openAPIPaths(contour, inContour(keyRulesDescription)),
 		"components": map[string]any{
 			"schemas": schemas,
 			"securitySchemes": map[string]any{
@@ -240,7 +245,7 @@ func nestedResource(v any) string {
 
 // envelopeSchema is the POST /v1/operations body for one intent
 // (API.md section 3), with the intent's registry facts as extensions.
-func envelopeSchema(in *intent.Intent, payload string) map[string]any {
+func envelopeSchema(in *intent.Intent, payload, contour string) map[string]any {
 	desc := fmt.Sprintf("%s: %s. Needs scope %s.", in.Name, in.Description, in.Scope)
 	if in.Journaled {
 		desc += " Needs an operation key in execute mode (Idempotency-Key header or request_id); journaled, so a retry with the same key never acts twice."
@@ -271,18 +276,19 @@ func envelopeSchema(in *intent.Intent, payload string) map[string]any {
 				"minLength":   contract.MinKeyLen,
 				"maxLength":   contract.MaxKeyLen,
 				"pattern":     keyPattern(in.Name),
-				"examples":    []any{"prod:" + in.Name + ":order-48291:v1"},
+				"examples":    []any{contour + ":" + in.Name + ":order-48291:v1"},
 			},
 			"actor_id": map[string]any{
 				"description": "The person on whose behalf the agent acts; journaled, not part of the fingerprint.",
 				"type":        "string",
 				"maxLength":   contract.MaxIDLen,
 			},
+			// No default keyword: generators (openapi-typescript) make a
+			// member with a default required in the types they emit.
 			"mode": map[string]any{
-				"description": "execute (the default) runs the intent; validate runs every check, returns the normalized plan and its plan_hash, and writes and journals nothing.",
+				"description": "execute (the default when mode is absent) runs the intent; validate runs every check, returns the normalized plan and its plan_hash, and writes and journals nothing.",
 				"type":        "string",
 				"enum":        []any{contract.ModeExecute, contract.ModeValidate},
-				"default":     contract.ModeExecute,
 			},
 			"plan_hash": map[string]any{
 				"description": "On execute: the plan_hash a validate answer returned. If the plan no longer hashes the same, the answer is 409 PLAN_CHANGED and nothing runs.",
@@ -513,89 +519,4 @@ func answerSchemas(intents, targets []string) map[string]any {
 			"required": []any{"status"},
 		},
 	}
-}
-
-// numberFormats gives every number and integer schema in v that has no
-// format one, so generated clients do not guess a width: a number is a
-// double (without it oapi-codegen makes a float32, which cannot hold
-// 999999.999), an integer int32 when its bounds fit in 32 bits, else
-// int64. It walks the whole document — the intents' payload schemas,
-// built-in or declared, and the answers' — but not example or constant
-// values.
-func numberFormats(v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		if _, has := v["format"]; !has {
-			switch {
-			case hasType(v["type"], "number"):
-				v["format"] = "double"
-			case hasType(v["type"], "integer"):
-				v["format"] = "int64"
-				if fitsInt32(v) {
-					v["format"] = "int32"
-				}
-			}
-		}
-		for k, child := range v {
-			switch k {
-			case "example", "examples", "const", "enum", "default":
-				continue
-			}
-			numberFormats(child)
-		}
-	case []any:
-		for _, child := range v {
-			numberFormats(child)
-		}
-	}
-}
-
-// hasType reports whether a schema's type keyword (a name or a list of
-// names) names name.
-func hasType(t any, name string) bool {
-	switch t := t.(type) {
-	case string:
-		return t == name
-	case []any:
-		for _, n := range t {
-			if n == name {
-				return true
-			}
-		}
-	case []string:
-		return slices.Contains(t, name)
-	}
-	return false
-}
-
-// fitsInt32 reports whether an integer schema's bounds keep it within 32
-// bits: a lower and an upper bound, both in range.
-func fitsInt32(s map[string]any) bool {
-	bound := func(names ...string) (float64, bool) {
-		for _, n := range names {
-			if f, ok := number(s[n]); ok {
-				return f, true
-			}
-		}
-		return 0, false
-	}
-	lo, okLo := bound("minimum", "exclusiveMinimum")
-	hi, okHi := bound("maximum", "exclusiveMaximum")
-	return okLo && okHi && lo >= math.MinInt32 && hi <= math.MaxInt32
-}
-
-// number reads a JSON number as the document holds it.
-func number(v any) (float64, bool) {
-	switch v := v.(type) {
-	case json.Number:
-		f, err := v.Float64()
-		return f, err == nil
-	case int:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case float64:
-		return v, true
-	}
-	return 0, false
 }
