@@ -19,7 +19,14 @@ import (
 // returns its output and exit code.
 func runCheck(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"check"}, args...)...)
+	return runCommand(t, env, append([]string{"check"}, args...)...)
+}
+
+// runCommand runs the binary with args in a bare environment plus env,
+// and returns what it printed and its exit code.
+func runCommand(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

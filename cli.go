@@ -46,6 +46,7 @@ var commands = []command{
 	checkCommand,
 	intentsListCommand,
 	intentsShowCommand,
+	intentsCheckCommand,
 	serviceCommand,
 	serviceInstallCommand,
 	serviceUninstallCommand,

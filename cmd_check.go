@@ -121,6 +121,18 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 	fmt.Fprintf(stdout, "configuration %s: valid (contour %s, data %s, listen %s)\n", path, cfg.Contour, cfg.DataDir, cfg.Listen)
 	fmt.Fprintf(stdout, "intents: %d served (%s)\n", len(catalog.All()), strings.Join(catalog.Names(), ", "))
 
+	failed, checked := probeTargets(stdout, cfg, catalog, env, func(string) bool { return true })
+	if failed > 0 {
+		return fmt.Errorf("%w: %d of %d configured targets cannot be used; fix the settings named above", errCheckFailed, failed, checked)
+	}
+	return nil
+}
+
+// probeTargets prints a line per target instance of cfg that want keeps:
+// SIMULATED for one left at its simulator, else what probing it found
+// (OK, or FAIL and what to fix). It returns how many it probed and how
+// many of those failed.
+func probeTargets(stdout io.Writer, cfg config.Config, catalog *intent.Catalog, env func(string) string, want func(string) bool) (failed, checked int) {
 	simulated := map[string]bool{}
 	for _, s := range cfg.Simulated(env) {
 		simulated[s] = true
@@ -128,12 +140,16 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 	// What a target answers may quote the credentials it was sent: it is
 	// printed through the same redaction as serve's log and journal.
 	red := checkRedactor(cfg, env)
-	checks := targetChecks(cfg)
+	var checks []targetCheck
+	for _, tc := range targetChecks(cfg) {
+		if want(tc.name) {
+			checks = append(checks, tc)
+		}
+	}
 	width := 9
 	for _, tc := range checks {
 		width = max(width, len(tc.label()))
 	}
-	failed, checked := 0, 0
 	for _, tc := range checks {
 		if simulated[tc.name] {
 			fmt.Fprintf(stdout, "%-*s SIMULATED  nothing configured: serve would use the built-in simulator (set %s to reach the real system)\n", width, tc.label(), tc.address())
@@ -149,10 +165,7 @@ func check(c common, stdout io.Writer, env func(string) string) error {
 		failed++
 		fmt.Fprintf(stdout, "%-*s FAIL       %s\n%-*s   fix:     %s\n", width, tc.label(), what, width, "", fix)
 	}
-	if failed > 0 {
-		return fmt.Errorf("%w: %d of %d configured targets cannot be used; fix the settings named above", errCheckFailed, failed, checked)
-	}
-	return nil
+	return failed, checked
 }
 
 // checkTarget builds one target as serve would (buildTargets, with the

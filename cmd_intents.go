@@ -23,7 +23,7 @@ import (
 // what is wrong.
 func loadCatalog(cfg config.Config) (*intent.Catalog, error) {
 	c, err := intent.Load(intent.Options{
-		Dir: cfg.IntentsDir, Builtins: cfg.BuiltinIntents, Targets: cfg.Targets.Names(), Limits: cfg.Limits,
+		Dir: cfg.IntentsDir, Builtins: cfg.BuiltinIntents, Targets: cfg.Targets.Names(), Kinds: cfg.Targets.Kinds(), Limits: cfg.Limits,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("intent definitions:\n%w", err)
@@ -125,6 +125,42 @@ var intentsShowCommand = command{
 					fmt.Fprintln(cl.stdout)
 				}
 				showIntent(cl.stdout, in)
+			}
+			return nil
+		}
+	},
+}
+
+var intentsCheckCommand = command{
+	name:    "intents check",
+	args:    "[--env-file FILE]",
+	summary: "load every definition strictly and check each against its live target, writing nothing: the 1C service or publication has what its mapping names, the CRM its method and fields",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		envFile := fs.String("env-file", "", envFileUsage)
+		return func(cl cli, args []string) error {
+			if len(args) != 0 {
+				return badUsage("intents check", "takes no arguments")
+			}
+			env, err := withEnvFile(cl.env, *envFile)
+			if err != nil {
+				return err
+			}
+			cfg, err := c.load(env)
+			if err != nil {
+				return err
+			}
+			cat, err := loadCatalog(cfg)
+			if err != nil {
+				return err
+			}
+			printIntents(cl.stdout, cat)
+			fmt.Fprintln(cl.stdout)
+			named := cat.Targets()
+			failed, checked := probeTargets(cl.stdout, cfg, cat, env, func(name string) bool { return slices.Contains(named, name) })
+			if failed > 0 {
+				return fmt.Errorf("%w: %d of the %d targets the intents run at cannot serve them; fix what is named above", errCheckFailed, failed, checked)
 			}
 			return nil
 		}

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/oncegate/oncegate/adapters/sim"
 )
 
 // dealCreate is a declared intent of a firm: a deal in the CRM.
@@ -192,4 +196,40 @@ func TestServeRefusesDefinitionEditedInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.startGateway()
+}
+
+// A CRM instance's own settings reach its adapter: a reference kind the
+// configuration names (partner, found among contacts) and the portal's
+// time zone for a date mapped local.
+func TestBinaryDeclaredIntentCRMSettings(t *testing.T) {
+	t.Parallel()
+	deal := strings.Replace(dealCreate, "references:\n  customer_id: customer\n", "references:\n  customer_id: partner\n", 1)
+	deal = strings.Replace(deal, "  required: [customer_id, title]\n", "  required: [customer_id, title, close_at]\n", 1)
+	deal = strings.Replace(deal, "    title:       { type: string, minLength: 1, maxLength: 255 }\n",
+		"    title:       { type: string, minLength: 1, maxLength: 255 }\n    close_at:    { type: string, format: date-time, maxLength: 40 }\n", 1)
+	deal = strings.Replace(deal, "  title:        { ru: Название, en: Title }\n", "  title:        { ru: Название, en: Title }\n  close_at:     { ru: Срок, en: Close by }\n", 1)
+	deal += "    CLOSEDATE:  { from: close_at, date: local }\n"
+	_, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": deal})
+	r := newRigWith(t, 1000, "intents_dir: "+dir+"\n", "time_zone: Europe/Moscow, references: { partner: { entity: contact } }")
+	r.startGateway()
+	const key = "test:deal:create:lead-78:v1"
+	code, body, err := r.post(key, `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"Поставка","close_at":"2026-05-01T10:00:00Z"}}`)
+	if err != nil || code != 200 || body["state"] != "succeeded" {
+		t.Fatalf("execute: %d %v %v", code, body, err)
+	}
+	resp, err := http.Post(r.simURL+"/bitrix24"+sim.Bitrix24WebhookPath()+"crm.deal.get.json", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"id":%q}`, body["target_object_id"])))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if c := fmt.Sprint(got.Result["CONTACT_ID"]); c == "" || c == "0" || c == "<nil>" || !strings.HasPrefix(fmt.Sprint(got.Result["CLOSEDATE"]), "2026-05-01T13:00:00") {
+		t.Fatalf("the deal at the CRM: %v; want the partner's contact and 13:00 Moscow time", got.Result)
+	}
 }

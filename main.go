@@ -267,13 +267,15 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 
 	// Targets nothing points at are served by the built-in simulators.
 	simURL := ""
-	if simulated := cfg.Simulated(env); len(simulated) > 0 {
-		_, hs, url, err := sim.Start("127.0.0.1:0")
+	var simServer *sim.Server
+	simulated := cfg.Simulated(env)
+	if len(simulated) > 0 {
+		srv, hs, url, err := sim.Start("127.0.0.1:0")
 		if err != nil {
 			return err
 		}
 		defer hs.Close()
-		simURL = url
+		simURL, simServer = url, srv
 		log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
 			"targets", strings.Join(simulated, ","), "simulators", simURL)
 	}
@@ -288,6 +290,9 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 		return err
 	}
 	if err := bindCatalog(catalog, targets); err != nil {
+		return err
+	}
+	if err := publishAtSimulator(simServer, simulated, targets); err != nil {
 		return err
 	}
 	srv := server.New(cfg, st, targets, catalog, log)

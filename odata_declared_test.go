@@ -162,6 +162,12 @@ func TestCheckDeclaredODataIntent(t *testing.T) {
 		!strings.Contains(line, "buh_invoice.create v1: Document_СчетНаОплатуПокупателю and every mapped property are published") {
 		t.Fatalf("check of the published intent (exit %d):\n%s", code, out)
 	}
+	// intents check: the definitions, then each target they run at.
+	out, code = runCommand(t, env, "intents", "check", "--config", cfg)
+	if line := lineOf(out, "buh"); code != 0 || !strings.Contains(strings.Join(strings.Fields(out), " "), "buh_invoice.create 1 buh draft no") || !strings.Contains(line, "OK") ||
+		!strings.Contains(line, "buh_invoice.create v1: Document_СчетНаОплатуПокупателю and every mapped property are published") {
+		t.Fatalf("intents check of the published intent (exit %d):\n%s", code, out)
+	}
 
 	resp, err := http.Post(simURL+"/_sim/onec_odata/settings", "application/json", strings.NewReader(`{"unpublished":["Document_СчетНаОплатуПокупателю"]}`))
 	if err != nil {
@@ -174,6 +180,10 @@ func TestCheckDeclaredODataIntent(t *testing.T) {
 	out, code = runCheck(t, env, "--config", cfg)
 	if line := lineOf(out, "buh"); code == 0 || !strings.Contains(line, "FAIL") || !strings.Contains(line, "Document_СчетНаОплатуПокупателю") {
 		t.Fatalf("check with the document unpublished (exit %d):\n%s", code, out)
+	}
+	out, code = runCommand(t, env, "intents", "check", "--config", cfg)
+	if line := lineOf(out, "buh"); code == 0 || !strings.Contains(line, "FAIL") || !strings.Contains(line, "buh_invoice.create v1: not published: Document_СчетНаОплатуПокупателю") {
+		t.Fatalf("intents check with the document unpublished (exit %d):\n%s", code, out)
 	}
 
 	out, code = runCheck(t, []string{"BUH_USER=integration", "BUH_PASSWORD=wrong-password"}, "--config", cfg)

@@ -234,3 +234,24 @@ func TestCheckDeclaredOneCIntent(t *testing.T) {
 		t.Fatalf("check left effects: %v %v", effects, err)
 	}
 }
+
+// serve on its built-in simulators publishes the firm's own 1C intents at
+// the simulated 1C service, as the firm's module would with their
+// handlers: a declared intent runs in the demo with no further step.
+func TestServeSimulatorPublishesDeclaredIntents(t *testing.T) {
+	t.Parallel()
+	dir := intentsDir(t, "purchase_order.create_draft.v1.yaml", purchaseOrderDefinition)
+	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(cfg, []byte("contour: test\nintents_dir: "+dir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	r := &rig{t: t, config: cfg, dataDir: data}
+	r.token = lastLine(runBinary(t, nil, "token", "create", "--config", cfg, "--data", data, "--name", "demo", "--scopes", "draft"))
+	r.startGateway()
+	const key = "test:purchase_order.create_draft:po-demo-1:v1"
+	code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 2))
+	if err != nil || code != 200 || body["state"] != "succeeded" {
+		t.Fatalf("a declared 1C intent on serve's own simulator: %d %v %v", code, body, err)
+	}
+}

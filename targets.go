@@ -85,8 +85,20 @@ func buildTarget(t *config.Target, sims simulators, env func(string) string) (ad
 		if t.WebhookURLEnv != "" {
 			webhook = env(t.WebhookURLEnv)
 		}
-		crm, err := bitrix24.New(bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.TimeoutMS),
-			Rate: adapters.Rate{PerSecond: t.Rate.PerSecond, Burst: t.Rate.Burst}})
+		bc := bitrix24.Config{WebhookURL: webhook, Timeout: ms(t.TimeoutMS),
+			Rate: adapters.Rate{PerSecond: t.Rate.PerSecond, Burst: t.Rate.Burst}}
+		if len(t.References) > 0 {
+			bc.References = bitrix24.DefaultReferences()
+			for kind, r := range t.References {
+				bc.References[kind] = r.Entity
+			}
+		}
+		zone, err := t.Zone()
+		if err != nil {
+			return nil, err
+		}
+		bc.TimeZone = zone
+		crm, err := bitrix24.New(bc)
 		if err != nil {
 			return nil, fmt.Errorf("targets.%s (the URL in $%s): %w", t.Key, t.WebhookURLEnv, err)
 		}
@@ -116,13 +128,11 @@ func buildTarget(t *config.Target, sims simulators, env func(string) string) (ad
 		} else {
 			oc.Username, oc.Password = env(t.UsernameEnv), env(t.PasswordEnv)
 		}
-		if t.TimeZone != "" {
-			zone, err := time.LoadLocation(t.TimeZone)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a time zone such as Europe/Moscow", t.Setting("time_zone"), t.TimeZone)
-			}
-			oc.Zone = zone
+		zone, err := t.Zone()
+		if err != nil {
+			return nil, err
 		}
+		oc.Zone = zone
 		refs, err := odataReferences(t)
 		if err != nil {
 			return nil, err
@@ -161,4 +171,22 @@ func odataReferences(t *config.Target) (map[string]onecodata.Reference, error) {
 func builtInSimulators(url string) simulators {
 	return simulators{URL: url, YooKassaSecret: sim.YooKassaSecret(), Bitrix24Webhook: sim.Bitrix24WebhookPath(),
 		ODataUser: "oncegate", ODataPassword: sim.ODataPassword}
+}
+
+// publishAtSimulator makes the built-in 1C simulator publish the firm's
+// own intents bound to the simulated 1C instances, as the firm's module
+// would with their handlers added: the demo serves declared intents with
+// no further step.
+func publishAtSimulator(s *sim.Server, simulated []string, targets map[string]adapters.Target) error {
+	if s == nil {
+		return nil
+	}
+	for _, name := range simulated {
+		if c, ok := targets[name].(*onec.Client); ok {
+			if err := s.PublishOneC(c.DeclaredRoutes()...); err != nil {
+				return fmt.Errorf("targets.%s: the built-in simulator: %w", name, err)
+			}
+		}
+	}
+	return nil
 }

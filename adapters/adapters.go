@@ -75,6 +75,15 @@ type Target interface {
 	Lookup(ctx context.Context, op Op) (Result, error)
 }
 
+// Reader is a target that serves read-only intents (scope read, not
+// journaled: sales_order.get_status): Read reads the object op's payload
+// names and answers its state, writing nothing. op.Key is empty. An
+// object the target does not know is a Final REFERENCE_NOT_FOUND naming
+// the payload field.
+type Reader interface {
+	Read(ctx context.Context, op Op) (Result, error)
+}
+
 // Deduper is a target that makes at most one effect per key however often
 // the key is sent (1C's key register, YooKassa's Idempotence-Key): sending
 // the same key again is harmless. A target that is no Deduper (Bitrix24)

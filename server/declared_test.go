@@ -250,4 +250,12 @@ func TestIntentChanged(t *testing.T) {
 	g = serveOver(t, cfg, st)
 	expect(t, g.post(open, purchase("supplier-2", 1)), http.StatusConflict, "rejected", "INTENT_CHANGED")
 	expect(t, g.post("test:purchase_order.create_draft:po-other:v1", purchase("supplier-2", 1)), http.StatusBadRequest, "rejected", "INTENT_NOT_ALLOWED")
+	// A final operation still replays, its request unchanged; changed, it
+	// cannot be told apart without its definition.
+	again = g.post(done, purchase("supplier-1", 1))
+	expect(t, again, http.StatusOK, "succeeded", "")
+	if again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("a final operation whose definition is gone did not replay: %s", again.Raw)
+	}
+	expect(t, g.post(done, purchase("supplier-1", 2)), http.StatusConflict, "rejected", "INTENT_CHANGED")
 }

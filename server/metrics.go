@@ -139,14 +139,14 @@ func (t instrumented) Validate(ctx context.Context, op adapters.Op) (adapters.Pl
 	return p, err
 }
 
-// OrderStatus implements engine.OrderReader.
-func (t instrumented) OrderStatus(ctx context.Context, id string) (adapters.Result, error) {
-	r, ok := t.Target.(engine.OrderReader)
+// Read implements adapters.Reader.
+func (t instrumented) Read(ctx context.Context, op adapters.Op) (adapters.Result, error) {
+	r, ok := t.Target.(adapters.Reader)
 	if !ok {
-		return adapters.Result{}, errors.New("this target cannot read orders")
+		return adapters.Result{}, errors.New("this target serves no read-only intents")
 	}
 	start := time.Now()
-	res, err := r.OrderStatus(ctx, id)
+	res, err := r.Read(ctx, op)
 	t.m.observeCall(t.name, "read", start, err)
 	return res, err
 }

@@ -307,8 +307,10 @@ func TestReconcilerWaitsForSlowCommit(t *testing.T) {
 	cfg.Retry.MaxAttempts = 1
 	g := setupWith(t, cfg)
 	const key = "test:invoice.create:slow-commit:v1"
-	// 1C commits 700 ms after the request, well after the 300 ms timeout.
-	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDelay, DelayMS: 700, Times: 1})
+	// 1C commits 700 ms after the request, well after the 300 ms timeout
+	// (late_commit: its module refuses a plain late commit, but a clock
+	// behind the gateway's lets this one land).
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultLateCommit, DelayMS: 700, Times: 1})
 	expect(t, g.post(key, invoice("slow-commit", 1)), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
 	seen := map[store.Status]bool{}
 	await(t, "the slow document found", g.reconciled, func() bool {

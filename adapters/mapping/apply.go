@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -95,16 +96,26 @@ func (f *Fields) apply(ctx context.Context, root, obj any, prefix string, resolv
 			if !ok || !isString {
 				return nil, &ValueError{Field: fld.Currency, Msg: "the currency of " + name + " is missing"}
 			}
-			s, err := minorToDecimal(v, strings.ToUpper(code), fld)
+			var times any
+			if fld.Times != "" {
+				if times, ok = At(obj, fld.Times); !ok {
+					return nil, &ValueError{Field: prefix + fld.Times, Msg: "is missing; " + name + " is multiplied by it"}
+				}
+			}
+			s, err := minorToDecimal(v, times, strings.ToUpper(code), fld)
 			if err != nil {
 				return nil, &ValueError{Field: name, Msg: err.Error()}
 			}
 			out[fld.Name] = s
 		case fld.Date != "":
 			s, isString := v.(string)
+			if d, err := time.Parse(time.DateOnly, s); isString && err == nil {
+				out[fld.Name] = d.Format(LocalLayout) // a calendar date is the same day everywhere
+				break
+			}
 			t, err := time.Parse(time.RFC3339, s)
 			if !isString || err != nil {
-				return nil, &ValueError{Field: name, Msg: "is not an RFC 3339 date-time"}
+				return nil, &ValueError{Field: name, Msg: "is not an RFC 3339 date-time or full-date"}
 			}
 			out[fld.Name] = t.In(fld.zone).Format(LocalLayout)
 		case fld.Row != nil:
@@ -152,9 +163,10 @@ func At(v any, dotted string) (any, bool) {
 	return v, v != nil
 }
 
-// minorToDecimal renders an integer amount in minor units as a decimal
-// string with the currency's exponent of digits after the point.
-func minorToDecimal(v any, code string, fld *Field) (string, error) {
+// minorToDecimal renders an integer amount in minor units, multiplied by
+// times when it is not nil, as a decimal string with the currency's
+// exponent of digits after the point.
+func minorToDecimal(v, times any, code string, fld *Field) (string, error) {
 	n, isNumber := v.(json.Number)
 	if !isNumber {
 		return "", errors.New("is not an integer amount in minor units")
@@ -163,11 +175,35 @@ func minorToDecimal(v any, code string, fld *Field) (string, error) {
 	if err != nil {
 		return "", errors.New("is not an integer amount in minor units")
 	}
+	if times != nil {
+		if minor, err = multiply(minor, times); err != nil {
+			return "", err
+		}
+	}
 	digits, ok := fld.minorDigits(code)
 	if !ok {
 		return "", fmt.Errorf("is in %q, which is no ISO 4217 currency", code)
 	}
 	return FormatMinor(minor, digits), nil
+}
+
+// multiply is minor × factor exactly, rounded half away from zero to a
+// whole minor unit; an amount beyond int64 is refused.
+func multiply(minor int64, factor any) (int64, error) {
+	n, isNumber := factor.(json.Number)
+	f, ok := new(big.Rat).SetString(string(n))
+	if !isNumber || !ok {
+		return 0, errors.New("is multiplied by a value that is not a number")
+	}
+	p := f.Mul(f, new(big.Rat).SetInt64(minor))
+	q, r := new(big.Int).QuoRem(p.Num(), p.Denom(), new(big.Int))
+	if twice := new(big.Int).Abs(r); twice.Lsh(twice, 1).Cmp(p.Denom()) >= 0 {
+		q.Add(q, big.NewInt(int64(p.Sign())))
+	}
+	if !q.IsInt64() {
+		return 0, errors.New("times its factor is too large an amount")
+	}
+	return q.Int64(), nil
 }
 
 // FormatMinor renders minor units with digits after the point: 150000, 2 →

@@ -2,9 +2,9 @@
 // written as data in an intent's definition: each target field takes a
 // payload field ({from: path}), a resolved reference ({ref: path}) or a
 // constant ({value: …}), optionally through one of a fixed set of
-// transforms (money: minor, date: local); a tabular section takes an
-// array of the payload row by row ({from: items, row: {…}}). Nothing else:
-// anything richer is a new target kind, written in Go.
+// transforms (money: minor, optionally times a quantity; date: local); a
+// tabular section takes an array of the payload row by row ({from: items,
+// row: {…}}). Nothing else: anything richer is a new target kind, in Go.
 //
 // A mapping is parsed once, when the target is given its intents, against
 // the payload's schema: an unknown key, an unknown transform or a path the
@@ -36,7 +36,8 @@ const (
 	// exponent of the currency named by the field's currency path.
 	MoneyMinor = "minor"
 	// DateLocal: an RFC 3339 date-time becomes the naive local time of
-	// the target's zone ("2026-05-01T13:00:00" in Europe/Moscow).
+	// the target's zone ("2026-05-01T13:00:00" in Europe/Moscow); a
+	// full-date (2026-05-01) is that day's start, in any zone.
 	DateLocal = "local"
 	// LocalLayout is the form of a naive local time.
 	LocalLayout = "2006-01-02T15:04:05"
@@ -83,6 +84,12 @@ type Field struct {
 	// Money is the money transform (MoneyMinor) and Currency the payload
 	// path of the currency's code (always from the payload's root).
 	Money, Currency string
+	// Times, with Money, is the payload path (relative like From) of a
+	// number the amount is multiplied by before it is rendered: a line's
+	// sum from its price and quantity ({from: price_minor, times:
+	// quantity, money: minor}), rounded half away from zero to the
+	// currency's minor unit, as 1C rounds.
+	Times string
 	// Date is the date transform (DateLocal).
 	Date string
 	// Row is the mapping of each element of the array at From.
@@ -110,7 +117,7 @@ var (
 )
 
 // keys a field's mapping may hold.
-var fieldKeys = []string{"from", "ref", "value", "money", "currency", "date", "row"}
+var fieldKeys = []string{"from", "ref", "value", "money", "currency", "times", "date", "row"}
 
 // Parse parses the mapping of target fields raw (a JSON object: target
 // field → its mapping), found at path inside the definition, against the
@@ -166,7 +173,7 @@ func parseField(raw json.RawMessage, path, name string, s schema, within json.Ra
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !slices.Contains(fieldKeys, k) {
-			return nil, &Error{Path: path + "." + k, Msg: "unknown key (want from, ref or value, and money, currency, date or row)"}
+			return nil, &Error{Path: path + "." + k, Msg: "unknown key (want from, ref or value, and money, currency, times, date or row)"}
 		}
 	}
 	fld := &Field{Name: name, path: path}
@@ -188,7 +195,7 @@ func parseField(raw json.RawMessage, path, name string, s schema, within json.Ra
 	}
 	// Transforms and sections belong to {from: …} alone.
 	if _, ok := spec["from"]; !ok {
-		for _, k := range []string{"money", "currency", "date", "row"} {
+		for _, k := range []string{"money", "currency", "times", "date", "row"} {
 			if _, ok := spec[k]; ok {
 				return nil, &Error{Path: path + "." + k, Msg: "applies only to a {from: …} field"}
 			}
@@ -268,8 +275,24 @@ func parseField(raw json.RawMessage, path, name string, s schema, within json.Ra
 		if !cur.Type.has("string") {
 			return nil, &Error{Path: path + ".currency", Msg: fmt.Sprintf("payload field %q is not a string; a currency code is", fld.Currency)}
 		}
-	} else if _, ok := spec["currency"]; ok {
-		return nil, &Error{Path: path + ".currency", Msg: "applies only with money: minor"}
+		if _, ok := spec["times"]; ok {
+			if fld.Times, err = str("times"); err != nil {
+				return nil, err
+			}
+			t, err := lookup(s, within, fld.Times, path+".times")
+			if err != nil {
+				return nil, err
+			}
+			if !t.Type.has("number") && !t.Type.has("integer") || t.Type.has("string") {
+				return nil, &Error{Path: path + ".times", Msg: fmt.Sprintf("payload field %q is not a number", fld.Times)}
+			}
+		}
+	} else {
+		for _, k := range []string{"currency", "times"} {
+			if _, ok := spec[k]; ok {
+				return nil, &Error{Path: path + "." + k, Msg: "applies only with money: minor"}
+			}
+		}
 	}
 	if raw, ok := spec["date"]; ok {
 		transforms++

@@ -152,6 +152,16 @@ func TestApply(t *testing.T) {
 		}
 	})
 
+	t.Run("FullDateIsThatDay", func(t *testing.T) {
+		got, err := f.Apply(context.Background(), json.RawMessage(`{"customer_id":"c","title":"T","amount_minor":1,"currency":"RUB","due_at":"2026-12-31"}`), resolver(new([]mapping.Ref)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := got["CLOSEDATE"], "2026-12-31T00:00:00"; got != want {
+			t.Fatalf("CLOSEDATE = %v, want %v", got, want)
+		}
+	})
+
 	t.Run("ErrBadDate", func(t *testing.T) {
 		_, err := f.Apply(context.Background(), json.RawMessage(`{"customer_id":"c","title":"T","amount_minor":1,"currency":"RUB","due_at":"tomorrow"}`), resolver(new([]mapping.Ref)))
 		var ve *mapping.ValueError
@@ -199,6 +209,40 @@ func TestApplyMoney(t *testing.T) {
 		if !errors.As(err, &ve) || ve.Field != "amount_minor" {
 			t.Errorf("amount %s: err = %v, want a ValueError on amount_minor", bad, err)
 		}
+	}
+}
+
+// A line's sum is its price times its quantity, exact, rounded half away
+// from zero to the currency's minor unit.
+func TestApplyMoneyTimes(t *testing.T) {
+	t.Parallel()
+	f := mustParse(t, `{"T": {"from": "items", "row": {"S": {"from": "price_minor", "money": "minor", "times": "quantity"}}}}`, options(t))
+	for _, tc := range []struct{ price, quantity, want string }{
+		{"62500", "2", "1250.00"},
+		{"12050", "3", "361.50"},
+		{"1", "0.5", "0.01"},     // 0.5 kopeck rounds up
+		{"-1", "0.5", "-0.01"},   // and away from zero
+		{"1", "0.49", "0.00"},    // below half rounds down
+		{"333", "0.333", "1.11"}, // 110.889 kopecks
+		{"100", "1e3", "1000.00"},
+		{"0", "7", "0.00"},
+	} {
+		got, err := f.Apply(context.Background(), json.RawMessage(`{"currency":"RUB","items":[{"price_minor":`+tc.price+`,"quantity":`+tc.quantity+`}]}`), nil)
+		if err != nil {
+			t.Fatalf("%s × %s: %v", tc.price, tc.quantity, err)
+		}
+		if got := got["T"].([]map[string]any)[0]["S"]; got != tc.want {
+			t.Errorf("%s × %s = %v, want %s", tc.price, tc.quantity, got, tc.want)
+		}
+	}
+	_, err := f.Apply(context.Background(), json.RawMessage(`{"currency":"RUB","items":[{"price_minor":9000000000000000000,"quantity":10}]}`), nil)
+	var ve *mapping.ValueError
+	if !errors.As(err, &ve) || ve.Field != "items[0].price_minor" {
+		t.Fatalf("an overflowing sum: err = %v, want a ValueError on items[0].price_minor", err)
+	}
+	_, err = f.Apply(context.Background(), json.RawMessage(`{"currency":"RUB","items":[{"price_minor":5}]}`), nil)
+	if !errors.As(err, &ve) || ve.Field != "items[0].quantity" {
+		t.Fatalf("a missing factor: err = %v, want a ValueError on items[0].quantity", err)
 	}
 }
 
@@ -273,7 +317,7 @@ func TestParseRefusals(t *testing.T) {
 		{"Empty", `{}`, nil, `map.fields: maps no field`},
 		{"BadFieldName", `{"A B": {"from": "title"}}`, nil, `map.fields.A B: is not a field name`},
 		{"FieldNotObject", `{"TITLE": "title"}`, nil, `map.fields.TITLE: must be one of {from: …}, {ref: …}, {value: …}`},
-		{"UnknownKey", `{"TITLE": {"from": "title", "trim": true}}`, nil, `map.fields.TITLE.trim: unknown key (want from, ref or value, and money, currency, date or row)`},
+		{"UnknownKey", `{"TITLE": {"from": "title", "trim": true}}`, nil, `map.fields.TITLE.trim: unknown key (want from, ref or value, and money, currency, times, date or row)`},
 		{"NoSource", `{"TITLE": {"money": "minor"}}`, nil, `map.fields.TITLE: needs exactly one of from, ref and value`},
 		{"TwoSources", `{"TITLE": {"from": "title", "value": "x"}}`, nil, `map.fields.TITLE: needs exactly one of from, ref and value`},
 		{"FromEmpty", `{"TITLE": {"from": ""}}`, nil, `map.fields.TITLE.from: must be a non-empty string`},
@@ -297,6 +341,9 @@ func TestParseRefusals(t *testing.T) {
 		{"MoneyCurrencyNotString", `{"OPPORTUNITY": {"from": "amount_minor", "money": "minor", "currency": "amount_minor"}}`, nil, `map.fields.OPPORTUNITY.currency: payload field "amount_minor" is not a string; a currency code is`},
 		{"MoneyNotTaken", `{"OPPORTUNITY": {"from": "amount_minor", "money": "minor"}}`, &noMoney, `map.fields.OPPORTUNITY.money: this target takes no amounts`},
 		{"CurrencyWithoutMoney", `{"T": {"from": "title", "currency": "currency"}}`, nil, `map.fields.T.currency: applies only with money: minor`},
+		{"TimesWithoutMoney", `{"T": {"from": "amount_minor", "times": "amount_minor"}}`, nil, `map.fields.T.times: applies only with money: minor`},
+		{"TimesUnknownField", `{"T": {"from": "items", "row": {"S": {"from": "price_minor", "money": "minor", "times": "qty"}}}}`, nil, `map.fields.T.row.S.times: the schema has no payload field "qty"`},
+		{"TimesNotNumber", `{"T": {"from": "items", "row": {"S": {"from": "price_minor", "money": "minor", "times": "product_id"}}}}`, nil, `map.fields.T.row.S.times: payload field "product_id" is not a number`},
 		{"UnknownDate", `{"CLOSEDATE": {"from": "due_at", "date": "utc"}}`, nil, `map.fields.CLOSEDATE.date: unknown transform "utc" (want "local")`},
 		{"DateNotString", `{"CLOSEDATE": {"from": "amount_minor", "date": "local"}}`, nil, `map.fields.CLOSEDATE.date: payload field "amount_minor" is not a string; a date-time is`},
 		{"DateNoZone", `{"CLOSEDATE": {"from": "due_at", "date": "local"}}`, &noZone, `map.fields.CLOSEDATE.date: this target has no time zone for local dates`},
@@ -305,7 +352,7 @@ func TestParseRefusals(t *testing.T) {
 		{"RowOfScalars", `{"T": {"from": "tags", "row": {"P": {"from": "x"}}}}`, nil, `map.fields.T.from: payload field "tags" is not an array of objects; a tabular section needs one`},
 		{"RowOfNonArray", `{"T": {"from": "title", "row": {"P": {"from": "x"}}}}`, nil, `map.fields.T.from: payload field "title" is not an array of objects; a tabular section needs one`},
 		{"RowUnknownField", `{"T": {"from": "items", "row": {"P": {"from": "title"}}}}`, nil, `map.fields.T.row.P.from: the schema has no payload field "title"`},
-		{"RowUnknownKey", `{"T": {"from": "items", "row": {"P": {"from": "quantity", "sum": 1}}}}`, nil, `map.fields.T.row.P.sum: unknown key (want from, ref or value, and money, currency, date or row)`},
+		{"RowUnknownKey", `{"T": {"from": "items", "row": {"P": {"from": "quantity", "sum": 1}}}}`, nil, `map.fields.T.row.P.sum: unknown key (want from, ref or value, and money, currency, times, date or row)`},
 		{"RowRefNotDeclared", `{"T": {"from": "items", "row": {"P": {"ref": "product_id"}}}}`, &mapping.Options{References: map[string]string{"product_id": "product"}, Rows: true}, `map.fields.T.row.P.ref: payload field "items.product_id" is not declared in references`},
 		{"RowEmpty", `{"T": {"from": "items", "row": {}}}`, nil, `map.fields.T.row: maps no field`},
 	} {

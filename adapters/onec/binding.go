@@ -168,6 +168,18 @@ func (c *Client) boundRoutes() []route {
 	return out
 }
 
+// DeclaredRoutes are the route names of the firm's own intents bound to
+// this target: the handlers its 1C module must have, sorted.
+func (c *Client) DeclaredRoutes() []string {
+	var out []string
+	for _, r := range c.boundRoutes() {
+		if r.declared {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
+
 // notPublished is a declared route the service refused as unpublished:
 // the firm's module lacks its handler. Nothing was done, and adding the
 // handler lets the same key go through (adapters.Misconfigured).

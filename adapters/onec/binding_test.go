@@ -70,10 +70,10 @@ func TestDeclaredIntent(t *testing.T) {
 		s, c := setupDeclared(t, "", purchaseDraft)
 		op := purchaseOp(t, key)
 		res := MustExecute(t, c, op)
-		if got, want := res.ObjectID, "DOC-000001"; got != want {
+		if got, want := res.ObjectID, "DOC-"; !objectID(got, want) {
 			t.Fatalf("object id = %q, want %q", got, want)
 		}
-		if got, want := res.Data["number"], "000001"; got != want {
+		if got, want := res.Data["number"], "ОГ00-000001"; got != want {
 			t.Fatalf("number = %v, want %v", got, want)
 		}
 		docs := documents(t, s, purchaseDraft, 1)
@@ -122,8 +122,8 @@ func TestDeclaredIntent(t *testing.T) {
 		}
 		effects(t, s, key, 1)
 		res, err := c.Lookup(context.Background(), op)
-		if err != nil || res.ObjectID != "DOC-000001" {
-			t.Fatalf("lookup after the lost answer = %+v, %v, want DOC-000001", res, err)
+		if err != nil || !objectID(res.ObjectID, "DOC-") {
+			t.Fatalf("lookup after the lost answer = %+v, %v, want a DOC- id", res, err)
 		}
 		// Sending the key again answers the document the lost call made.
 		if again := MustExecute(t, c, op); again.ObjectID != res.ObjectID {
@@ -178,7 +178,7 @@ func TestDeclaredIntent(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := MustExecute(t, c, invoiceOp(t, "test:invoice.create:order-1:v1"))
-		if res.ObjectID != "INV-000001" {
+		if !objectID(res.ObjectID, "INV-") {
 			t.Fatalf("invoice = %+v", res)
 		}
 		// An intent bound to no definition is sent by its name, as before.

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -232,6 +233,23 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	return adapters.Plan{Data: body.Plan}, nil
 }
 
+// Read implements adapters.Reader: the service's one read, the built-in
+// sales_order.get_status, answered by GET /sales-orders/{order_id}. A
+// declared read-only intent has no such route in the service: refused.
+func (c *Client) Read(ctx context.Context, op adapters.Op) (adapters.Result, error) {
+	if r := c.route(op); r.name != orderStatusIntent {
+		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: codes.IntentNotAllowed,
+			Message: "the 1C HTTP service reads only sales orders (" + orderStatusIntent + "); " + op.Intent + " is no read it serves"}
+	}
+	var p struct {
+		OrderID string `json:"order_id"`
+	}
+	if err := json.Unmarshal(op.Payload, &p); err != nil {
+		return adapters.Result{}, c.final(codes.Validation, "order_id", err)
+	}
+	return c.OrderStatus(ctx, p.OrderID)
+}
+
 // OrderStatus reads a sales order (GET /sales-orders/{id}). An unknown
 // order is a Final REFERENCE_NOT_FOUND on order_id that also matches
 // errors.Is(err, adapters.ErrNotFound).
@@ -291,8 +309,35 @@ func (c *Client) post(ctx context.Context, path string, op adapters.Op, r route,
 	if withKey {
 		req.Header.Set("Idempotency-Key", op.Key)
 	}
+	if withKey && path == "/operations" {
+		c.bound(ctx, req)
+	}
 	c.auth(req)
 	return req, nil
+}
+
+// The headers that bound an execute call at 1C: the instant the gateway
+// stops waiting, Unix time in milliseconds, and its wait in milliseconds
+// (free of any clock difference between the two machines). The module
+// checks both right before it commits and refuses a commit past either
+// (503 DEADLINE_EXCEEDED, nothing done), so once the gateway has stopped
+// waiting no document can appear later than the commit in progress, which
+// a look-up waits for behind the key's lock.
+const (
+	deadlineHeader = "Oncegate-Deadline"
+	timeoutHeader  = "Oncegate-Timeout-Ms"
+)
+
+// bound sets the deadline headers of req: the earlier of the client's
+// timeout and ctx's deadline.
+func (c *Client) bound(ctx context.Context, req *http.Request) {
+	now := time.Now()
+	deadline := now.Add(c.http.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	req.Header.Set(deadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
+	req.Header.Set(timeoutHeader, strconv.FormatInt(max(deadline.Sub(now).Milliseconds(), 1), 10))
 }
 
 func (c *Client) get(ctx context.Context, pathAndQuery string) (*http.Request, error) {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,15 @@ func effects(tb testing.TB, s *sim.Server, key string, want int) {
 	}
 }
 
+// idPattern is an object id of the 1C service: a kind prefix and the UUID
+// of the document's reference, never its number.
+var idPattern = regexp.MustCompile(`^(INV|SO|DOC)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// objectID reports whether id is an object id with prefix.
+func objectID(id, prefix string) bool {
+	return idPattern.MatchString(id) && strings.HasPrefix(id, prefix)
+}
+
 func inject(tb testing.TB, s *sim.Server, f sim.Fault) {
 	tb.Helper()
 	f.Target = sim.OneC
@@ -125,10 +135,10 @@ func TestExecute(t *testing.T) {
 		t.Parallel()
 		s, c, _ := setup(t, time.Second)
 		res := MustExecute(t, c, invoiceOp(t, "test:invoice.create:order-1:v1"))
-		if got, want := res.ObjectID, "INV-000001"; got != want {
+		if got, want := res.ObjectID, "INV-"; !objectID(got, want) {
 			t.Fatalf("object id = %q, want %q", got, want)
 		}
-		if got, want := res.Data["number"], "000001"; got != want {
+		if got, want := res.Data["number"], "ОГ00-000001"; got != want {
 			t.Fatalf("number = %v, want %v", got, want)
 		}
 		if got, want := res.Data["state"], "created"; got != want {
@@ -289,7 +299,7 @@ func TestExecuteFaults(t *testing.T) {
 		if err != nil {
 			t.Fatalf("lookup: %v", err)
 		}
-		if got, want := found.ObjectID, "INV-000002"; got != want {
+		if got, want := found.ObjectID, "INV-"; !objectID(got, want) {
 			t.Fatalf("lookup object id = %q, want %q", got, want)
 		}
 		again := MustExecute(t, c, op)
@@ -301,23 +311,87 @@ func TestExecuteFaults(t *testing.T) {
 
 	t.Run("DelayPastTimeout", func(t *testing.T) {
 		t.Parallel()
-		s, c, _ := setup(t, 200*time.Millisecond)
+		s, c, base := setup(t, 200*time.Millisecond)
+		patient := MustNew(t, base+"/onec", 2*time.Second)
 		op := invoiceOp(t, "test:invoice.create:order-1:v1")
+		// 1C is slow inside its transaction past the gateway's deadline:
+		// the module checks the deadline the client sent right before it
+		// commits, and rolls back instead of committing late.
 		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400})
 		_, err := c.Execute(context.Background(), op)
 		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
-		// 1C commits once the delay is over, though the caller has gone.
-		deadline := time.Now().Add(2 * time.Second)
-		for s.Effects(sim.OneC, op.Key) == 0 && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
+		// The look-up waits behind the key's lock until the slow call has
+		// ended, so its answer is final: nothing was made.
+		if _, err := patient.Lookup(context.Background(), op); !errors.Is(err, adapters.ErrNotFound) {
+			t.Fatalf("lookup after the refused late commit: %v, want ErrNotFound", err)
 		}
-		found, err := c.Lookup(context.Background(), op)
+		effects(t, s, op.Key, 0)
+		again := MustExecute(t, c, op)
+		if !objectID(again.ObjectID, "INV-") {
+			t.Fatalf("execute again = %+v", again)
+		}
+		effects(t, s, op.Key, 1)
+	})
+
+	t.Run("LateCommit", func(t *testing.T) {
+		t.Parallel()
+		s, c, base := setup(t, 200*time.Millisecond)
+		patient := MustNew(t, base+"/onec", 2*time.Second)
+		op := invoiceOp(t, "test:invoice.create:order-1:v1")
+		// A commit that lands after the gateway has gone anyway (1C's
+		// clock behind the gateway's): the look-up waits for it.
+		inject(t, s, sim.Fault{Fault: sim.FaultLateCommit, DelayMS: 400})
+		_, err := c.Execute(context.Background(), op)
+		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		found, err := patient.Lookup(context.Background(), op)
 		if err != nil {
 			t.Fatalf("lookup: %v", err)
 		}
 		again := MustExecute(t, c, op)
-		if again.ObjectID != found.ObjectID || found.ObjectID != "INV-000001" {
-			t.Fatalf("lookup %q, execute again %q, want INV-000001 twice", found.ObjectID, again.ObjectID)
+		if again.ObjectID != found.ObjectID || !objectID(found.ObjectID, "INV-") {
+			t.Fatalf("lookup %q, execute again %q, want one INV- id twice", found.ObjectID, again.ObjectID)
+		}
+		effects(t, s, op.Key, 1)
+	})
+
+	t.Run("InternalError", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t, time.Second)
+		op := invoiceOp(t, "test:invoice.create:order-1:v1")
+		// The module's answer to an unexpected exception: rolled back, but
+		// the gateway cannot know that, so it looks the key up.
+		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 500})
+		_, err := c.Execute(context.Background(), op)
+		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		if _, err := c.Lookup(context.Background(), op); !errors.Is(err, adapters.ErrNotFound) {
+			t.Fatalf("lookup after a 500: %v, want ErrNotFound", err)
+		}
+		effects(t, s, op.Key, 0)
+	})
+
+	t.Run("LockConflict", func(t *testing.T) {
+		t.Parallel()
+		s, c, _ := setup(t, 2*time.Second)
+		s.SetOneCLockTimeout(50 * time.Millisecond)
+		op := invoiceOp(t, "test:invoice.create:order-1:v1")
+		// A first call holds the key's lock inside its transaction; the
+		// second waits the lock timeout and is answered 503: certainly no
+		// effect, so the gateway sends the key again later.
+		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 1000})
+		first := make(chan error, 1)
+		go func() { _, err := c.Execute(context.Background(), op); first <- err }()
+		for s.Calls(sim.OneC, op.Key) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		_, err := c.Execute(context.Background(), op)
+		if e := (*adapters.Error)(nil); !errors.As(err, &e) || e.Code != codes.TargetUnavailable {
+			// The second call took the lock before the first did.
+			<-first
+			t.Skipf("the second call was not sent while the first held the lock: %v", err)
+		}
+		classified(t, err, adapters.Retry, codes.TargetUnavailable)
+		if err := <-first; err != nil {
+			t.Fatalf("first call: %v", err)
 		}
 		effects(t, s, op.Key, 1)
 	})
@@ -348,7 +422,7 @@ func TestRetryPolicy(t *testing.T) {
 	if got, want := attempts, 3; got != want {
 		t.Fatalf("attempts = %d, want %d (seen %v)", got, want, seen)
 	}
-	if got, want := res.ObjectID, "INV-000001"; got != want {
+	if got, want := res.ObjectID, "INV-"; !objectID(got, want) {
 		t.Fatalf("object id = %q, want %q", got, want)
 	}
 	effects(t, s, op.Key, 1)
@@ -368,7 +442,7 @@ func TestLookup(t *testing.T) {
 		if err != nil {
 			t.Fatalf("lookup: %v", err)
 		}
-		if found.ObjectID != made.ObjectID || found.Data["state"] != "draft" || found.Data["number"] != "000001" {
+		if found.ObjectID != made.ObjectID || found.Data["state"] != "draft" || found.Data["number"] != "ОГ00-000001" {
 			t.Fatalf("lookup = %+v, want %+v", found, made)
 		}
 	})
@@ -420,7 +494,7 @@ func TestSalesOrder(t *testing.T) {
 	s, c, _ := setup(t, time.Second)
 	ctx := context.Background()
 	draft := MustExecute(t, c, draftOp(t, "test:sales_order.create_draft:d-1:v1"))
-	if got, want := draft.ObjectID, "SO-000001"; got != want {
+	if got, want := draft.ObjectID, "SO-"; !objectID(got, want) {
 		t.Fatalf("draft id = %q, want %q", got, want)
 	}
 	if got, want := draft.Data["state"], "draft"; got != want {
@@ -433,7 +507,7 @@ func TestSalesOrder(t *testing.T) {
 
 	post := postOp(t, "test:sales_order.post:SO-000001:v1", draft.ObjectID)
 	posted := MustExecute(t, c, post)
-	if posted.ObjectID != draft.ObjectID || posted.Data["state"] != "posted" || posted.Data["number"] != "000001" {
+	if posted.ObjectID != draft.ObjectID || posted.Data["state"] != "posted" || posted.Data["number"] != "ОГ00-000001" {
 		t.Fatalf("post = %+v, want SO-000001 posted", posted)
 	}
 	effects(t, s, post.Key, 1)
@@ -490,7 +564,7 @@ func TestValidate(t *testing.T) {
 			t.Fatalf("lookup after validate: %v, want ErrNotFound", err)
 		}
 		// Execute after validate is the first document.
-		if res := MustExecute(t, c, op); res.ObjectID != "INV-000001" {
+		if res := MustExecute(t, c, op); !objectID(res.ObjectID, "INV-") {
 			t.Fatalf("object id = %q", res.ObjectID)
 		}
 	})

@@ -32,17 +32,23 @@ type binding struct {
 	entity  string
 	fields  *mapping.Fields // create
 	post    bool            // post: {entity, document}
-	docPath string          // the payload field holding the document's Ref_Key
+	read    bool            // read: {entity, document}
+	docPath string          // the payload field holding the document's Ref_Key (post, read)
 }
 
 // mapSpec is a definition's map: for this kind (INTENTS.md).
 type mapSpec struct {
 	Entity string          `json:"entity"`
 	Fields json.RawMessage `json:"fields"`
-	Post   *struct {
-		Entity   string `json:"entity"`
-		Document string `json:"document"`
-	} `json:"post"`
+	Post   *docSpec        `json:"post"`
+	Read   *docSpec        `json:"read"`
+}
+
+// docSpec names an existing document: its entity set and the payload
+// field holding its Ref_Key.
+type docSpec struct {
+	Entity   string `json:"entity"`
+	Document string `json:"document"`
 }
 
 var (
@@ -76,25 +82,32 @@ func (c *Client) Bind(bindings []adapters.Binding) error {
 func (c *Client) parseBinding(bd adapters.Binding) (*binding, error) {
 	b := &binding{intent: bd.Intent, version: max(bd.Version, 1)}
 	if len(bd.Map) == 0 {
-		return nil, &mapping.Error{Path: "map", Msg: "a target of kind onec_odata needs map: {entity, fields} or {post: {entity, document}}"}
+		return nil, &mapping.Error{Path: "map", Msg: "a target of kind onec_odata needs map: {entity, fields}, {post: {entity, document}} or {read: {entity, document}}"}
 	}
 	var spec mapSpec
 	dec := json.NewDecoder(bytes.NewReader(bd.Map))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return nil, &mapping.Error{Path: "map", Msg: "unknown key or wrong type (want entity and fields, or post: {entity, document}): " + err.Error()}
+		return nil, &mapping.Error{Path: "map", Msg: "unknown key or wrong type (want entity and fields, post: {entity, document} or read: {entity, document}): " + err.Error()}
 	}
-	if spec.Post != nil {
-		if spec.Entity != "" || spec.Fields != nil {
-			return nil, &mapping.Error{Path: "map.post", Msg: "a posting takes no entity or fields beside post"}
+	for _, d := range []struct {
+		key  string
+		spec *docSpec
+	}{{"post", spec.Post}, {"read", spec.Read}} {
+		if d.spec == nil {
+			continue
 		}
-		if !entitySetName.MatchString(spec.Post.Entity) || !strings.HasPrefix(spec.Post.Entity, "Document_") {
-			return nil, &mapping.Error{Path: "map.post.entity", Msg: "must name a document's entity set (Document_…)"}
+		if spec.Entity != "" || spec.Fields != nil || spec.Post != nil && spec.Read != nil {
+			return nil, &mapping.Error{Path: "map." + d.key, Msg: "takes nothing beside it (entity and fields make a create, post a posting, read a read)"}
 		}
-		if !payloadField.MatchString(spec.Post.Document) || !schemaHas(bd.Schema, spec.Post.Document) {
-			return nil, &mapping.Error{Path: "map.post.document", Msg: fmt.Sprintf("the payload has no field %q to hold the document's Ref_Key", spec.Post.Document)}
+		if !entitySetName.MatchString(d.spec.Entity) || !strings.HasPrefix(d.spec.Entity, "Document_") {
+			return nil, &mapping.Error{Path: "map." + d.key + ".entity", Msg: "must name a document's entity set (Document_…)"}
 		}
-		b.entity, b.post, b.docPath = spec.Post.Entity, true, spec.Post.Document
+		if !payloadField.MatchString(d.spec.Document) || !schemaHas(bd.Schema, d.spec.Document) {
+			return nil, &mapping.Error{Path: "map." + d.key + ".document", Msg: fmt.Sprintf("the payload has no field %q to hold the document's Ref_Key", d.spec.Document)}
+		}
+		b.entity, b.docPath = d.spec.Entity, d.spec.Document
+		b.post, b.read = d.key == "post", d.key == "read"
 		return b, nil
 	}
 	if !entitySetName.MatchString(spec.Entity) {

@@ -32,6 +32,9 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	if b.post {
 		return c.postDocument(ctx, b, op)
 	}
+	if b.read {
+		return adapters.Result{}, readOnly(b)
+	}
 	if c.ignored.Load() {
 		return adapters.Result{}, c.ignoringError()
 	}
@@ -56,6 +59,9 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	}
 	if _, err := c.published(ctx, b); err != nil {
 		return adapters.Plan{}, err
+	}
+	if b.read {
+		return adapters.Plan{}, readOnly(b)
 	}
 	if b.post {
 		id, doc, err := c.postTarget(ctx, b, op)
@@ -141,6 +147,9 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	if err != nil {
 		return adapters.Result{}, adapters.LookupFailure(err)
 	}
+	if b.read {
+		return adapters.Result{}, adapters.LookupFailure(readOnly(b))
+	}
 	if b.post {
 		id, doc, err := c.postTarget(ctx, b, op)
 		var ae *adapters.Error
@@ -169,6 +178,67 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	return result(ref, doc), nil
 }
 
+// Read implements adapters.Reader: a read binding's document, by the
+// Ref_Key its payload names, answered with its number and state (draft,
+// posted, or marked for deletion).
+func (c *Client) Read(ctx context.Context, op adapters.Op) (adapters.Result, error) {
+	b, err := c.bindingOf(op)
+	if err != nil {
+		return adapters.Result{}, err
+	}
+	if !b.read {
+		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: codes.IntentNotAllowed,
+			Message: op.Intent + " is no read at this target; its mapping writes"}
+	}
+	if _, err := c.published(ctx, b); err != nil {
+		return adapters.Result{}, err
+	}
+	id, doc, found, err := c.document(ctx, b, op)
+	switch {
+	case err != nil:
+		return adapters.Result{}, err
+	case !found:
+		return adapters.Result{}, notFound(b)
+	}
+	r := result(id, doc)
+	switch {
+	case doc["DeletionMark"] == true:
+		r.Data["state"] = "marked_for_deletion"
+	case doc["Posted"] == true:
+		r.Data["state"] = "posted"
+	default:
+		r.Data["state"] = "draft"
+	}
+	return r, nil
+}
+
+// readOnly is the refusal of a write through a read binding.
+func readOnly(b *binding) *adapters.Error {
+	return &adapters.Error{Class: adapters.Final, Code: codes.IntentNotAllowed,
+		Message: b.intent + " only reads " + b.entity + "; it has no write to make"}
+}
+
+// notFound is the refusal of a document the payload names that 1C does
+// not hold.
+func notFound(b *binding) *adapters.Error {
+	return &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: b.docPath,
+		Message: "no such document in " + b.entity + " in 1C"}
+}
+
+// document reads the document whose Ref_Key is the payload's docPath.
+func (c *Client) document(ctx context.Context, b *binding, op adapters.Op) (string, map[string]any, bool, error) {
+	var p map[string]any
+	json.Unmarshal(op.Payload, &p)
+	id, _ := p[b.docPath].(string)
+	if !guidPattern.MatchString(id) {
+		return "", nil, false, &adapters.Error{Class: adapters.Final, Code: codes.Validation, Field: b.docPath,
+			Message: "must be the document's id in 1C (its Ref_Key, the target_object_id of the operation that created it)"}
+	}
+	id = strings.ToLower(id)
+	doc, found, err := c.get(ctx, b.entity, id)
+	return id, doc, found, err
+}
+
 // get reads the entity of set with key; found is false on 404 code 9.
 func (c *Client) get(ctx context.Context, set, key string) (map[string]any, bool, error) {
 	status, h, body, err := c.call(ctx, http.MethodGet, c.entityURL(set, key, "", jsonQuery), nil)
@@ -191,21 +261,12 @@ func (c *Client) get(ctx context.Context, set, key string) (map[string]any, bool
 
 // postTarget finds the document a posting names and reads it.
 func (c *Client) postTarget(ctx context.Context, b *binding, op adapters.Op) (string, map[string]any, error) {
-	var p map[string]any
-	json.Unmarshal(op.Payload, &p)
-	id, _ := p[b.docPath].(string)
-	if !guidPattern.MatchString(id) {
-		return "", nil, &adapters.Error{Class: adapters.Final, Code: codes.Validation, Field: b.docPath,
-			Message: "must be the document's id in 1C (its Ref_Key, the target_object_id of the operation that created it)"}
-	}
-	id = strings.ToLower(id)
-	doc, found, err := c.get(ctx, b.entity, id)
+	id, doc, found, err := c.document(ctx, b, op)
 	switch {
 	case err != nil:
 		return "", nil, err
 	case !found:
-		return "", nil, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: b.docPath,
-			Message: "no such document in " + b.entity + " in 1C"}
+		return "", nil, notFound(b)
 	case doc["DeletionMark"] == true:
 		return "", nil, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceInactive, Field: b.docPath,
 			Message: "the document is marked for deletion in 1C"}

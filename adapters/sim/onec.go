@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +57,27 @@ const (
 	onecRefInactive      = "REFERENCE_INACTIVE"
 	onecInvalidState     = "INVALID_STATE"
 	onecNotFound         = "NOT_FOUND"
+	// 503, nothing done: the key's managed lock was not granted in time,
+	// or the call's deadline passed before 1C could commit.
+	onecLockConflict     = "LOCK_CONFLICT"
+	onecDeadlineExceeded = "DEADLINE_EXCEEDED"
+	// 500: an unexpected exception, rolled back; its text goes to 1C's
+	// event log only.
+	onecInternal = "INTERNAL_ERROR"
 )
+
+// The headers with which the gateway bounds a call (adapters/onec): the
+// instant it stops waiting, Unix time in milliseconds, and its wait in
+// milliseconds. The module refuses to commit once either has passed.
+const (
+	OneCDeadlineHeader = "Oncegate-Deadline"
+	OneCTimeoutHeader  = "Oncegate-Timeout-Ms"
+)
+
+// OneCLockTimeout is how long a call waits for another call's managed
+// lock on the same key before the service answers 503 LOCK_CONFLICT: 1C's
+// default data lock timeout (20 s). SetOneCLockTimeout changes it.
+const OneCLockTimeout = 20 * time.Second
 
 // Document states.
 const (
@@ -72,7 +94,7 @@ func init() {
 }
 
 func registerOneC(s *Server) {
-	o := &onec{s: s, extra: map[string]bool{}}
+	o := &onec{s: s, extra: map[string]bool{}, lockWait: OneCLockTimeout}
 	o.reset()
 	for _, name := range strings.Split(os.Getenv(OneCIntentsEnv), ",") {
 		// A name the service could not route by is left out; the
@@ -94,6 +116,11 @@ func registerOneC(s *Server) {
 // onec is the state of the simulated 1C database.
 type onec struct {
 	s *Server
+
+	// keyLocks are the managed locks on (intent, key) of calls in their
+	// transaction; lockWait bounds a wait for one.
+	keyLocks sync.Map // onecRegKey → chan struct{} (capacity 1)
+	lockWait time.Duration
 
 	mu       sync.Mutex
 	invoices int                       // last invoice number
@@ -207,13 +234,21 @@ func (o *onec) reset() {
 	o.register = map[onecRegKey]onecRecord{}
 }
 
-// handleExecute serves POST /onec/hs/oncegate/v1/operations: check the key
-// register, check the command, create the document and register the key in
-// one step, as the 1C transaction with a managed lock on the key does. A
-// call without a key is refused before it is counted or takes a fault; a
-// drop_response_after_commit fault drops whatever answer follows, a replay
-// or a refusal as well as a new document.
+// handleExecute serves POST /onec/hs/oncegate/v1/operations as the
+// module's ОперацииPOST does: parse, take the key's managed lock (503
+// LOCK_CONFLICT when another call holds it past the lock timeout), read the
+// key register, check, and — unless the call's deadline has passed (503
+// DEADLINE_EXCEEDED, rolled back) — create the document and register the key
+// in one transaction. A call without a key is refused before it is counted
+// or takes a fault. A delay fault is time spent inside the transaction (a
+// lock wait, a slow posting), so the deadline is checked after it;
+// late_commit is the same delay with a commit that lands anyway (1C's clock
+// behind the gateway's, or a module without the check). A status 500 fault
+// answers as the module's exception handler does. drop_response_after_commit
+// drops whatever answer follows, a replay or a refusal as well as a new
+// document.
 func (o *onec) handleExecute(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	key := strings.TrimSpace(r.Header.Get("Idempotency-Key"))
 	if key == "" {
 		WriteJSON(w, http.StatusBadRequest, onecFail(onecKeyMissing, "", "the Idempotency-Key header is required"))
@@ -221,17 +256,72 @@ func (o *onec) handleExecute(w http.ResponseWriter, r *http.Request) {
 	}
 	o.s.Call(OneC, key)
 	f := o.s.TakeFault(OneC, OnExecute)
-	if f.Before(w) {
+	var slow time.Duration
+	late := false
+	switch {
+	case onecInternalFault(w, f):
+		return
+	case f != nil && (f.Fault == FaultDelay || f.Fault == FaultLateCommit):
+		slow, late = time.Duration(f.DelayMS)*time.Millisecond, f.Fault == FaultLateCommit
+	case f.Before(w):
 		return
 	}
-	status, body := o.execute(w, r, key)
+	status, body := o.execute(w, r, key, onecBudget(r, arrived), slow, late)
 	if f.After(w) {
 		return
 	}
 	WriteJSON(w, status, body)
 }
 
-func (o *onec) execute(w http.ResponseWriter, r *http.Request, key string) (int, any) {
+// onecInternalFault answers a status 500 fault with the module's body.
+func onecInternalFault(w http.ResponseWriter, f *Fault) bool {
+	if f == nil || f.Fault != FaultStatus || f.Status != http.StatusInternalServerError {
+		return false
+	}
+	WriteJSON(w, http.StatusInternalServerError, onecFail(onecInternal, "", "internal error of the service"))
+	return true
+}
+
+// onecBudget is the instant after which the module refuses to commit: the
+// earlier of the gateway's deadline and the call's arrival plus the
+// gateway's wait; zero when the call carries neither (a call by hand).
+func onecBudget(r *http.Request, arrived time.Time) time.Time {
+	var at time.Time
+	if ms, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get(OneCDeadlineHeader)), 10, 64); err == nil && ms > 0 {
+		at = time.UnixMilli(ms)
+	}
+	if ms, err := strconv.ParseInt(strings.TrimSpace(r.Header.Get(OneCTimeoutHeader)), 10, 64); err == nil && ms > 0 {
+		if own := arrived.Add(time.Duration(ms) * time.Millisecond); at.IsZero() || own.Before(at) {
+			at = own
+		}
+	}
+	return at
+}
+
+// lockKey takes the managed lock on rk, waiting at most the lock timeout;
+// it returns the release, or nil when the lock was not granted.
+func (o *onec) lockKey(rk onecRegKey) func() {
+	v, _ := o.keyLocks.LoadOrStore(rk, make(chan struct{}, 1))
+	ch := v.(chan struct{})
+	o.mu.Lock()
+	wait := o.lockWait
+	o.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }
+	case <-t.C:
+		return nil
+	}
+}
+
+func onecUnavailable(w http.ResponseWriter, code, msg string) (int, any) {
+	w.Header().Set("Retry-After", "1")
+	return http.StatusServiceUnavailable, onecFail(code, "", msg)
+}
+
+func (o *onec) execute(w http.ResponseWriter, r *http.Request, key string, budget time.Time, slow time.Duration, late bool) (int, any) {
 	if len(key) > onecMaxKey {
 		return http.StatusBadRequest, onecFail(onecValidation, "", "the Idempotency-Key is longer than 255 characters")
 	}
@@ -240,9 +330,18 @@ func (o *onec) execute(w http.ResponseWriter, r *http.Request, key string) (int,
 		return status, fail
 	}
 
+	rk := onecRegKey{cmd.intent, key}
+	release := o.lockKey(rk)
+	if release == nil {
+		return onecUnavailable(w, onecLockConflict, "the operation key is locked by another call; nothing was done")
+	}
+	defer release()
+	// The transaction's slow part (a lock wait, posting), detached from
+	// the caller as 1C is.
+	time.Sleep(slow)
+
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	rk := onecRegKey{cmd.intent, key}
 	if rec, ok := o.register[rk]; ok {
 		if rec.fingerprint != cmd.fingerprint {
 			return http.StatusConflict, onecFail(onecKeyMismatch, "", "the key is registered for another payload")
@@ -253,6 +352,9 @@ func (o *onec) execute(w http.ResponseWriter, r *http.Request, key string) (int,
 	if errs, _ := o.check(cmd); len(errs) > 0 {
 		return http.StatusUnprocessableEntity, onecErrors{Errors: errs}
 	}
+	if !late && !budget.IsZero() && !time.Now().Before(budget) {
+		return onecUnavailable(w, onecDeadlineExceeded, "the gateway's deadline passed before commit; nothing was done")
+	}
 	rec := o.commit(cmd, key)
 	o.register[rk] = rec
 	o.s.Effect(OneC, key)
@@ -260,30 +362,42 @@ func (o *onec) execute(w http.ResponseWriter, r *http.Request, key string) (int,
 }
 
 // handleLookup serves GET /onec/hs/oncegate/v1/operations?intent=&key=.
+// Like the module, it takes a shared lock on the key before reading, so a
+// look-up waits behind a call still in its transaction (503 LOCK_CONFLICT
+// past the lock timeout) instead of answering 404 for a commit on its way.
 func (o *onec) handleLookup(w http.ResponseWriter, r *http.Request) {
 	f := o.s.TakeFault(OneC, OnLookup)
-	if f.Before(w) {
+	if onecInternalFault(w, f) || f.Before(w) {
 		return
 	}
-	status, body := o.lookup(r)
+	status, body := o.lookup(w, r)
 	if f.After(w) {
 		return
 	}
 	WriteJSON(w, status, body)
 }
 
-func (o *onec) lookup(r *http.Request) (int, any) {
+func (o *onec) lookup(w http.ResponseWriter, r *http.Request) (int, any) {
 	q := r.URL.Query()
 	intent, key := q.Get("intent"), q.Get("key")
 	if key == "" {
 		return http.StatusBadRequest, onecFail(onecKeyMissing, "key", "the key parameter is required")
 	}
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.published(intent) {
+	published := o.published(intent)
+	o.mu.Unlock()
+	if !published {
 		return http.StatusBadRequest, onecFail(onecIntentNotAllowed, "intent", "the intent is not published")
 	}
-	rec, ok := o.register[onecRegKey{intent, key}]
+	rk := onecRegKey{intent, key}
+	release := o.lockKey(rk)
+	if release == nil {
+		return onecUnavailable(w, onecLockConflict, "the operation key is locked by a call in progress")
+	}
+	defer release()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	rec, ok := o.register[rk]
 	if !ok {
 		return http.StatusNotFound, onecFail(onecNotFound, "", "no operation with this key")
 	}
@@ -330,7 +444,7 @@ func (o *onec) handleOrderStatus(w http.ResponseWriter, r *http.Request) {
 	o.mu.Lock()
 	doc, ok := o.docs[id]
 	var body map[string]string
-	if ok && strings.HasPrefix(id, "SO-") {
+	if ok && doc.intent == onecOrderDraft {
 		body = map[string]string{"object_id": doc.objectID, "number": doc.number, "state": doc.state}
 	}
 	o.mu.Unlock()
@@ -502,7 +616,7 @@ func (o *onec) check(cmd *onecCommand) ([]onecError, map[string]any) {
 		}
 		doc, ok := o.docs[id]
 		switch {
-		case !ok || !strings.HasPrefix(id, "SO-"):
+		case !ok || doc.intent != onecOrderDraft:
 			c.add(onecRefNotFound, "order_id", "no sales order with this id")
 		case doc.state != onecDraft:
 			c.add(onecInvalidState, "order_id", "the sales order is "+doc.state+", not a draft")
@@ -515,31 +629,50 @@ func (o *onec) check(cmd *onecCommand) ([]onecError, map[string]any) {
 }
 
 // commit creates the effect of a checked cmd (o.mu held) and returns its
-// register entry.
+// register entry. As in the module, a document's object id is its
+// prefix and the UUID of its reference, never its number: a typical
+// number carries a Cyrillic prefix and restarts each year. The number
+// travels in the result only, in the typical shape.
 func (o *onec) commit(cmd *onecCommand, key string) onecRecord {
 	rec := onecRecord{Key: key, Intent: cmd.intent, fingerprint: cmd.fingerprint}
+	add := func(prefix string, n int, state string, payload json.RawMessage) {
+		rec.ObjectID, rec.Number, rec.State = prefix+onecUUID(), fmt.Sprintf("ОГ00-%06d", n), state
+		o.docs[rec.ObjectID] = &onecDoc{objectID: rec.ObjectID, number: rec.Number, state: rec.State, intent: cmd.intent, payload: payload}
+	}
 	switch {
 	case cmd.invoice != nil:
 		o.invoices++
-		rec.Number = fmt.Sprintf("%06d", o.invoices)
-		rec.ObjectID, rec.State = "INV-"+rec.Number, onecCreated
-		o.docs[rec.ObjectID] = &onecDoc{objectID: rec.ObjectID, number: rec.Number, state: rec.State, intent: cmd.intent}
+		add(OneCInvoicePrefix, o.invoices, onecCreated, nil)
 	case cmd.order != nil:
 		o.orders++
-		rec.Number = fmt.Sprintf("%06d", o.orders)
-		rec.ObjectID, rec.State = "SO-"+rec.Number, onecDraft
-		o.docs[rec.ObjectID] = &onecDoc{objectID: rec.ObjectID, number: rec.Number, state: rec.State, intent: cmd.intent}
+		add(OneCOrderPrefix, o.orders, onecDraft, nil)
 	case cmd.generic != nil:
 		o.generic++
-		rec.Number = fmt.Sprintf("%06d", o.generic)
-		rec.ObjectID, rec.State = "DOC-"+rec.Number, onecCreated
-		o.docs[rec.ObjectID] = &onecDoc{objectID: rec.ObjectID, number: rec.Number, state: rec.State, intent: cmd.intent, payload: cmd.generic.payload}
+		add(OneCDocumentPrefix, o.generic, onecCreated, cmd.generic.payload)
 	default:
 		doc := o.docs[cmd.post.OrderID]
 		doc.state = onecPosted
 		rec.ObjectID, rec.Number, rec.State = doc.objectID, doc.number, doc.state
 	}
 	return rec
+}
+
+// The prefixes of the object ids the service gives: the kind of document,
+// then the UUID of its reference.
+const (
+	OneCInvoicePrefix  = "INV-"
+	OneCOrderPrefix    = "SO-"
+	OneCDocumentPrefix = "DOC-"
+)
+
+// onecUUID is a new reference's UUID as 1C prints it: lower-case hex in
+// the 8-4-4-4-12 form.
+func onecUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // onecChecker collects errors in the order the checks run.

@@ -6,13 +6,14 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
 // The firm's own intents on the simulated 1C service. A firm adds an
 // intent by adding its handler to the routing table of the service's
 // module (adapters/onec/bsl); the simulator is told which it has, and
-// keeps each as a generic document (DOC-<number>, state created, the
+// keeps each as a generic document (DOC-<uuid>, state created, the
 // payload as received) registered under the same key register as the
 // built-ins: a key makes one document, is looked up by intent and key,
 // counts in /_sim/effects under "onec", and takes the same faults.
@@ -120,4 +121,15 @@ func (o *onec) handlePublish(w http.ResponseWriter, r *http.Request) {
 // publishes, built-ins included.
 func (o *onec) handlePublished(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, map[string]any{"intents": o.list()})
+}
+
+// SetOneCLockTimeout sets how long a call to the simulated 1C service
+// waits for another call's managed lock on the same key before it is
+// answered 503 LOCK_CONFLICT (OneCLockTimeout by default, 1C's own
+// default). It is the infobase's setting, not its data: a reset keeps it.
+func (s *Server) SetOneCLockTimeout(d time.Duration) {
+	o := s.onec
+	o.mu.Lock()
+	o.lockWait = d
+	o.mu.Unlock()
 }

@@ -3,12 +3,16 @@ package sim_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/oncegate/oncegate/adapters/sim"
 )
@@ -77,6 +81,14 @@ func onecCall(tb testing.TB, method, u, key, reqBody string) onecAnswer {
 	return a
 }
 
+// onecIDPattern is an object id of the 1C service: a kind prefix and the
+// UUID of the document's reference.
+var onecIDPattern = regexp.MustCompile(`^(INV|SO|DOC)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func onecID(id, prefix string) bool {
+	return onecIDPattern.MatchString(id) && strings.HasPrefix(id, prefix)
+}
+
 func onecBody(intent, fingerprint, payload string) string {
 	return `{"intent":"` + intent + `","fingerprint":"` + fingerprint + `","payload":` + payload + `}`
 }
@@ -95,6 +107,7 @@ func TestOneCParallelDuplicates(t *testing.T) {
 	}
 	wg.Wait()
 	created := 0
+	first := answers[0].ObjectID
 	for _, a := range answers {
 		switch {
 		case a.Status == http.StatusCreated && !a.Replayed:
@@ -103,8 +116,8 @@ func TestOneCParallelDuplicates(t *testing.T) {
 		default:
 			t.Fatalf("answer %+v, want 201 or a 200 replay", a)
 		}
-		if a.ObjectID != "INV-000001" || a.Number != "000001" || a.State != "created" || a.Key != key {
-			t.Fatalf("answer %+v, want INV-000001 for every call", a)
+		if a.ObjectID != first || !onecID(a.ObjectID, "INV-") || a.Number != "ОГ00-000001" || a.State != "created" || a.Key != key {
+			t.Fatalf("answer %+v, want one INV- id for every call", a)
 		}
 	}
 	if got, want := created, 1; got != want {
@@ -181,9 +194,10 @@ func TestOneCOperations(t *testing.T) {
 
 	key := "test:sales_order.create_draft:d-1:v1"
 	a := onecCall(t, "POST", ops, key, onecBody("sales_order.create_draft", onecPrint1, onecDraft))
-	if a.Status != 201 || a.ObjectID != "SO-000001" || a.State != "draft" || a.Replayed {
+	if a.Status != 201 || !onecID(a.ObjectID, "SO-") || a.State != "draft" || a.Replayed {
 		t.Fatalf("create draft = %+v", a)
 	}
+	order := a.ObjectID
 	if a := onecCall(t, "POST", ops, key, onecBody("sales_order.create_draft", onecPrint2, onecDraft)); a.Status != 409 || a.codes() != "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH@" {
 		t.Fatalf("mismatch = %+v", a)
 	}
@@ -193,12 +207,12 @@ func TestOneCOperations(t *testing.T) {
 		t.Fatalf("lookup under another intent = %+v", a)
 	}
 
-	post := "test:sales_order.post:SO-000001:v1"
-	a = onecCall(t, "POST", ops, post, onecBody("sales_order.post", onecPrint1, `{"order_id":"SO-000001"}`))
-	if a.Status != 201 || a.ObjectID != "SO-000001" || a.Number != "000001" || a.State != "posted" {
+	post := "test:sales_order.post:" + order + ":v1"
+	a = onecCall(t, "POST", ops, post, onecBody("sales_order.post", onecPrint1, `{"order_id":"`+order+`"}`))
+	if a.Status != 201 || a.ObjectID != order || a.Number != "ОГ00-000001" || a.State != "posted" {
 		t.Fatalf("post = %+v", a)
 	}
-	if a := onecCall(t, "GET", base+onecBase+"/sales-orders/SO-000001", "", ""); a.Status != 200 || a.State != "posted" {
+	if a := onecCall(t, "GET", base+onecBase+"/sales-orders/"+order, "", ""); a.Status != 200 || a.State != "posted" {
 		t.Fatalf("status = %+v", a)
 	}
 	// The draft's register entry still answers as it first did.
@@ -206,7 +220,7 @@ func TestOneCOperations(t *testing.T) {
 	if a.Status != 200 || a.State != "draft" || !a.Replayed || a.Key != key {
 		t.Fatalf("lookup = %+v", a)
 	}
-	if a := onecCall(t, "POST", ops, "test:sales_order.post:SO-000001:v2", onecBody("sales_order.post", onecPrint1, `{"order_id":"SO-000001"}`)); a.Status != 422 || a.codes() != "INVALID_STATE@order_id" {
+	if a := onecCall(t, "POST", ops, "test:sales_order.post:"+order+":v2", onecBody("sales_order.post", onecPrint1, `{"order_id":"`+order+`"}`)); a.Status != 422 || a.codes() != "INVALID_STATE@order_id" {
 		t.Fatalf("second post = %+v", a)
 	}
 	if got, want := s.Effects(sim.OneC, post), 1; got != want {
@@ -271,7 +285,197 @@ func TestOneCControlAPI(t *testing.T) {
 		t.Fatalf("lookup after reset = %d, want 404", a.Status)
 	}
 	// Numbering starts again, as in a fresh database.
-	if a := onecCall(t, "POST", ops, "test:invoice.create:order-3:v1", onecBody("invoice.create", onecPrint1, onecInvoice)); a.Status != 201 || a.ObjectID != "INV-000001" {
+	if a := onecCall(t, "POST", ops, "test:invoice.create:order-3:v1", onecBody("invoice.create", onecPrint1, onecInvoice)); a.Status != 201 || !onecID(a.ObjectID, "INV-") {
 		t.Fatalf("execute after reset = %+v", a)
+	}
+}
+
+// onecSend posts an invoice under key with extra headers and decodes the
+// answer, with the Retry-After it carried.
+func onecSend(tb testing.TB, base, key string, header map[string]string) (onecAnswer, string) {
+	tb.Helper()
+	req, err := http.NewRequest("POST", base+onecBase+"/operations", strings.NewReader(onecBody("invoice.create", onecPrint1, onecInvoice)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Idempotency-Key", key)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a onecAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil {
+		tb.Fatal(err)
+	}
+	a.Status = resp.StatusCode
+	return a, resp.Header.Get("Retry-After")
+}
+
+// The object id is the kind and the UUID of the document's reference, not
+// its number: an agent can send it back (the order_id pattern of
+// sales_order.post and get_status), and a number with a Cyrillic prefix or
+// one restarting each year never collides. The number is in the result.
+func TestOneCObjectIDs(t *testing.T) {
+	t.Parallel()
+	_, base := onecServe(t)
+	ops := base + onecBase + "/operations"
+	orderID := regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`) // the catalogue's pattern of order_id
+	seen := map[string]bool{}
+	for i := range 3 {
+		a := onecCall(t, "POST", ops, fmt.Sprintf("test:sales_order.create_draft:ids-%d:v1", i), onecBody("sales_order.create_draft", onecPrint1, onecDraft))
+		if a.Status != 201 || !onecID(a.ObjectID, "SO-") || !orderID.MatchString(a.ObjectID) || len(a.ObjectID) > 50 || seen[a.ObjectID] {
+			t.Fatalf("draft %d = %+v: want a new SO-<uuid> id within ТипОперации's 50 characters", i, a)
+		}
+		seen[a.ObjectID] = true
+		if want := fmt.Sprintf("ОГ00-%06d", i+1); a.Number != want {
+			t.Fatalf("number = %q, want %q", a.Number, want)
+		}
+		if st := onecCall(t, "GET", base+onecBase+"/sales-orders/"+a.ObjectID, "", ""); st.Status != 200 || st.ObjectID != a.ObjectID || st.Number != a.Number {
+			t.Fatalf("status of %s = %+v", a.ObjectID, st)
+		}
+	}
+}
+
+// The gateway's deadline: a commit that would land after it is refused and
+// rolled back (503, Retry-After, nothing made), whether the deadline is
+// the gateway's instant or its wait measured from the call's arrival; a
+// call without one (by hand) and late_commit commit whenever they get there.
+func TestOneCDeadline(t *testing.T) {
+	t.Parallel()
+	s, base := onecServe(t)
+	past := time.Now().Add(50 * time.Millisecond)
+	cases := []struct {
+		name   string
+		header map[string]string
+		fault  string
+		status int
+	}{
+		{"Deadline", map[string]string{sim.OneCDeadlineHeader: strconv.FormatInt(past.UnixMilli(), 10)}, sim.FaultDelay, 503},
+		{"Wait", map[string]string{sim.OneCDeadlineHeader: strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10), sim.OneCTimeoutHeader: "50"}, sim.FaultDelay, 503},
+		{"InTime", map[string]string{sim.OneCDeadlineHeader: strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10), sim.OneCTimeoutHeader: "60000"}, sim.FaultDelay, 201},
+		{"NoDeadline", nil, sim.FaultDelay, 201},
+		{"LateCommit", map[string]string{sim.OneCTimeoutHeader: "50"}, sim.FaultLateCommit, 201},
+	}
+	for _, c := range cases {
+		key := "test:invoice.create:deadline-" + c.name + ":v1"
+		if err := s.Inject(sim.Fault{Target: sim.OneC, Fault: c.fault, DelayMS: 200}); err != nil {
+			t.Fatal(err)
+		}
+		a, retry := onecSend(t, base, key, c.header)
+		if a.Status != c.status {
+			t.Fatalf("%s: answer %+v, want %d", c.name, a, c.status)
+		}
+		if c.status == 503 {
+			if a.codes() != "DEADLINE_EXCEEDED@" || retry == "" {
+				t.Fatalf("%s: answer %+v, Retry-After %q: want DEADLINE_EXCEEDED with Retry-After", c.name, a, retry)
+			}
+			// Nothing was made: the key goes through when sent again.
+			if a, _ := onecSend(t, base, key, nil); a.Status != 201 {
+				t.Fatalf("%s: sent again = %+v", c.name, a)
+			}
+		}
+		if got := s.Effects(sim.OneC, key); got != 1 {
+			t.Fatalf("%s: effects = %d, want 1", c.name, got)
+		}
+	}
+}
+
+// A call in its transaction holds the key's managed lock: a second call of
+// the key waits for it and, past the lock timeout, is answered 503 (nothing
+// done, sent again later); a look-up waits behind it too, so it never
+// answers 404 for a commit on its way.
+func TestOneCKeyLock(t *testing.T) {
+	t.Parallel()
+	s, base := onecServe(t)
+	ops := base + onecBase + "/operations"
+	lookup := func(key string) onecAnswer {
+		return onecCall(t, "GET", ops+"?"+url.Values{"intent": {"invoice.create"}, "key": {key}}.Encode(), "", "")
+	}
+	// hold sends key with a slow transaction and waits until it holds the
+	// key's lock: a look-up with a short lock timeout then answers 503.
+	hold := func(key string) <-chan onecAnswer {
+		if err := s.Inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDelay, DelayMS: 1500}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan onecAnswer, 1)
+		go func() { a, _ := onecSend(t, base, key, nil); done <- a }()
+		for s.Calls(sim.OneC, key) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return done
+	}
+
+	s.SetOneCLockTimeout(50 * time.Millisecond)
+	key := "test:invoice.create:lock-1:v1"
+	done := hold(key)
+	var locked onecAnswer
+	for locked = lookup(key); locked.Status == 404; locked = lookup(key) {
+		// Not locked yet: the slow call is still being parsed.
+	}
+	if locked.Status != 503 || locked.codes() != "LOCK_CONFLICT@" {
+		t.Fatalf("look-up while the key is locked = %+v, want 503 LOCK_CONFLICT", locked)
+	}
+	if a, retry := onecSend(t, base, key, nil); a.Status != 503 || a.codes() != "LOCK_CONFLICT@" || retry == "" {
+		t.Fatalf("second call while the key is locked = %+v (Retry-After %q), want 503 LOCK_CONFLICT", a, retry)
+	}
+	if a := <-done; a.Status != 201 {
+		t.Fatalf("the slow call = %+v", a)
+	}
+	if got := s.Effects(sim.OneC, key); got != 1 {
+		t.Fatalf("effects = %d, want 1", got)
+	}
+
+	// With 1C's lock timeout the look-up waits and finds the commit.
+	s.SetOneCLockTimeout(sim.OneCLockTimeout)
+	key = "test:invoice.create:lock-2:v1"
+	done = hold(key)
+	a := lookup(key)
+	made := <-done
+	if a.Status == 404 {
+		// The look-up may only come before the slow call took its lock.
+		t.Logf("look-up before the lock was taken: %+v", a)
+	} else if a.Status != 200 || a.ObjectID != made.ObjectID {
+		t.Fatalf("look-up behind the slow call = %+v, want its document %s", a, made.ObjectID)
+	}
+}
+
+// An unexpected exception in the module is rolled back and answered 500
+// INTERNAL_ERROR with no text; the gateway then looks the key up.
+func TestOneCInternalError(t *testing.T) {
+	t.Parallel()
+	s, base := onecServe(t)
+	key := "test:invoice.create:internal:v1"
+	if err := s.Inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 500, On: sim.OnAny, Times: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := onecSend(t, base, key, nil); a.Status != 500 || a.codes() != "INTERNAL_ERROR@" {
+		t.Fatalf("execute = %+v, want 500 INTERNAL_ERROR", a)
+	}
+	if a := onecCall(t, "GET", base+onecBase+"/operations?intent=invoice.create&key="+url.QueryEscape(key), "", ""); a.Status != 500 || a.codes() != "INTERNAL_ERROR@" {
+		t.Fatalf("look-up = %+v, want 500 INTERNAL_ERROR", a)
+	}
+	if got := s.Effects(sim.OneC, key); got != 0 {
+		t.Fatalf("effects = %d, want 0", got)
+	}
+}
+
+// Keys are compared exactly, as the module's key register does by storing
+// the SHA-256 of the key as its dimension (an infobase compares strings
+// without regard to case): two keys that differ in case are two operations.
+func TestOneCKeysByCase(t *testing.T) {
+	t.Parallel()
+	s, base := onecServe(t)
+	lower, upper := "test:invoice.create:case-a:v1", "test:invoice.create:CASE-A:v1"
+	a, _ := onecSend(t, base, lower, nil)
+	b, _ := onecSend(t, base, upper, nil)
+	if a.Status != 201 || b.Status != 201 || a.ObjectID == b.ObjectID {
+		t.Fatalf("keys differing in case = %+v and %+v, want two documents", a, b)
+	}
+	if s.Effects(sim.OneC, lower) != 1 || s.Effects(sim.OneC, upper) != 1 {
+		t.Fatal("want one effect per key")
 	}
 }

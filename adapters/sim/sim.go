@@ -39,9 +39,12 @@ const (
 	// SQL, a host name and credentials, and commits nothing: what a badly
 	// behaved target may send, which must never reach an agent.
 	FaultTargetError = "target_error"
-	// FaultLateCommit (onec_odata only, with "delay_ms"): the create is
-	// held without an answer past the client's timeout and commits once
-	// delay_ms has passed, after the client has gone.
+	// FaultLateCommit (onec_odata and onec, with "delay_ms"): the create
+	// is held without an answer past the client's timeout and commits once
+	// delay_ms has passed, after the client has gone. At onec, whose module
+	// refuses to commit past the gateway's deadline (a plain delay is then
+	// refused), it is a commit that lands anyway: 1C's clock behind the
+	// gateway's, or a module without the check.
 	FaultLateCommit = "late_commit"
 )
 
@@ -187,12 +190,12 @@ func (s *Server) Inject(f Fault) error {
 			return errors.New("delay needs delay_ms > 0")
 		}
 	case FaultLateCommit:
-		if f.Target != OneCOData || f.DelayMS <= 0 {
-			return errors.New("late_commit is for onec_odata and needs delay_ms > 0")
+		if f.Target != OneCOData && f.Target != OneC || f.DelayMS <= 0 {
+			return errors.New("late_commit is for onec_odata or onec and needs delay_ms > 0")
 		}
 	case FaultStatus:
-		if f.Status != 429 && f.Status != 502 && f.Status != 503 {
-			return errors.New("status must be 429, 502 or 503")
+		if f.Status != 429 && f.Status != 500 && f.Status != 502 && f.Status != 503 {
+			return errors.New("status must be 429, 500, 502 or 503")
 		}
 	default:
 		return fmt.Errorf("unknown fault %q", f.Fault)
@@ -250,7 +253,7 @@ func (s *Server) TakeFault(target, kind string) *Fault {
 
 // Before applies the part of a fault that happens before the simulator
 // does anything: reset_before_read closes the connection with a reset,
-// status answers 429/502/503, delay waits (ignoring the caller having
+// status answers 429/500/502/503, delay waits (ignoring the caller having
 // gone, so the commit that follows still happens). It reports whether the
 // call is over.
 func (f *Fault) Before(w http.ResponseWriter) bool {

@@ -46,7 +46,7 @@ var legacyKeys = map[string]struct{ name, kind string }{
 var kindSettings = map[string][]string{
 	KindOneC:      {"base_url", "username_env", "password_env"},
 	KindOneCOData: {"base_url", "username_env", "password_env", "time_zone", "references"},
-	KindBitrix24:  {"webhook_url_env", "rate", "references"},
+	KindBitrix24:  {"webhook_url_env", "rate", "time_zone", "references"},
 	KindYooKassa:  {"base_url", "shop_id", "secret_key_env", "read_timeout_ms", "receipts"},
 }
 
@@ -60,6 +60,15 @@ var targetNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 // many as it has systems (two 1C bases, say); the built-in instances
 // onec, crm and payments always exist.
 type TargetsConfig map[string]*Target
+
+// Kinds are the instances' kinds, by name.
+func (t TargetsConfig) Kinds() map[string]string {
+	out := make(map[string]string, len(t))
+	for name, tg := range t {
+		out[name] = tg.Kind
+	}
+	return out
+}
 
 // Target is one named target instance: a system of one kind and how it
 // is reached. Only the settings of its kind may be set; a target whose
@@ -88,7 +97,8 @@ type Target struct {
 	BaseURL     string `yaml:"base_url"`
 	UsernameEnv string `yaml:"username_env"`
 	PasswordEnv string `yaml:"password_env"`
-	// TimeZone is the 1C base's time zone (onec_odata): its dates are
+	// TimeZone is the 1C base's or the portal's time zone (onec_odata,
+	// bitrix24), for fields mapped with date: local. 1C's dates are
 	// naive local times.
 	TimeZone string `yaml:"time_zone"`
 	// References say how an external id of each kind is found at the
@@ -235,6 +245,9 @@ func (ts *TargetsConfig) UnmarshalYAML(n *yaml.Node) error {
 		k, v := n.Content[i], n.Content[i+1]
 		t, err := decodeTarget(k.Value, v)
 		if err != nil {
+			if strings.HasPrefix(err.Error(), "line ") {
+				return err // it names the setting's own line
+			}
 			return fmt.Errorf("line %d: %w", k.Line, err)
 		}
 		name := nameOf(k.Value, t.Kind)
@@ -417,11 +430,7 @@ func (c Config) validateTargets(bad func(key, format string, args ...any)) {
 			checkEnv(bad, key("username_env"), t.UsernameEnv)
 			checkEnv(bad, key("password_env"), t.PasswordEnv)
 			if t.Kind == KindOneCOData {
-				if t.TimeZone != "" {
-					if _, err := time.LoadLocation(t.TimeZone); err != nil {
-						bad(key("time_zone"), "%q is not a time zone such as Europe/Moscow", t.TimeZone)
-					}
-				}
+				checkZone(bad, key("time_zone"), t.TimeZone)
 				for kind, r := range t.References {
 					if r.Catalog == "" || r.By == "" || r.Entity != "" {
 						bad(key("references."+kind), "needs catalog and by (the catalog and its field holding the id)")
@@ -430,6 +439,7 @@ func (c Config) validateTargets(bad func(key, format string, args ...any)) {
 			}
 		case KindBitrix24:
 			checkEnv(bad, key("webhook_url_env"), t.WebhookURLEnv)
+			checkZone(bad, key("time_zone"), t.TimeZone)
 			if r := t.Rate; r.PerSecond < 0 || (r.PerSecond > 0 && r.Burst < 1) {
 				bad(key("rate"), "per_second must not be negative, and burst must be at least 1 when it is set")
 			}
@@ -480,6 +490,28 @@ func checkURL(bad func(key, format string, args ...any), key, raw string) {
 func checkEnv(bad func(key, format string, args ...any), key, name string) {
 	if name != "" && !envNamePattern.MatchString(name) {
 		bad(key, "is not an environment variable name; name the variable that holds the secret, never the secret itself (the value is not repeated here)")
+	}
+}
+
+// Zone is the instance's time zone, nil when it names none.
+func (t *Target) Zone() (*time.Location, error) {
+	if t.TimeZone == "" {
+		return nil, nil
+	}
+	zone, err := time.LoadLocation(t.TimeZone)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is not a time zone such as Europe/Moscow", t.Setting("time_zone"), t.TimeZone)
+	}
+	return zone, nil
+}
+
+// checkZone refuses a time zone the machine's database does not know.
+func checkZone(bad func(key, format string, args ...any), key, zone string) {
+	if zone == "" {
+		return
+	}
+	if _, err := time.LoadLocation(zone); err != nil {
+		bad(key, "%q is not a time zone such as Europe/Moscow", zone)
 	}
 }
 

@@ -150,6 +150,11 @@ retention: { bitrix24: 8760h }
 		wantErr(t, err, "targets.bitrix24: this key means the target crm, of kind bitrix24")
 		_, err = load(t, "targets:\n  payments: { kind: bitrix24 }\n", nil)
 		wantErr(t, err, "targets.payments.kind: payments is a built-in target, which the built-in intents run on: its kind is yookassa, not bitrix24")
+		if _, err = load(t, "targets:\n  crm: { kind: bitrix24, time_zone: Europe/Kaliningrad }\n", nil); err != nil {
+			t.Errorf("a CRM target's time zone: %v", err)
+		}
+		_, err = load(t, "targets:\n  crm: { kind: bitrix24, time_zone: Mars/Olympus }\n", nil)
+		wantErr(t, err, "targets.crm.time_zone", "Mars/Olympus")
 		if _, err = load(t, "targets:\n  onec: { kind: onec_odata }\n", nil); err != nil {
 			t.Errorf("the built-in 1C target of kind onec_odata: %v", err)
 		}
@@ -158,6 +163,9 @@ retention: { bitrix24: 8760h }
 	t.Run("ErrSettingOfAnotherKind", func(t *testing.T) {
 		_, err := load(t, "targets:\n  buh: { kind: onec, shop_id: \"1\" }\n", nil)
 		wantErr(t, err, "line 2: targets.buh.shop_id: not a setting of a target of kind onec")
+		if strings.Count(err.Error(), "line 2") != 1 {
+			t.Errorf("the line is named more than once: %v", err)
+		}
 		_, err = load(t, "targets:\n  bitrix24: { base_url: \"https://b24.example\" }\n", nil)
 		wantErr(t, err, "targets.bitrix24.base_url: not a setting of a target of kind bitrix24")
 		_, err = load(t, "targets:\n  crm: { kind: bitrix24, rate: { per_secnd: 1 } }\n", nil)

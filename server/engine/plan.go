@@ -20,11 +20,6 @@ type Validator interface {
 	Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error)
 }
 
-// OrderReader is a target that can read a sales order's status.
-type OrderReader interface {
-	OrderStatus(ctx context.Context, orderID string) (adapters.Result, error)
-}
-
 // plan runs the target's own checks for a normalized request and returns
 // the plan and its hash. Nothing is written anywhere. The hash covers the
 // intent, the normalized payload and what the target resolved, so any
@@ -34,7 +29,7 @@ func (e *Engine) plan(ctx context.Context, in *intent.Intent, norm contract.Norm
 	if !in.Journaled {
 		// A read has no check of its own at the target: reading is the
 		// check, and it changes nothing.
-		res, err := e.readOrder(ctx, in, norm)
+		res, err := e.readAt(ctx, in, norm)
 		if err != nil {
 			return nil, "", err
 		}
@@ -103,11 +98,22 @@ func (e *Engine) precheck(ctx context.Context, in *intent.Intent, norm contract.
 // read is a read-only intent (sales_order.get_status): no key, not
 // journaled.
 func (e *Engine) read(ctx context.Context, in *intent.Intent, norm contract.Normalized) (adapters.Result, error) {
-	res, err := e.readOrder(ctx, in, norm)
+	res, err := e.readAt(ctx, in, norm)
 	if err != nil {
 		return adapters.Result{}, e.refusalByTarget(in, norm, "", err)
 	}
 	return res, nil
+}
+
+// readAt asks the target to read what a read-only intent names.
+func (e *Engine) readAt(ctx context.Context, in *intent.Intent, norm contract.Normalized) (adapters.Result, error) {
+	r, ok := e.targets[in.Target].(adapters.Reader)
+	if !ok {
+		return adapters.Result{}, errors.New("the target serves no read-only intents")
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.timeout(in.Target))
+	defer cancel()
+	return r.Read(ctx, adapters.Op{Intent: in.Name, Version: in.Version, Fingerprint: norm.Fingerprint, Payload: norm.Payload})
 }
 
 // refusalByTarget turns a failed check at the target, before anything was
@@ -132,26 +138,4 @@ func errText(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// readOrder reads the sales order a read-only intent names; an order the
-// target does not know is REFERENCE_NOT_FOUND on order_id.
-func (e *Engine) readOrder(ctx context.Context, in *intent.Intent, norm contract.Normalized) (adapters.Result, error) {
-	r, ok := e.targets[in.Target].(OrderReader)
-	if !ok {
-		return adapters.Result{}, errors.New("target cannot read orders")
-	}
-	var p struct {
-		OrderID string `json:"order_id"`
-	}
-	if err := json.Unmarshal(norm.Payload, &p); err != nil {
-		return adapters.Result{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, e.timeout(in.Target))
-	defer cancel()
-	res, err := r.OrderStatus(ctx, p.OrderID)
-	if errors.Is(err, adapters.ErrNotFound) {
-		err = &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: "order_id", Message: "no sales order with this id"}
-	}
-	return res, err
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/codes"
@@ -64,6 +66,9 @@ type request struct {
 	in   *intent.Intent
 	key  string // "" only for read-only intents and validate without a key
 	norm contract.Normalized
+	// replay is the final operation of a key whose definition is gone,
+	// replayed as it is (in then stands for the definition).
+	replay *store.Operation
 }
 
 // Submit answers one operation request: it checks the request against
@@ -84,6 +89,11 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
 	r, err := e.check(ctx, sub, &out)
 	if err != nil {
 		return out, err
+	}
+	if r.replay != nil {
+		e.decided(r.in.Name, store.DecisionReplay)
+		return Outcome{Intent: r.in, Key: r.key, Fingerprint: r.replay.Fingerprint, RequestID: r.env.RequestID,
+			Kind: KindOperation, Op: *r.replay, Replayed: true}, nil
 	}
 	env, in, key, norm := r.env, r.in, r.key, r.norm
 	seen.intent, seen.requestID = in, env.RequestID
@@ -122,7 +132,13 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 	}
 	in, ok := e.cfg.Catalog.Lookup(r.env.Intent)
 	if !ok {
-		return request{}, e.notServed(ctx, sub, r.env.Intent, r.env.RequestID)
+		op, err := e.notServed(ctx, sub, r.env)
+		if err != nil {
+			return request{}, err
+		}
+		r.in, r.key, r.replay = retired(op), op.Key, &op
+		out.Intent, out.Key, out.Fingerprint = r.in, op.Key, op.Fingerprint
+		return r, nil
 	}
 	r.in, out.Intent = in, in
 	if !sub.Token.Has(in.Scope) {
@@ -244,18 +260,96 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 	return e.drive(ctx, d, op)
 }
 
-// notServed refuses an intent the catalog does not serve: INTENT_CHANGED
-// for the retry of a key this agent's operation of that intent holds (its
-// definition is gone since the key was accepted), INTENT_NOT_ALLOWED
-// otherwise.
-func (e *Engine) notServed(ctx context.Context, sub Submission, name, requestID string) error {
-	key, err := contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, requestID)
-	if err == nil && key != "" {
-		if op, err := e.store.Get(ctx, key); err == nil && op.Agent == sub.Token.Agent && op.Intent == name {
-			return intentChanged(name, max(op.IntentVersion, 1), "is no longer served")
+// notServed answers an intent the catalog does not serve. The retry of a
+// key this agent's operation of that intent holds (its definition is gone
+// since the key was accepted) gets the operation back to replay when it is
+// final and the request is the one it recorded — its fingerprint, taken
+// without the gone definition's normalization, is the row's — and
+// INTENT_CHANGED otherwise: nothing runs without its definition. Any other
+// request is INTENT_NOT_ALLOWED.
+func (e *Engine) notServed(ctx context.Context, sub Submission, env contract.Envelope) (store.Operation, error) {
+	name := env.Intent
+	key, err := contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, env.RequestID)
+	if err != nil || key == "" {
+		return store.Operation{}, e.cfg.Catalog.NotAllowed(name)
+	}
+	op, err := e.store.Get(ctx, key)
+	if err != nil || op.Agent != sub.Token.Agent || op.Intent != name {
+		return store.Operation{}, e.cfg.Catalog.NotAllowed(name)
+	}
+	if op.Status.Terminal() {
+		obj, err := contract.DecodePayload(name, env.Payload)
+		var stored map[string]any
+		if err == nil && json.Unmarshal(op.Payload, &stored) == nil {
+			asStored(obj, stored)
+			if norm, err := contract.Seal(name, obj); err == nil && norm.Fingerprint == op.Fingerprint {
+				return op, nil
+			}
 		}
 	}
-	return e.cfg.Catalog.NotAllowed(name)
+	return store.Operation{}, intentChanged(name, max(op.IntentVersion, 1), "is no longer served")
+}
+
+// asStored brings a request's payload obj toward the normalized payload a
+// definition made of it, where a definition's normalization could have
+// made the difference: a string upper-cased (declared upper), a date-time
+// in UTC, an empty optional member dropped. Nothing else changes, so the
+// fingerprint matches only a request a definition would have normalized
+// to the stored one.
+func asStored(obj, stored map[string]any) {
+	for k, v := range obj {
+		sv, ok := stored[k]
+		if !ok {
+			if v == nil || v == "" {
+				delete(obj, k)
+			}
+			continue
+		}
+		obj[k] = asStoredValue(v, sv)
+	}
+}
+
+func asStoredValue(v, sv any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		if sm, ok := sv.(map[string]any); ok {
+			asStored(v, sm)
+		}
+	case []any:
+		if sl, ok := sv.([]any); ok && len(sl) == len(v) {
+			for i := range v {
+				v[i] = asStoredValue(v[i], sl[i])
+			}
+		}
+	case string:
+		ss, ok := sv.(string)
+		if !ok || ss == v {
+			return v
+		}
+		if ss == strings.Map(asciiUpper, v) {
+			return ss
+		}
+		t1, err1 := time.Parse(time.RFC3339, strings.ToUpper(v))
+		t2, err2 := time.Parse(time.RFC3339, ss)
+		if err1 == nil && err2 == nil && t1.Equal(t2) {
+			return ss
+		}
+	}
+	return v
+}
+
+// asciiUpper upper-cases an ASCII letter, as a definition's upper does.
+func asciiUpper(r rune) rune {
+	if 'a' <= r && r <= 'z' {
+		return r - ('a' - 'A')
+	}
+	return r
+}
+
+// retired stands for the definition, gone from the catalog, of a final
+// operation replayed: what an answer names.
+func retired(op store.Operation) *intent.Intent {
+	return &intent.Intent{Name: op.Intent, Version: max(op.IntentVersion, 1), Target: op.TargetSystem, Journaled: true, Digest: op.IntentDigest}
 }
 
 // acceptedUnder is the definition an unfinished operation runs under: the

@@ -23,9 +23,12 @@ import (
 	"github.com/oncegate/oncegate/server/config"
 )
 
-// builtinFiles are the seven built-in definitions, in the format of any other.
+// builtinFiles are the seven built-in definitions, in the format of any
+// other, and under builtin/<kind>/ the mappings shipped for the built-ins
+// whose target instance is configured as a kind that needs one (onec_odata:
+// Бухгалтерия предприятия 3.0's objects).
 //
-//go:embed builtin/*.yaml
+//go:embed builtin/*.yaml builtin/*/*.yaml
 var builtinFiles embed.FS
 
 // builtinOrder is API.md section 6's order of the built-ins, the order
@@ -50,6 +53,11 @@ type Options struct {
 	Builtins []string
 	// Targets are the configured target instances a definition may name.
 	Targets []string
+	// Kinds are the configured instances' kinds, by name. A built-in
+	// whose instance is of a kind with a shipped mapping (a built-in 1C
+	// intent at an instance of kind onec_odata) is loaded with it: its
+	// file and the mapping make one definition, with one digest.
+	Kinds map[string]string
 	// Limits are the configuration's limits by intent name: each value
 	// set there replaces the definitions' own.
 	Limits map[string]config.IntentLimits
@@ -69,11 +77,13 @@ func Load(opts Options) (*Catalog, error) {
 		if !keep(name) {
 			continue
 		}
-		raw, err := builtinFiles.ReadFile("builtin/" + name + ".v1.yaml")
+		file := name + ".v1.yaml"
+		raw, err := builtinFiles.ReadFile("builtin/" + file)
 		if err != nil {
 			return nil, fmt.Errorf("built-in intent %s: %w", name, err)
 		}
-		in, ferrs := parse(BuiltIn+" "+name+".v1.yaml", raw, opts.Targets)
+		raw, file = withShippedMap(raw, file, opts.Kinds)
+		in, ferrs := parse(BuiltIn+" "+file, raw, opts.Targets)
 		errs = append(errs, ferrs...)
 		if in != nil {
 			in.Source = BuiltIn
@@ -109,6 +119,25 @@ func Load(opts Options) (*Catalog, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// withShippedMap appends to a built-in's file the mapping shipped for
+// the kind of its target instance, if there is one: the built-ins carry
+// no map: key, so the two texts read as one definition.
+func withShippedMap(raw []byte, file string, kinds map[string]string) ([]byte, string) {
+	var head struct {
+		Target string `yaml:"target"`
+	}
+	if yaml.Unmarshal(raw, &head) != nil || kinds[head.Target] == "" {
+		return raw, file
+	}
+	kind := kinds[head.Target]
+	m, err := builtinFiles.ReadFile("builtin/" + kind + "/" + file)
+	if err != nil {
+		return raw, file
+	}
+	out := append(slices.Clip(raw), '\n')
+	return append(out, m...), file + " with " + kind + "/" + file
 }
 
 // Builtin is the catalog of the seven built-ins at the built-in target
