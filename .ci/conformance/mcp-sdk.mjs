@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { base, token, callbackKey, callbackPayload, stateOf, assertBearerChallenge, decodeProblem, step } from "./lib.mjs";
+import { base, token, contour, callbackKey, callbackPayload, stateOf, assertBearerChallenge, decodeProblem, step } from "./lib.mjs";
 
 // connect opens a client session with authorization as the Authorization
 // header (none when undefined). Every HTTP answer the transport gets is
@@ -47,6 +47,37 @@ await step("tools/list offers the intents and get_operation", async () => {
 	assert.ok(cb.inputSchema.properties?.payload, "crm.callback.create has no payload argument");
 });
 
+// Clients apply MCP's defaults to hints a tool leaves out — destructive
+// and open-world both true — so every hint is said outright.
+await step("every tool says its hints, its output schema and how to retry", async () => {
+	const { tools } = await client.listTools();
+	const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+	for (const t of tools) {
+		const a = t.annotations ?? {};
+		for (const hint of ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]) {
+			if (a.readOnlyHint && hint === "destructiveHint") continue; // meaningless on a read
+			assert.equal(typeof a[hint], "boolean", `${t.name}: ${hint} is not set: ${JSON.stringify(a)}`);
+		}
+		// The SDK validates every structured result against it.
+		assert.equal(t.outputSchema?.type, "object", `${t.name} has no output schema`);
+		assert.match(t.description ?? "", /^[A-Z]/, `${t.name}: the description is not a sentence: ${t.description}`);
+	}
+	const hints = (name) => byName[name]?.annotations ?? assert.fail(`no tool ${name}`);
+	assert.deepEqual(
+		[hints("get_operation").readOnlyHint, hints("get_operation").openWorldHint],
+		[true, false], "get_operation reads the gateway's journal only");
+	assert.deepEqual(
+		[hints("crm.callback.create").readOnlyHint ?? false, hints("crm.callback.create").destructiveHint, hints("crm.callback.create").idempotentHint],
+		[false, false, true], "crm.callback.create adds a task, once per key");
+	assert.equal(hints("invoice.create").destructiveHint, false, "invoice.create adds an invoice");
+	assert.equal(hints("payment.charge").destructiveHint, true, "payment.charge moves money");
+	assert.equal(hints("sales_order.get_status").readOnlyHint, true);
+	const desc = byName["crm.callback.create"].description;
+	assert.ok(desc.includes("same operation_key and the same payload"), `crm.callback.create does not say what a retry resends: ${desc}`);
+	assert.ok(desc.includes(`${contour}:crm.callback.create:`), `crm.callback.create's example key is not in this gateway's contour: ${desc}`);
+	assert.match(byName["sales_order.get_status"].description, /needs no operation_key/);
+});
+
 await step("tools/call crm.callback.create succeeds", async () => {
 	const res = await client.callTool({ name: "crm.callback.create", arguments: { operation_key: key, payload: callbackPayload() } });
 	assert.notEqual(res.isError, true, `the call failed: ${JSON.stringify(res)}`);
@@ -82,6 +113,14 @@ await step("a changed payload under the same key is IDEMPOTENCY_KEY_PAYLOAD_MISM
 	const p = decodeProblem(res._meta.http_status, "application/problem+json", res.content[0].text, JSON.stringify(res));
 	assert.deepEqual(p, res.structuredContent);
 	assert.equal(p.state, "rejected");
+});
+
+await step("mode validate answers valid with a plan, as the output schema has it", async () => {
+	const res = await client.callTool({ name: "crm.callback.create", arguments: { operation_key: callbackKey("sdk-validate"), mode: "validate", payload: callbackPayload() } });
+	assert.notEqual(res.isError, true, JSON.stringify(res));
+	assert.equal(res.structuredContent.state, "valid");
+	assert.equal(res.structuredContent.status, "valid");
+	assert.ok(res.structuredContent.plan_hash);
 });
 
 await step("get_operation reads the first result", async () => {
