@@ -159,3 +159,23 @@ await step("Idempotency-Key once through node:http: accepted (the refusals above
 	const r = await rawPost([k1], envelope());
 	assert.equal(r.status, 200, r.said);
 });
+
+// Item 6 of issue 22: the MCP transport refuses a web page of another
+// origin (DNS rebinding), 403, whatever the token; no Origin (an MCP
+// client) or the gateway's own origin passes.
+const mcpCall = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+const mcpHeaders = { ...json, Accept: "application/json, text/event-stream", Authorization: bearer };
+for (const [what, headers, want] of [
+	["a foreign Origin", { Origin: "http://rebound.example" }, 403],
+	["a foreign Origin on the gateway's port", { Origin: `http://rebound.example:${new URL(base).port}` }, 403],
+	["Origin null", { Origin: "null" }, 403],
+	["Sec-Fetch-Site cross-site without Origin", { "Sec-Fetch-Site": "cross-site" }, 403],
+	["the gateway's own Origin", { Origin: new URL(base).origin }, 200],
+	["no Origin", {}, 200],
+]) {
+	await step(`POST /mcp with ${what}: ${want}`, async () => {
+		const { resp, text, said } = await send("POST", "/mcp", { ...mcpHeaders, ...headers }, mcpCall);
+		assert.equal(resp.status, want, said);
+		if (want === 403) assert.deepEqual(JSON.parse(text).errors.map((e) => e.code), ["PERMISSION_DENIED"], said);
+	});
+}

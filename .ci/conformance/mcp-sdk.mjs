@@ -49,6 +49,20 @@ await step("tools/list offers the intents and get_operation", async () => {
 
 // Clients apply MCP's defaults to hints a tool leaves out — destructive
 // and open-world both true — so every hint is said outright.
+// The server advertises what it does: tools, without listChanged (no
+// notification can come: the endpoint is stateless), and no resources
+// or prompts, whose methods are then not found.
+await step("capabilities: tools without listChanged, no resources or prompts", async () => {
+	const caps = client.getServerCapabilities();
+	assert.ok(caps?.tools, `no tools capability: ${JSON.stringify(caps)}`);
+	assert.notEqual(caps.tools.listChanged, true, `tools.listChanged is advertised: ${JSON.stringify(caps)}`);
+	assert.equal(caps.resources, undefined, `resources advertised: ${JSON.stringify(caps)}`);
+	assert.equal(caps.prompts, undefined, `prompts advertised: ${JSON.stringify(caps)}`);
+	for (const [what, call] of [["resources/list", () => client.listResources()], ["prompts/list", () => client.listPrompts()]]) {
+		await assert.rejects(call, (err) => err?.code === -32601, `${what} is answered though not advertised`);
+	}
+});
+
 await step("every tool says its hints, its output schema and how to retry", async () => {
 	const { tools } = await client.listTools();
 	const byName = Object.fromEntries(tools.map((t) => [t.name, t]));

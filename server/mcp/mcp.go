@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oncegate/oncegate/adapters/codes"
@@ -82,7 +83,7 @@ func Handler(cfg Config) http.Handler {
 	return mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		Logger:              s.Log,
+		Logger:              quiet(s.Log),
 		MaxRequestBodyBytes: mcpMaxBody,
 		// The SDK refuses a non-loopback Host arriving on loopback, against
 		// DNS rebinding of unauthenticated local servers. Every request
@@ -97,10 +98,15 @@ func Handler(cfg Config) http.Handler {
 func (s *endpoint) newMCPServer(scopes []string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "oncegate", Version: "1.0"}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf(mcpInstructions, s.Contour),
-		Logger:       s.Log,
+		Logger:       quiet(s.Log),
+		// Tools, without listChanged: the list changes only with a
+		// restart, and the endpoint is stateless (GET /mcp is 405), so no
+		// notification could reach a client. No resources or prompts.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 		// The tool list depends on the token: no shared cache may keep it.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
+	srv.AddReceivingMiddleware(unadvertised)
 	for _, in := range s.Catalog.All() {
 		if !slices.Contains(scopes, in.Scope) {
 			continue
@@ -127,6 +133,42 @@ func (s *endpoint) newMCPServer(scopes []string) *mcp.Server {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// unadvertised answers the methods of capabilities the endpoint does not
+// advertise — resources, prompts, completion — as JSON-RPC's method not
+// found, instead of the SDK's empty lists.
+func unadvertised(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if strings.HasPrefix(method, "resources/") || strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "completion/") {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method + " (this server offers tools only)"}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// quiet is log for the SDK, with its per-request INFO lines (a stateless
+// endpoint connects and disconnects a session on every request) at DEBUG.
+func quiet(log *slog.Logger) *slog.Logger { return slog.New(demote{log.Handler()}) }
+
+// demote is a handler that logs INFO records as DEBUG.
+type demote struct{ slog.Handler }
+
+func (d demote) Enabled(ctx context.Context, level slog.Level) bool {
+	if level == slog.LevelInfo {
+		level = slog.LevelDebug
+	}
+	return d.Handler.Enabled(ctx, level)
+}
+
+func (d demote) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo {
+		r.Level = slog.LevelDebug
+	}
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d demote) WithAttrs(attrs []slog.Attr) slog.Handler { return demote{d.Handler.WithAttrs(attrs)} }
+func (d demote) WithGroup(name string) slog.Handler       { return demote{d.Handler.WithGroup(name)} }
 
 // answerSchema is the output schema of every tool: the API's answer (API.md
 // section 5), which is each result's structured content — an answer of a
