@@ -162,6 +162,7 @@ func (s *Server) routes() {
 	// rate limited once, here. A browser page of another origin is
 	// refused before anything else.
 	s.echo.Any("/mcp", s.mcpHandler(), mcpOrigin, s.authenticate, s.rateLimit)
+	s.routeOAuthDiscovery()
 }
 
 // router is what routes are added to: the Echo app or a group of it.

@@ -179,3 +179,13 @@ for (const [what, headers, want] of [
 		if (want === 403) assert.deepEqual(JSON.parse(text).errors.map((e) => e.code), ["PERMISSION_DENIED"], said);
 	});
 }
+
+// Item 6: a client that looks for OAuth after a 401 is told, in a
+// problem, that the gateway takes static bearer tokens.
+for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]) {
+	await step(`GET ${path}: 404 problem saying the gateway takes static bearer tokens`, async () => {
+		const { resp, text, said } = await send("GET", path);
+		assert.equal(resp.status, 404, said);
+		assert.match(JSON.parse(text).detail, /does not use OAuth.*static agent token.*Authorization: Bearer/, said);
+	});
+}
