@@ -19,6 +19,7 @@ import (
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/onecodata"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/store"
@@ -56,6 +57,12 @@ func makeChaosOps(n int, rng *rand.Rand) []*chaosOp {
 		}
 		id := fmt.Sprintf("chaos-%d", i)
 		switch r := rng.IntN(10); {
+		case r < 1:
+			// The firm's own invoice at a 1C base over OData, whose
+			// documents carry the operation's key as their Ref_Key.
+			op.target = sim.OneCOData
+			op.key = "test:buh_invoice.create:" + id + ":v1"
+			op.body = fmt.Sprintf(`{"schema_version":"1.0","intent":"buh_invoice.create","payload":{"order_id":%q,"organization_id":"org-main","customer_id":%q,"currency":"RUB","items":[{"product_id":"product-778","quantity":%d,"price_minor":62500}]}}`, id, customer, 1+rng.IntN(5))
 		case r < 5:
 			op.target = "onec"
 			op.key = "test:invoice.create:" + id + ":v1"
@@ -132,9 +139,13 @@ func runChaos(t *testing.T, r *chaosRig, maxKills int64) {
 			`{"target":"%s","fault":"status","status":503,"times":1}`,
 			`{"target":"%s","fault":"reset_before_read","times":1}`,
 		}
-		targets := []string{"onec", "bitrix24", "yookassa"}
+		targets := []string{"onec", "bitrix24", "yookassa", sim.OneCOData}
 		for !stopChaos.Load() {
 			f := fmt.Sprintf(kinds[rand.IntN(len(kinds))], targets[rand.IntN(len(targets))])
+			if rand.IntN(len(kinds)+1) == 0 {
+				// A create answered by a timeout that commits afterwards.
+				f = `{"target":"onec_odata","fault":"late_commit","delay_ms":450,"times":1}`
+			}
 			if resp, err := http.Post(r.simURL+"/_sim/faults", "application/json", strings.NewReader(f)); err == nil {
 				resp.Body.Close()
 				faults.Add(1)
@@ -314,8 +325,28 @@ rate_limit: { per_second: 100000, burst: 100000 }
 
 func newChaosRig(t *testing.T) *chaosRig {
 	c := newLoadRig(t, 300, 3000)
+	c.withOData(t, 300, 3000)
 	c.startGateway(t)
 	return c
+}
+
+// withOData adds to the rig's configuration the instance buh of kind
+// onec_odata at the simulator's OData publication, with the firm's own
+// invoice (odataInvoiceDefinition) declared on it.
+func (c *chaosRig) withOData(t *testing.T, timeoutMS, settleMS int) {
+	t.Helper()
+	dir := intentsDir(t, "buh_invoice.create.v1.yaml", odataInvoiceDefinition)
+	cfg, err := os.ReadFile(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buh := fmt.Sprintf("  buh: { kind: onec_odata, base_url: \"%s%s\", username_env: E2E_BUH_USER, password_env: E2E_BUH_PASSWORD, timeout_ms: %d, settle_ms: %d }\n",
+		c.simURL, sim.ODataPath, timeoutMS, settleMS)
+	cfg = []byte(strings.Replace(string(cfg), "targets:\n", "targets:\n"+buh, 1) + "intents_dir: " + dir + "\n")
+	if err := os.WriteFile(c.config, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.env = append(c.env, "E2E_BUH_USER=integration", "E2E_BUH_PASSWORD="+sim.ODataPassword)
 }
 
 // newLoadRig is a rig with loadConfig, the targets' timeout timeoutMS and
@@ -459,8 +490,11 @@ func (c *chaosRig) check(ft *testing.T, t *chaosReport, ops []*chaosOp) {
 			t.Errorf("%s: bad=%v declined=%v ended %s", op.key, op.bad, op.declined, op.final)
 		}
 		effectKey := op.key
-		if op.target == "yookassa" {
+		switch op.target {
+		case "yookassa":
 			effectKey = yookassa.IdempotenceKey(op.key)
+		case sim.OneCOData:
+			effectKey = onecodata.RefKey("buh", row.Intent, op.key)
 		}
 		n := effects[op.target][effectKey]
 		if row.Status != store.StatusSucceeded {
@@ -474,6 +508,14 @@ func (c *chaosRig) check(ft *testing.T, t *chaosReport, ops []*chaosOp) {
 		}
 		if row.TargetObjectID != op.objectID {
 			t.Errorf("%s: journal object %s, agent got %s", op.key, row.TargetObjectID, op.objectID)
+		}
+		if op.target == sim.OneCOData {
+			// The document's Ref_Key is the key's: one effect under it is
+			// the operation's document.
+			if row.TargetObjectID != effectKey {
+				t.Errorf("%s: journal object %s, want the document's Ref_Key %s", op.key, row.TargetObjectID, effectKey)
+			}
+			continue
 		}
 		res, err := lookups[op.target].Lookup(context.Background(), adapters.Op{
 			Key: op.key, Intent: row.Intent, Fingerprint: row.Fingerprint, Payload: row.Payload, CreatedAt: row.CreatedAt,

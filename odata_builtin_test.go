@@ -180,6 +180,31 @@ func TestBinaryBuiltinsOnOData(t *testing.T) {
 		}
 	})
 
+	t.Run("TransientRetried", func(t *testing.T) {
+		const key = "test:invoice.create:o-odata-5:v1"
+		r.fault(`{"target":"onec_odata","fault":"status","status":503,"times":1}`)
+		code, ans := r.untilFinal(key, fmt.Sprintf(e2eInvoice, "o-odata-5", 1))
+		if code != 200 || ans["status"] != "succeeded" {
+			t.Fatalf("after a 503: %d %v", code, ans)
+		}
+		if d, _ := docs("invoice.create", key); d != 1 {
+			t.Fatalf("documents %d; want 1", d)
+		}
+	})
+
+	t.Run("FinalFailureReplays", func(t *testing.T) {
+		const key = "test:invoice.create:o-odata-6:v1"
+		body := strings.Replace(fmt.Sprintf(e2eInvoice, "o-odata-6", 1), "customer-1042", "customer-nobody", 1)
+		code, first, _ := r.post(key, body)
+		code2, again, _ := r.post(key, body)
+		if code != 422 || errorCode(first) != "REFERENCE_NOT_FOUND" || code2 != code || errorCode(again) != "REFERENCE_NOT_FOUND" || again["replayed"] != true {
+			t.Fatalf("an unknown customer: %d %v, then %d %v; want 422 REFERENCE_NOT_FOUND, then its replay", code, first, code2, again)
+		}
+		if d, _ := docs("invoice.create", key); d != 0 {
+			t.Fatalf("documents %d; want none", d)
+		}
+	})
+
 	t.Run("DraftReadPost", func(t *testing.T) {
 		const key = "test:sales_order.create_draft:so-odata-1:v1"
 		code, draft, err := r.post(key, fmt.Sprintf(e2eDraft, 5, "so-odata-1"))

@@ -124,6 +124,7 @@ func TestSharedJournalChaos(t *testing.T) {
 	}
 	t.Parallel()
 	c := newLoadRigOn(t, storetest.Database(t), 300, 3000)
+	c.withOData(t, 300, 3000)
 	c.startGateway(t)
 	c.addInstance(t)
 	runChaos(t, c, 4)
