@@ -184,7 +184,7 @@ func TestBinaryBuiltinsOnOData(t *testing.T) {
 		const key = "test:invoice.create:o-odata-5:v1"
 		r.fault(`{"target":"onec_odata","fault":"status","status":503,"times":1}`)
 		code, ans := r.untilFinal(key, fmt.Sprintf(e2eInvoice, "o-odata-5", 1))
-		if code != 200 || ans["status"] != "succeeded" {
+		if code != 200 || ans["state"] != "succeeded" {
 			t.Fatalf("after a 503: %d %v", code, ans)
 		}
 		if d, _ := docs("invoice.create", key); d != 1 {
