@@ -438,7 +438,7 @@ func (c *chaosRig) drive(ctx context.Context, t *chaosReport, op *chaosOp, answe
 			return
 		case 422:
 			op.accepted, op.final = true, "failed_final"
-			if body["status"] != "failed_final" {
+			if body["state"] != "failed_final" {
 				t.Errorf("%s: 422 %v", op.key, body)
 			}
 			return

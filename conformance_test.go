@@ -205,6 +205,16 @@ func TestConformanceClients(t *testing.T) {
 			runConformance(t, env, node, filepath.Join(conformanceDir, script))
 		})
 	}
+	// The MCP clients' requests above each made the SDK connect and
+	// disconnect a stateless session: that is DEBUG, not an INFO pair per
+	// request in the gateway's log.
+	t.Run("mcp log", func(t *testing.T) {
+		for _, line := range strings.Split(r.gateway.output(), "\n") {
+			if strings.Contains(line, "level=INFO") && (strings.Contains(line, `msg="server connecting"`) || strings.Contains(line, "session connected") || strings.Contains(line, "session disconnected")) {
+				t.Errorf("an MCP request logged at INFO: %s", line)
+			}
+		}
+	})
 	t.Run("redocly", func(t *testing.T) {
 		resp, err := http.Get(r.apiURL + "/v1/openapi.json")
 		if err != nil {

@@ -148,7 +148,7 @@ func TestBinaryDeclaredIntent(t *testing.T) {
 		return `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"` + title + `"}}`
 	}
 	code, body, err := r.post(key, env("Поставка"))
-	if err != nil || code != 200 || body["status"] != "succeeded" || body["target_system"] != "crm" {
+	if err != nil || code != 200 || body["state"] != "succeeded" || body["target_system"] != "crm" {
 		t.Fatalf("execute: %d %v %v", code, body, err)
 	}
 	code, again, err := r.post(key, env("Поставка"))
@@ -177,7 +177,7 @@ func TestServeRefusesDefinitionEditedInPlace(t *testing.T) {
 	r.fault(`{"target":"bitrix24","fault":"status","status":503,"times":100}`)
 	const key = "test:deal.create:lead-88:v1"
 	code, body, err := r.post(key, `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"Поставка"}}`)
-	if err != nil || code != 503 || body["status"] != "failed_retryable" {
+	if err != nil || code != 503 || body["state"] != "failed_retryable" {
 		t.Fatalf("execute: %d %v %v", code, body, err)
 	}
 	r.gateway.kill9()
@@ -214,7 +214,7 @@ func TestBinaryDeclaredIntentCRMSettings(t *testing.T) {
 	r.startGateway()
 	const key = "test:deal:create:lead-78:v1"
 	code, body, err := r.post(key, `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"Поставка","close_at":"2026-05-01T10:00:00Z"}}`)
-	if err != nil || code != 200 || body["status"] != "succeeded" {
+	if err != nil || code != 200 || body["state"] != "succeeded" {
 		t.Fatalf("execute: %d %v %v", code, body, err)
 	}
 	resp, err := http.Post(r.simURL+"/bitrix24"+sim.Bitrix24WebhookPath()+"crm.deal.get.json", "application/json",

@@ -56,7 +56,7 @@ func (r *rig) postSaid(key, body string) said {
 		r.t.Fatalf("post %s: %v", key, err)
 	}
 	s := said{key: key, code: code}
-	s.status, _ = m["status"].(string)
+	s.status, _ = m["state"].(string)
 	s.detail, _ = m["detail"].(string)
 	for _, e := range asList(m["errors"]) {
 		if em, ok := e.(map[string]any); ok {
@@ -258,7 +258,7 @@ func (r *rig) getStatus(key string) string {
 	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
 		r.t.Fatal(err)
 	}
-	s, _ := m["status"].(string)
+	s, _ := m["state"].(string)
 	return s
 }
 

@@ -322,7 +322,7 @@ func TestBinaryOperationAndReplay(t *testing.T) {
 	r := newRig(t)
 	const key = "test:invoice.create:order-e2e-1:v1"
 	code, first, err := r.post(key, fmt.Sprintf(e2eInvoice, "order-e2e-1", 2))
-	if err != nil || code != 200 || first["status"] != "succeeded" {
+	if err != nil || code != 200 || first["state"] != "succeeded" {
 		t.Fatalf("first: %d %v %v", code, first, err)
 	}
 	code, again, err := r.post(key, fmt.Sprintf(e2eInvoice, "order-e2e-1", 2))
@@ -376,7 +376,7 @@ func TestKillDuringCommit(t *testing.T) {
 		}
 		// Unknown until reconciled; 409 while the reconciler holds the
 		// lease for its own look-up.
-		if !(code == 202 && body["status"] == "unknown") && !(code == 409 && body["status"] == "started") {
+		if !(code == 202 && body["state"] == "unknown") && !(code == 409 && body["state"] == "started") {
 			t.Fatalf("retry after restart: %d %v", code, body)
 		}
 		if time.Now().After(deadline) {
@@ -384,7 +384,7 @@ func TestKillDuringCommit(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if final["status"] != "succeeded" {
+	if final["state"] != "succeeded" {
 		t.Fatalf("final = %v", final)
 	}
 	if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
@@ -462,7 +462,7 @@ func TestServeDefaults(t *testing.T) {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&rpc)
 	resp.Body.Close()
-	if err != nil || rpc.ID != 7 || rpc.Result.IsError || rpc.Result.Structured["status"] != "succeeded" || rpc.Result.Structured["target_object_id"] != body["target_object_id"] {
+	if err != nil || rpc.ID != 7 || rpc.Result.IsError || rpc.Result.Structured["state"] != "succeeded" || rpc.Result.Structured["target_object_id"] != body["target_object_id"] {
 		t.Fatalf("get_operation over MCP: %v %+v", err, rpc)
 	}
 	// The token is printed once: a restart prints none.

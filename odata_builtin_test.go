@@ -74,7 +74,7 @@ func (r *rig) read(envelope string) (int, map[string]any, error) {
 func (r *rig) untilFinal(key, body string) (int, map[string]any) {
 	r.t.Helper()
 	code, ans, err := r.post(key, body)
-	for i := 0; i < 100 && (err != nil || ans["status"] == "unknown" || ans["status"] == "in_progress"); i++ {
+	for i := 0; i < 100 && (err != nil || ans["state"] == "unknown" || ans["state"] == "in_progress"); i++ {
 		code, ans, err = r.post(key, body)
 	}
 	if err != nil {
@@ -107,7 +107,7 @@ func TestBinaryBuiltinsOnOData(t *testing.T) {
 	t.Run("InvoiceExecuteReplayMismatch", func(t *testing.T) {
 		const key = "test:invoice.create:o-odata-1:v1"
 		code, first, err := r.post(key, fmt.Sprintf(e2eInvoice, "o-odata-1", 3))
-		if err != nil || code != 200 || first["status"] != "succeeded" || first["target_system"] != "onec" {
+		if err != nil || code != 200 || first["state"] != "succeeded" || first["target_system"] != "onec" {
 			t.Fatalf("first: %d %v %v", code, first, err)
 		}
 		ref := onecodata.RefKey("onec", "invoice.create", key)
@@ -155,7 +155,7 @@ func TestBinaryBuiltinsOnOData(t *testing.T) {
 			key := "test:invoice.create:" + id + ":v1"
 			r.fault(tc.fault)
 			code, ans := r.untilFinal(key, fmt.Sprintf(e2eInvoice, id, 1))
-			if code != 200 || ans["status"] != "succeeded" {
+			if code != 200 || ans["state"] != "succeeded" {
 				t.Fatalf("after the fault: %d %v", code, ans)
 			}
 			if d, c := docs("invoice.create", key); d != 1 || tc.oneCreate && c != 1 {
@@ -196,7 +196,7 @@ func TestBinaryBuiltinsOnOData(t *testing.T) {
 	t.Run("DraftReadPost", func(t *testing.T) {
 		const key = "test:sales_order.create_draft:so-odata-1:v1"
 		code, draft, err := r.post(key, fmt.Sprintf(e2eDraft, 5, "so-odata-1"))
-		if err != nil || code != 200 || draft["status"] != "succeeded" {
+		if err != nil || code != 200 || draft["state"] != "succeeded" {
 			t.Fatalf("draft: %d %v %v", code, draft, err)
 		}
 		ref, _ := draft["target_object_id"].(string)
@@ -265,7 +265,7 @@ func TestServeRefusesSwitchingOneCUnderUnfinished(t *testing.T) {
 	r.fault(`{"target":"onec","fault":"status","status":503,"times":100}`)
 	const key = "test:invoice.create:o-switch-1:v1"
 	code, body, err := r.post(key, fmt.Sprintf(e2eInvoice, "o-switch-1", 1))
-	if err != nil || code != 503 || body["status"] != "failed_retryable" {
+	if err != nil || code != 503 || body["state"] != "failed_retryable" {
 		t.Fatalf("execute: %d %v %v", code, body, err)
 	}
 	r.gateway.kill9()
@@ -322,7 +322,7 @@ func TestBinaryODataReferencesAndIgnoredKeys(t *testing.T) {
 		}
 	}
 	code, body, err := r.post("test:invoice.create:o-ref-ok:v1", invoice("7702104200"))
-	if err != nil || code != 200 || body["status"] != "succeeded" {
+	if err != nil || code != 200 || body["state"] != "succeeded" {
 		t.Fatalf("customer by its ИНН: %d %v %v", code, body, err)
 	}
 	if doc := r.odataDoc("Document_СчетНаОплатуПокупателю", body["target_object_id"].(string)); doc["Контрагент_Key"] != "a2000000-0000-1000-8000-000000001042" {

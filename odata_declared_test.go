@@ -101,7 +101,7 @@ func TestBinaryDeclaredODataIntent(t *testing.T) {
 	t.Run("ExecuteReplayMismatch", func(t *testing.T) {
 		const key = "test:buh_invoice.create:inv-odata-1:v1"
 		code, first, err := r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-1", 2))
-		if err != nil || code != 200 || first["status"] != "succeeded" {
+		if err != nil || code != 200 || first["state"] != "succeeded" {
 			t.Fatalf("first: %d %v %v", code, first, err)
 		}
 		if got, want := first["target_object_id"], onecodata.RefKey("buh", "buh_invoice.create", key); got != want {
@@ -127,14 +127,14 @@ func TestBinaryDeclaredODataIntent(t *testing.T) {
 		const key = "test:buh_invoice.create:inv-odata-2:v1"
 		r.fault(`{"target":"onec_odata","fault":"drop_response_after_commit","times":1}`)
 		code, body, err := r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-2", 1))
-		if err != nil || code != 202 || body["status"] != "unknown" || errorCode(body) != "OUTCOME_UNKNOWN" {
+		if err != nil || code != 202 || body["state"] != "unknown" || errorCode(body) != "OUTCOME_UNKNOWN" {
 			t.Fatalf("the lost answer: %d %v %v, want 202 unknown OUTCOME_UNKNOWN", code, body, err)
 		}
-		for i := 0; err == nil && body["status"] != "succeeded" && i < 50; i++ {
+		for i := 0; err == nil && body["state"] != "succeeded" && i < 50; i++ {
 			// Unknown or in progress: the agent sends the key again.
 			code, body, err = r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-2", 1))
 		}
-		if err != nil || code != 200 || body["status"] != "succeeded" {
+		if err != nil || code != 200 || body["state"] != "succeeded" {
 			t.Fatalf("after the lost answer: %d %v %v", code, body, err)
 		}
 		if docs, creates := effects(key); docs != 1 || creates != 1 {

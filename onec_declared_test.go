@@ -93,7 +93,7 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 	t.Run("ExecuteReplayMismatch", func(t *testing.T) {
 		const key = "test:purchase_order.create_draft:po-e2e-1:v1"
 		code, first, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 2))
-		if err != nil || code != 200 || first["status"] != "succeeded" || !strings.HasPrefix(fmt.Sprint(first["target_object_id"]), "DOC-") {
+		if err != nil || code != 200 || first["state"] != "succeeded" || !strings.HasPrefix(fmt.Sprint(first["target_object_id"]), "DOC-") {
 			t.Fatalf("first: %d %v %v", code, first, err)
 		}
 		code, again, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 2))
@@ -113,11 +113,11 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 		const key = "test:purchase_order.create_draft:po-e2e-2:v1"
 		r.fault(`{"target":"onec","fault":"drop_response_after_commit","times":1}`)
 		code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 1))
-		for i := 0; err == nil && body["status"] != "succeeded" && i < 50; i++ {
+		for i := 0; err == nil && body["state"] != "succeeded" && i < 50; i++ {
 			// Unknown or in progress: the agent sends the key again.
 			code, body, err = r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 1))
 		}
-		if err != nil || code != 200 || body["status"] != "succeeded" {
+		if err != nil || code != 200 || body["state"] != "succeeded" {
 			t.Fatalf("after the lost answer: %d %v %v", code, body, err)
 		}
 		if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
@@ -136,7 +136,7 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 				switch {
 				case err != nil:
 					t.Errorf("post: %v", err)
-				case code == 200 && body["status"] == "succeeded":
+				case code == 200 && body["state"] == "succeeded":
 					ids <- body["target_object_id"]
 				case code == 409 && errorCode(body) == "IDEMPOTENCY_KEY_IN_USE":
 				default:
@@ -176,7 +176,7 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 		publish(`{"intents":[]}`)
 		// The agent is told to send again later; the operator's log says why.
 		code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 5))
-		if err != nil || code != 503 || errorCode(body) != "TARGET_UNAVAILABLE" || body["status"] != "failed_retryable" {
+		if err != nil || code != 503 || errorCode(body) != "TARGET_UNAVAILABLE" || body["state"] != "failed_retryable" {
 			t.Fatalf("unpublished: %d %v %v", code, body, err)
 		}
 		if !r.gateway.saysSoon("TARGET_NOT_PUBLISHED: the 1C HTTP service does not publish the intent purchase_order.create_draft") {
@@ -187,7 +187,7 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 		}
 		publish(`{"intents":["purchase_order.create_draft"]}`)
 		code, body, err = r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 5))
-		if err != nil || code != 200 || body["status"] != "succeeded" {
+		if err != nil || code != 200 || body["state"] != "succeeded" {
 			t.Fatalf("published again: %d %v %v", code, body, err)
 		}
 		if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
@@ -251,7 +251,7 @@ func TestServeSimulatorPublishesDeclaredIntents(t *testing.T) {
 	r.startGateway()
 	const key = "test:purchase_order.create_draft:po-demo-1:v1"
 	code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 2))
-	if err != nil || code != 200 || body["status"] != "succeeded" {
+	if err != nil || code != 200 || body["state"] != "succeeded" {
 		t.Fatalf("a declared 1C intent on serve's own simulator: %d %v %v", code, body, err)
 	}
 }

@@ -51,7 +51,7 @@ func answerOf(code int, body map[string]any) answer {
 			codes = append(codes, fmt.Sprint(m["code"], "@", m["field"]))
 		}
 	}
-	return answer{code, body["status"], body["target_object_id"], string(res), strings.Join(codes, ",")}
+	return answer{code, body["state"], body["target_object_id"], string(res), strings.Join(codes, ",")}
 }
 
 func asList(v any) []any { l, _ := v.([]any); return l }

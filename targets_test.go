@@ -377,7 +377,7 @@ func TestServeNamedTargets(t *testing.T) {
 		}
 	}
 	const key = "test:invoice.create:order-named-1:v1"
-	if code, body, err := r.post(key, fmt.Sprintf(e2eInvoice, "order-named-1", 1)); err != nil || code != 200 || body["status"] != "succeeded" {
+	if code, body, err := r.post(key, fmt.Sprintf(e2eInvoice, "order-named-1", 1)); err != nil || code != 200 || body["state"] != "succeeded" {
 		t.Fatalf("invoice: %d %v %v", code, body, err)
 	}
 	if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {

@@ -423,7 +423,7 @@ func TestAdminInBrowser(t *testing.T) {
 		}
 		// The agent now gets the operation as succeeded.
 		r := g.do("GET", "/v1/operations/"+url.PathEscape(key), g.token, nil, nil)
-		if r.str("status") != "succeeded" || r.str("target_object_id") != "INV-HAND-1" {
+		if r.str("state") != "succeeded" || r.str("target_object_id") != "INV-HAND-1" {
 			t.Fatalf("agent sees %s", r.Raw)
 		}
 	})

@@ -18,10 +18,15 @@ type answer struct {
 	Title  string `json:"title,omitempty"`
 	Detail string `json:"detail,omitempty"`
 
-	OperationKey   string          `json:"operation_key"`
-	RequestID      string          `json:"request_id"`
-	Operation      string          `json:"operation"`
-	Status         string          `json:"status"`
+	OperationKey string `json:"operation_key"`
+	RequestID    string `json:"request_id"`
+	Operation    string `json:"operation"`
+	// State is the operation's state, in every answer.
+	State string `json:"state"`
+	// Status is set by finish: the state again in a 200 or 202 answer (as
+	// v1 always had it), the HTTP status as a number in a problem answer
+	// (RFC 9457 section 3.1.3).
+	Status         any             `json:"status"`
 	TargetSystem   nullable        `json:"target_system"`
 	TargetObjectID *string         `json:"target_object_id"`
 	Result         json.RawMessage `json:"result"`
@@ -67,7 +72,7 @@ func operationAnswer(op store.Operation, requestID string) (int, int, answer) {
 		OperationKey: op.Key,
 		RequestID:    requestID,
 		Operation:    op.Intent,
-		Status:       string(op.Status),
+		State:        string(op.Status),
 		TargetSystem: nullable(op.TargetSystem),
 		Result:       op.Result,
 		Fingerprint:  nullable(op.Fingerprint),

@@ -44,7 +44,7 @@ func TestBoundaryValidateWritesNothing(t *testing.T) {
 	g := setup(t)
 	const key = "test:sales_order.create_draft:req-1:v1"
 	r := g.post(key, withMode(draft(), "validate"))
-	if r.Code != 200 || r.str("status") != "valid" || len(r.str("plan_hash")) != 64 {
+	if r.Code != 200 || r.str("state") != "valid" || len(r.str("plan_hash")) != 64 {
 		t.Fatalf("validate: %d %s", r.Code, r.Raw)
 	}
 	plan, _ := r.Body["plan"].(map[string]any)
@@ -445,7 +445,7 @@ func TestValidateCacheNeverServesExecute(t *testing.T) {
 	g := setup(t)
 	const key = "test:sales_order.create_draft:cache-1:v1"
 	for range 3 {
-		if r := g.post(key, withMode(draft(), "validate")); r.str("status") != "valid" {
+		if r := g.post(key, withMode(draft(), "validate")); r.str("state") != "valid" {
 			t.Fatalf("validate: %s", r.Raw)
 		}
 	}

@@ -100,7 +100,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
 		ae = refuse(codes.Internal, "", "internal error; the request may be retried with the same key")
 	}
-	a := answer{Status: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
+	a := answer{State: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
 	if key, ok := c.Get(ctxKey).(string); ok {
 		a.OperationKey, a.RequestID = key, key
 	}
@@ -120,29 +120,42 @@ func (s *Server) handleError(err error, c echo.Context) {
 }
 
 // writeAnswer writes a: application/json for 2xx, RFC 9457
-// application/problem+json (with type, title, detail) otherwise.
+// application/problem+json (with type, title, detail and the numeric
+// status) otherwise.
 func (s *Server) writeAnswer(c echo.Context, status int, a answer) error {
-	if a.Errors == nil {
-		a.Errors = []ErrorItem{}
-	}
-	ct := echo.MIMEApplicationJSON
+	a.finish(status)
 	if status == http.StatusUnauthorized && c.Response().Header().Get(echo.HeaderWWWAuthenticate) == "" && len(a.Errors) > 0 {
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, bearerChallenge("invalid_token", a.Errors[0].Message))
 	}
+	ct := echo.MIMEApplicationJSON
 	if status >= 400 {
 		ct = "application/problem+json"
-		code := codes.Internal
-		if len(a.Errors) > 0 {
-			code = a.Errors[0].Code
-			a.Detail = a.Errors[0].Message
-		}
-		a.Type = "urn:oncegate:error:" + strings.ToLower(strings.ReplaceAll(code, "_", "-"))
-		a.Title = titles[status]
-		if a.Title == "" {
-			a.Title = http.StatusText(status)
-		}
 	}
 	c.Response().Header().Set(echo.HeaderContentType, ct)
 	c.Response().WriteHeader(status)
 	return s.encodeJSON(c, a)
+}
+
+// finish completes a as the answer of HTTP status: its status member (the
+// state in a 200 or 202, the HTTP status in a problem) and, for a
+// problem, RFC 9457's type, title and detail.
+func (a *answer) finish(status int) {
+	if a.Errors == nil {
+		a.Errors = []ErrorItem{}
+	}
+	if status < 400 {
+		a.Status = a.State
+		return
+	}
+	a.Status = status
+	code := codes.Internal
+	if len(a.Errors) > 0 {
+		code = a.Errors[0].Code
+		a.Detail = a.Errors[0].Message
+	}
+	a.Type = "urn:oncegate:error:" + strings.ToLower(strings.ReplaceAll(code, "_", "-"))
+	a.Title = titles[status]
+	if a.Title == "" {
+		a.Title = http.StatusText(status)
+	}
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/mcp"
 )
 
@@ -26,7 +29,10 @@ func (s *Server) mcpHandler() echo.HandlerFunc {
 		},
 		InProcess: func(ctx context.Context) context.Context { return context.WithValue(ctx, inProcessKey{}, true) },
 		Refusal: func(code, field, message string) []byte {
-			body, _ := json.Marshal(answer{Status: "rejected", Errors: []ErrorItem{refuse(code, field, message).ErrorItem}})
+			ae := refuse(code, field, message)
+			a := answer{State: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
+			a.finish(statusOf(code))
+			body, _ := json.Marshal(a)
 			return body
 		},
 	})
@@ -34,5 +40,34 @@ func (s *Server) mcpHandler() echo.HandlerFunc {
 		r := c.Request()
 		h.ServeHTTP(c.Response(), r.WithContext(context.WithValue(r.Context(), mcpScopesKey{}, token(c).Scopes)))
 		return nil
+	}
+}
+
+// mcpOrigin refuses, 403, a request to /mcp from a web page of another
+// origin, as MCP's streamable HTTP transport requires of servers (a page
+// that rebinds its DNS name to the gateway's address must not reach it
+// through the person's browser). MCP clients send no Origin; a page of
+// the gateway's own origin (the same host and port as the request's Host)
+// may call it. Without Origin, a browser's Sec-Fetch-Site saying another
+// site is refused too.
+func mcpOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		origin := r.Header.Values("Origin")
+		foreign := false
+		switch {
+		case len(origin) > 1:
+			foreign = true
+		case len(origin) == 1:
+			u, err := url.Parse(origin[0])
+			foreign = err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.EqualFold(u.Host, r.Host)
+		default:
+			site := r.Header.Get("Sec-Fetch-Site")
+			foreign = site == "cross-site" || site == "same-site"
+		}
+		if foreign {
+			return refuse(codes.PermissionDenied, "", "the MCP endpoint refuses requests from a web page of another origin (the Origin header); MCP clients send none")
+		}
+		return next(c)
 	}
 }

@@ -77,8 +77,21 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any)
 		t.Fatalf("call %s: %d content items", tool, len(res.Content))
 	}
 	var text map[string]any
-	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || json.Unmarshal([]byte(tc.Text), &text) != nil || text["status"] != a.body["status"] {
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || json.Unmarshal([]byte(tc.Text), &text) != nil || text["state"] != a.body["state"] || text["status"] != a.body["status"] {
 		t.Fatalf("call %s: text content differs from the structured answer", tool)
+	}
+	// The answer is the API's: the state in state, and status the state
+	// again (200, 202) or the HTTP status as a number (a problem).
+	httpStatus, _ := a.meta["http_status"].(float64)
+	if a.str("state") == "" {
+		t.Fatalf("call %s: no state: %v", tool, a.body)
+	}
+	if want := any(a.body["state"]); httpStatus >= 400 {
+		if a.body["status"] != httpStatus || a.str("type") == "" || a.str("title") == "" {
+			t.Fatalf("call %s: HTTP %v answered without RFC 9457's status %v, type and title: %v", tool, httpStatus, httpStatus, a.body)
+		}
+	} else if a.body["status"] != want {
+		t.Fatalf("call %s: status %v, want the state %v", tool, a.body["status"], want)
 	}
 	return a
 }
@@ -172,7 +185,7 @@ func TestMCPExactlyOnce(t *testing.T) {
 
 	// A dry run plans and journals nothing.
 	v := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "mode": "validate", "payload": invoicePayload("order-mcp-1", 2)})
-	if v.isError || v.str("status") != "valid" || v.str("plan_hash") == "" {
+	if v.isError || v.str("state") != "valid" || v.str("plan_hash") == "" {
 		t.Fatalf("validate: %+v", v)
 	}
 	if _, err := g.store.Get(context.Background(), key); !errors.Is(err, store.ErrNotFound) {
@@ -180,7 +193,7 @@ func TestMCPExactlyOnce(t *testing.T) {
 	}
 
 	first := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "plan_hash": v.str("plan_hash"), "actor_id": "user-42", "payload": invoicePayload("order-mcp-1", 2)})
-	if first.isError || first.str("status") != "succeeded" || first.str("target_object_id") == "" || first.meta["http_status"] != float64(200) {
+	if first.isError || first.str("state") != "succeeded" || first.str("target_object_id") == "" || first.meta["http_status"] != float64(200) {
 		t.Fatalf("first: %+v", first)
 	}
 	again := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "payload": invoicePayload("order-mcp-1", 2)})
@@ -199,7 +212,7 @@ func TestMCPExactlyOnce(t *testing.T) {
 		t.Fatalf("changed quantity: %+v", changed)
 	}
 	got := call(t, cs, "get_operation", map[string]any{"operation_key": key})
-	if got.isError || got.str("status") != "succeeded" || got.str("target_object_id") != first.str("target_object_id") {
+	if got.isError || got.str("state") != "succeeded" || got.str("target_object_id") != first.str("target_object_id") {
 		t.Fatalf("get_operation: %+v", got)
 	}
 
@@ -250,7 +263,7 @@ func TestMCPChargeAwaitsApproval(t *testing.T) {
 	a := call(t, cs, "payment.charge", map[string]any{"operation_key": key, "payload": map[string]any{
 		"account_id": "merchant-account-17", "order_id": "order-mcp-9", "amount_minor": 125000, "currency": "RUB",
 	}})
-	if a.isError || a.str("status") != "awaiting_approval" || a.errCode() != "APPROVAL_REQUIRED" || a.meta["http_status"] != float64(202) || a.meta["retry_after_seconds"] == nil {
+	if a.isError || a.str("state") != "awaiting_approval" || a.errCode() != "APPROVAL_REQUIRED" || a.meta["http_status"] != float64(202) || a.meta["retry_after_seconds"] == nil {
 		t.Fatalf("charge: %+v", a)
 	}
 	if g.approval(key).Status != store.ApprovalPending {

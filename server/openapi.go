@@ -19,15 +19,18 @@ import (
 )
 
 // OpenAPI returns the OpenAPI 3.1 document of the agent API (API.md) of a
-// gateway serving catalog, as served by GET /v1/openapi.json. It is
-// generated from the loaded intents and the server's error codes, so the
-// published contract cannot drift from what is enforced. The bytes are the
-// same on every call.
-func OpenAPI(catalog *intent.Catalog) ([]byte, error) { return buildOpenAPI(catalog) }
+// gateway serving catalog in contour, as served by GET /v1/openapi.json.
+// It is generated from the loaded intents, their effective limits and the
+// server's error codes, so the published contract cannot drift from what
+// is enforced; its examples are keys of contour, so they can be sent as
+// they are. The bytes are the same on every call.
+func OpenAPI(catalog *intent.Catalog, contour string) ([]byte, error) {
+	return buildOpenAPI(catalog, contour)
+}
 
 // openAPIDoc is the server's document, built once; the slice is shared.
 func (s *Server) openAPIDoc() ([]byte, error) {
-	s.openapi.once.Do(func() { s.openapi.doc, s.openapi.err = buildOpenAPI(s.catalog) })
+	s.openapi.once.Do(func() { s.openapi.doc, s.openapi.err = buildOpenAPI(s.catalog, s.cfg.Contour) })
 	return s.openapi.doc, s.openapi.err
 }
 
@@ -55,7 +58,7 @@ Every mutating intent carries an **operation key** (` + "`<contour>:<operation>:
 
 Unknown fields anywhere are refused with ` + "`UNKNOWN_FIELD`" + ` and the field path; so is a control character (NUL, a line break, an escape) inside any string, with ` + "`VALIDATION_ERROR`" + `; bodies are at most 64 KiB of ` + "`application/json`" + ` in UTF-8, sent with one ` + "`Content-Type`" + `. A request refused before execution (400, 401, 403, 413, 415, 429) binds nothing: its key stays free.
 
-Every answer to POST and GET is one JSON object (` + "`Answer`" + `) with a ` + "`status`" + ` (valid, rejected, awaiting_approval, started, succeeded, failed_retryable, failed_final, unknown) and ` + "`errors`" + ` of ` + "`{code, field, message, retryable}`" + `. Error answers use ` + "`application/problem+json`" + ` and add RFC 9457's type, title and detail (` + "`Problem`" + `). Messages are safe for a model to read. Money intents wait for a person's approval (202 ` + "`APPROVAL_REQUIRED`" + `); an outcome that is not yet known is reconciled by key (202 ` + "`OUTCOME_UNKNOWN`" + `): in both cases send the same request again after ` + "`Retry-After`" + ` seconds.`
+Every answer to POST and GET is one JSON object carrying the operation's ` + "`state`" + ` (valid, rejected, awaiting_approval, started, succeeded, failed_retryable, failed_final, unknown) and ` + "`errors`" + ` of ` + "`{code, field, message, retryable}`" + `. Answers 200 and 202 (` + "`Answer`" + `) carry the state again as ` + "`status`" + `. Error answers (4xx, 5xx) use ` + "`application/problem+json`" + ` (` + "`Problem`" + `) and add RFC 9457's type, title and detail, with ` + "`status`" + ` the HTTP status code as a number, as RFC 9457 requires: read the state from ` + "`state`" + `. Messages are safe for a model to read. Money intents wait for a person's approval (202 ` + "`APPROVAL_REQUIRED`" + `); an outcome that is not yet known is reconciled by key (202 ` + "`OUTCOME_UNKNOWN`" + `): in both cases send the same request again after ` + "`Retry-After`" + ` seconds.`
 
 // keyRulesDescription is API.md section 3's key rules.
 const keyRulesDescription = `The operation key: made once per business intent by the orchestrator and re-sent unchanged on every retry. One header line, the key bare or as an RFC 8941 quoted string ("prod:…") without parameters; two lines, or two keys on one line, are refused. request_id in the body is an alternative carrier; when both are present they must be equal. A mutating intent in execute mode without a key is refused (400 IDEMPOTENCY_KEY_MISSING); read-only intents need none.
@@ -108,7 +111,9 @@ func schemaName(intent string) string {
 }
 
 // buildOpenAPI generates the document.
-func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
+func buildOpenAPI(catalog *intent.Catalog, contour string) ([]byte, error) {
+	// Examples and prose name keys of this gateway's contour.
+	inContour := func(text string) string { return strings.ReplaceAll(text, "prod:", contour+":") }
 	intents := catalog.All()
 	schemas := map[string]any{}
 	var variants []any
@@ -119,9 +124,10 @@ func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		effectiveLimits(payload, in.Limits)
 		name := schemaName(in.Name)
 		schemas[name+"Payload"] = payload
-		schemas[name+"Request"] = envelopeSchema(in, name+"Payload")
+		schemas[name+"Request"] = envelopeSchema(in, name+"Payload", contour)
 		variants = append(variants, schemaRef(name+"Request"))
 		mapping[in.Name] = "#/components/schemas/" + name + "Request"
 		names = append(names, in.Name)
@@ -147,7 +153,7 @@ func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
 		"info": map[string]any{
 			"title":       "oncegate agent API",
 			"version":     "1.0",
-			"description": openAPIDescription,
+			"description": inContour(openAPIDescription),
 		},
 		"servers":  []any{map[string]any{"url": "/"}},
 		"security": []any{map[string]any{"bearer": []any{}}},
@@ -156,7 +162,7 @@ func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
 			map[string]any{"name": "intents", "description": "The whitelist of intents."},
 			map[string]any{"name": "meta", "description": "This document, liveness and readiness."},
 		},
-		"paths": openAPIPaths(),
+		"paths": openAPIPaths(contour, inContour(keyRulesDescription)),
 		"components": map[string]any{
 			"schemas": schemas,
 			"securitySchemes": map[string]any{
@@ -179,6 +185,8 @@ func buildOpenAPI(catalog *intent.Catalog) ([]byte, error) {
 			},
 		},
 	}
+
+	numberFormats(doc)
 
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -237,7 +245,7 @@ func nestedResource(v any) string {
 
 // envelopeSchema is the POST /v1/operations body for one intent
 // (API.md section 3), with the intent's registry facts as extensions.
-func envelopeSchema(in *intent.Intent, payload string) map[string]any {
+func envelopeSchema(in *intent.Intent, payload, contour string) map[string]any {
 	desc := fmt.Sprintf("%s: %s. Needs scope %s.", in.Name, in.Description, in.Scope)
 	if in.Journaled {
 		desc += " Needs an operation key in execute mode (Idempotency-Key header or request_id); journaled, so a retry with the same key never acts twice."
@@ -268,18 +276,19 @@ func envelopeSchema(in *intent.Intent, payload string) map[string]any {
 				"minLength":   contract.MinKeyLen,
 				"maxLength":   contract.MaxKeyLen,
 				"pattern":     keyPattern(in.Name),
-				"examples":    []any{"prod:" + in.Name + ":order-48291:v1"},
+				"examples":    []any{contour + ":" + in.Name + ":order-48291:v1"},
 			},
 			"actor_id": map[string]any{
 				"description": "The person on whose behalf the agent acts; journaled, not part of the fingerprint.",
 				"type":        "string",
 				"maxLength":   contract.MaxIDLen,
 			},
+			// No default keyword: generators (openapi-typescript) make a
+			// member with a default required in the types they emit.
 			"mode": map[string]any{
-				"description": "execute (the default) runs the intent; validate runs every check, returns the normalized plan and its plan_hash, and writes and journals nothing.",
+				"description": "execute (the default when mode is absent) runs the intent; validate runs every check, returns the normalized plan and its plan_hash, and writes and journals nothing.",
 				"type":        "string",
 				"enum":        []any{contract.ModeExecute, contract.ModeValidate},
-				"default":     contract.ModeExecute,
 			},
 			"plan_hash": map[string]any{
 				"description": "On execute: the plan_hash a validate answer returned. If the plan no longer hashes the same, the answer is 409 PLAN_CHANGED and nothing runs.",
@@ -417,8 +426,35 @@ func answerSchemas(intents, targets []string) map[string]any {
 		statuses = append(statuses, d.name)
 		fmt.Fprintf(&sd, "- `%s`: %s\n", d.name, d.meaning)
 	}
+	// The members every answer carries; status differs between an Answer
+	// (the state again) and a Problem (the HTTP status, RFC 9457).
+	members := func(status map[string]any, extra map[string]any) map[string]any {
+		m := map[string]any{
+			"operation_key":    map[string]any{"description": "The operation key; empty when none was read (refused before it, or a read-only intent).", "type": "string"},
+			"request_id":       map[string]any{"description": "The request_id of the request, or of the operation's first request.", "type": "string"},
+			"operation":        map[string]any{"description": "The intent; empty when refused before it was read.", "type": "string", "examples": stringsAny(intents)},
+			"state":            schemaRef("State"),
+			"status":           status,
+			"target_system":    map[string]any{"description": "The business system the intent acts in; null when refused before the intent was read.", "type": []any{"string", "null"}, "enum": append(stringsAny(targets), nil)},
+			"target_object_id": map[string]any{"description": "The target's id of the created or changed object; the same on every replay.", "type": []any{"string", "null"}},
+			"result":           map[string]any{"description": "The small normalized result, e.g. {\"number\": \"000123\"}; never a full target response.", "type": []any{"object", "null"}},
+			"errors":           map[string]any{"description": "Empty on success.", "type": "array", "items": schemaRef("ErrorItem")},
+			"warnings":         map[string]any{"description": "What did not stop the operation, in the errors' shape: " + codes.DuplicateSuspected + " when another live operation of the intent is about the same business event (its duplicate rule warns, or held it for a person), with when it was made and, to the agent that made it, its key; in validate mode, what executing would meet. Absent when there is none.", "type": "array", "items": schemaRef("ErrorItem")},
+			"fingerprint":      map[string]any{"description": "SHA-256 (lowercase hex) of the canonical request (API.md section 4); null when refused before the payload was read.", "type": []any{"string", "null"}, "pattern": hex64},
+			"attempt_count":    map[string]any{"description": "Attempts made at the target.", "type": "integer", "minimum": 0},
+			"replayed":         map[string]any{"description": "The stored answer of an earlier request with the same key and fingerprint.", "type": "boolean"},
+			"needs_review":     map[string]any{"description": "The outcome could not be established by key and a person has been asked to look at it.", "type": "boolean"},
+			"plan":             map[string]any{"description": "Validate mode: the normalized plan (operation, payload, what the target resolved).", "type": "object"},
+			"plan_hash":        map[string]any{"description": "Validate mode: the plan's hash, to send with execute.", "type": "string", "pattern": hex64},
+		}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	required := []any{"operation_key", "request_id", "operation", "state", "status", "target_system", "target_object_id", "result", "errors", "fingerprint", "attempt_count", "replayed"}
 	return map[string]any{
-		"Status":    map[string]any{"description": sd.String(), "type": "string", "enum": statuses},
+		"State":     map[string]any{"description": sd.String(), "type": "string", "enum": statuses},
 		"ErrorCode": errorCodeSchema(),
 		"ErrorItem": map[string]any{
 			"description": "One error. The message is safe for a model to read: no stack traces, SQL, hostnames or credentials.",
@@ -432,40 +468,28 @@ func answerSchemas(intents, targets []string) map[string]any {
 			"required": []any{"code", "field", "message", "retryable"},
 		},
 		"Answer": map[string]any{
-			"description": "The one JSON object every POST and GET of an operation answers with (API.md section 5).",
+			"description": "The JSON object a 200 or 202 answer to a POST or GET of an operation carries (API.md section 5): the operation's state in `state`, and again in `status`.",
 			"type":        "object",
-			"properties": map[string]any{
-				"operation_key":    map[string]any{"description": "The operation key; empty when none was read (refused before it, or a read-only intent).", "type": "string"},
-				"request_id":       map[string]any{"description": "The request_id of the request, or of the operation's first request.", "type": "string"},
-				"operation":        map[string]any{"description": "The intent; empty when refused before it was read.", "type": "string", "examples": stringsAny(intents)},
-				"status":           schemaRef("Status"),
-				"target_system":    map[string]any{"description": "The business system the intent acts in; null when refused before the intent was read.", "type": []any{"string", "null"}, "enum": append(stringsAny(targets), nil)},
-				"target_object_id": map[string]any{"description": "The target's id of the created or changed object; the same on every replay.", "type": []any{"string", "null"}},
-				"result":           map[string]any{"description": "The small normalized result, e.g. {\"number\": \"000123\"}; never a full target response.", "type": []any{"object", "null"}},
-				"errors":           map[string]any{"description": "Empty on success.", "type": "array", "items": schemaRef("ErrorItem")},
-				"warnings":         map[string]any{"description": "What did not stop the operation, in the errors' shape: " + codes.DuplicateSuspected + " when another live operation of the intent is about the same business event (its duplicate rule warns, or held it for a person), with when it was made and, to the agent that made it, its key; in validate mode, what executing would meet. Absent when there is none.", "type": "array", "items": schemaRef("ErrorItem")},
-				"fingerprint":      map[string]any{"description": "SHA-256 (lowercase hex) of the canonical request (API.md section 4); null when refused before the payload was read.", "type": []any{"string", "null"}, "pattern": hex64},
-				"attempt_count":    map[string]any{"description": "Attempts made at the target.", "type": "integer", "minimum": 0},
-				"replayed":         map[string]any{"description": "The stored answer of an earlier request with the same key and fingerprint.", "type": "boolean"},
-				"plan":             map[string]any{"description": "Validate mode: the normalized plan (operation, payload, what the target resolved).", "type": "object"},
-				"plan_hash":        map[string]any{"description": "Validate mode: the plan's hash, to send with execute.", "type": "string", "pattern": hex64},
-			},
-			"required": []any{"operation_key", "request_id", "operation", "status", "target_system", "target_object_id", "result", "errors", "fingerprint", "attempt_count", "replayed"},
+			"properties": members(map[string]any{
+				"description": "The operation's state again, as in `state` (v1 answers always carried it here); read `state`.",
+				"$ref":        "#/components/schemas/State",
+			}, nil),
+			"required": required,
 		},
 		"Problem": map[string]any{
-			"description": "An error answer (application/problem+json): the Answer plus RFC 9457's type, title and detail. Its `status` is the operation's status (a string, as in every Answer); the HTTP status is the response's.",
-			"allOf": []any{
-				map[string]any{"$ref": refAnswer},
-				map[string]any{
-					"type": "object",
-					"properties": map[string]any{
-						"type":   map[string]any{"description": "urn:oncegate:error:<code in lower case with dashes>.", "type": "string", "examples": []any{"urn:oncegate:error:idempotency-key-missing"}},
-						"title":  map[string]any{"description": "Short summary of the HTTP status.", "type": "string"},
-						"detail": map[string]any{"description": "The first error's message.", "type": "string"},
-					},
-					"required": []any{"type", "title"},
-				},
-			},
+			"description": "An error answer (application/problem+json, RFC 9457): the members of an Answer, with RFC 9457's type, title and detail, and `status` the HTTP status code as a number. The operation's state is in `state`.",
+			"type":        "object",
+			"properties": members(map[string]any{
+				"description": "The HTTP status code of the answer (RFC 9457 section 3.1.3).",
+				"type":        "integer",
+				"minimum":     400,
+				"maximum":     599,
+			}, map[string]any{
+				"type":   map[string]any{"description": "urn:oncegate:error:<code in lower case with dashes>.", "type": "string", "format": "uri", "examples": []any{"urn:oncegate:error:idempotency-key-missing"}},
+				"title":  map[string]any{"description": "Short summary of the HTTP status.", "type": "string"},
+				"detail": map[string]any{"description": "The first error's message.", "type": "string"},
+			}),
+			"required": append(slices.Clone(required), "type", "title", "detail"),
 		},
 		"IntentList": map[string]any{
 			"description": "The whitelist of intents.",

@@ -62,11 +62,14 @@ func jsonResponse(desc string, schema map[string]any) map[string]any {
 	}
 }
 
-// openAPIPaths are the endpoints of API.md section 2.
-func openAPIPaths() map[string]any {
+// openAPIPaths are the endpoints of API.md section 2, their examples in
+// contour.
+func openAPIPaths(contour, keyRules string) map[string]any {
+	exampleKey := contour + ":invoice.create:order-48291:v1"
 	replayed := map[string]any{"Idempotent-Replayed": header("IdempotentReplayed")}
 	retry := map[string]any{"Retry-After": header("RetryAfter")}
 	unauthenticated := problemResponse("No, unknown or revoked bearer token ("+codes.Unauthenticated+").", nil)
+	rateLimited := problemResponse("state rejected: too many requests for this token ("+codes.RateLimited+"); nothing bound. Send again after Retry-After.", retry)
 	internal := problemResponse("Internal error ("+codes.Internal+"); no internal detail is given. The same request may be sent again with the same key.", nil)
 	public := []any{}
 
@@ -79,13 +82,13 @@ func openAPIPaths() map[string]any {
 			"name":        "Idempotency-Key",
 			"in":          "header",
 			"required":    false,
-			"description": keyRulesDescription,
+			"description": keyRules,
 			"schema": map[string]any{
 				"type":      "string",
 				"maxLength": contract.MaxKeyLen + 2,
 				"pattern":   headerKeyPattern(),
 			},
-			"example": "prod:invoice.create:order-48291:v1",
+			"example": exampleKey,
 		}},
 		"requestBody": map[string]any{
 			"required": true,
@@ -95,7 +98,7 @@ func openAPIPaths() map[string]any {
 					"summary": "Create an invoice (API.md section 3)",
 					"value": map[string]any{
 						"schema_version": "1.0", "intent": "invoice.create",
-						"request_id": "prod:invoice.create:order-48291:v1", "actor_id": "user-42", "mode": "execute",
+						"request_id": exampleKey, "actor_id": "user-42", "mode": "execute",
 						"payload": map[string]any{
 							"order_id": "order-48291", "organization_id": "org-main", "customer_id": "customer-1042", "currency": "RUB",
 							"items": []any{map[string]any{"product_id": "product-778", "quantity": 2, "unit": "pcs", "price_minor": 62500}},
@@ -105,18 +108,18 @@ func openAPIPaths() map[string]any {
 			}},
 		},
 		"responses": map[string]any{
-			"200": answerResponse("status succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; status valid in validate mode; the result of a read-only intent.", replayed),
-			"202": answerResponse("status awaiting_approval ("+codes.ApprovalRequired+": a money intent waits for a person; "+codes.DuplicateReviewRequired+": another key about the same business event, the intent's duplicate rule holds it for a person) or unknown ("+codes.OutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
-			"400": problemResponse("status rejected, nothing bound: "+codesOf(http.StatusBadRequest)+".", nil),
+			"200": answerResponse("state succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; state valid in validate mode; the result of a read-only intent.", replayed),
+			"202": answerResponse("state awaiting_approval ("+codes.ApprovalRequired+": a money intent waits for a person; "+codes.DuplicateReviewRequired+": another key about the same business event, the intent's duplicate rule holds it for a person) or unknown ("+codes.OutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
+			"400": problemResponse("state rejected, nothing bound: "+codesOf(http.StatusBadRequest)+".", nil),
 			"401": unauthenticated,
-			"403": problemResponse("status rejected: the token lacks the intent's scope ("+codes.PermissionDenied+").", nil),
-			"409": problemResponse("The key is used by another agent identity ("+codes.KeyForeign+", rejected); another attempt holds a live lease ("+codes.KeyInUse+", status started, with Retry-After); the plan changed since validate ("+codes.PlanChanged+", rejected, nothing ran); or another key about the same business event as a live operation under a duplicate rule that blocks ("+codes.DuplicateSuspected+", rejected, nothing journaled, the key stays free).", retry),
-			"413": problemResponse("status rejected: the body is larger than 64 KiB ("+codes.PayloadTooLarge+").", nil),
-			"415": problemResponse("status rejected: the body is not application/json ("+codes.UnsupportedMedia+").", nil),
-			"422": problemResponse("The same key with a different request ("+codes.KeyMismatch+", rejected); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. REFERENCE_NOT_FOUND or INSUFFICIENT_FUNDS); approval denied or expired ("+codes.ApprovalDenied+" / "+codes.ApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
-			"429": problemResponse("status rejected: rate limited ("+codes.RateLimited+"); nothing bound. Send again after Retry-After.", retry),
+			"403": problemResponse("state rejected: the token lacks the intent's scope ("+codes.PermissionDenied+").", nil),
+			"409": problemResponse("The key is used by another agent identity ("+codes.KeyForeign+", rejected); another attempt holds a live lease ("+codes.KeyInUse+", state started, with Retry-After); the plan changed since validate ("+codes.PlanChanged+", rejected, nothing ran); the intent's definition changed or is gone since the key was first accepted ("+codes.IntentChanged+", rejected, nothing ran); or another key about the same business event as a live operation under a duplicate rule that blocks ("+codes.DuplicateSuspected+", rejected, nothing journaled, the key stays free).", retry),
+			"413": problemResponse("state rejected: the body is larger than 64 KiB ("+codes.PayloadTooLarge+").", nil),
+			"415": problemResponse("state rejected: the body is not application/json ("+codes.UnsupportedMedia+").", nil),
+			"422": problemResponse("The same key with a different request ("+codes.KeyMismatch+", rejected); a business limit of this gateway's configuration ("+codes.LimitExceeded+", "+codes.CurrencyNotAllowed+", "+codes.UnitNotAllowed+", rejected, field named, nothing journaled); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. REFERENCE_NOT_FOUND or INSUFFICIENT_FUNDS); approval denied or expired ("+codes.ApprovalDenied+" / "+codes.ApprovalExpired+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
+			"429": rateLimited,
 			"500": internal,
-			"503": problemResponse("status failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+codes.TargetUnavailable+"). Send the same request again after Retry-After.", retry),
+			"503": problemResponse("state failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+codes.TargetUnavailable+"); or state rejected: the journal could not record the request durably, nothing was sent ("+codes.JournalUnavailable+"). Send the same request again after Retry-After.", retry),
 		},
 	}
 
@@ -124,19 +127,20 @@ func openAPIPaths() map[string]any {
 		"operationId": "getOperation",
 		"tags":        []any{"operations"},
 		"summary":     "Current state of an operation",
-		"description": "The same Answer as POST's, with HTTP 200 whatever the operation's status; keys are per agent identity.",
+		"description": "The same Answer as POST's, with HTTP 200 whatever the operation's state; keys are per agent identity.",
 		"parameters": []any{map[string]any{
 			"name":        "key",
 			"in":          "path",
 			"required":    true,
 			"description": "The operation key (percent-encoding allowed).",
 			"schema":      map[string]any{"type": "string", "minLength": contract.MinKeyLen, "maxLength": contract.MaxKeyLen, "pattern": keyPattern("")},
-			"example":     "prod:invoice.create:order-48291:v1",
+			"example":     exampleKey,
 		}},
 		"responses": map[string]any{
 			"200": answerResponse("The operation's current state. Retry-After is set while it is not settled (started, awaiting_approval, unknown, failed_retryable).", retry),
 			"401": unauthenticated,
 			"404": problemResponse("No operation with this key for this agent ("+codes.OperationNotFound+").", nil),
+			"429": rateLimited,
 			"500": internal,
 		},
 	}
@@ -152,6 +156,7 @@ func openAPIPaths() map[string]any {
 			"responses": map[string]any{
 				"200": jsonResponse("The whitelist.", schemaRef("IntentList")),
 				"401": unauthenticated,
+				"429": rateLimited,
 				"500": internal,
 			},
 		}},

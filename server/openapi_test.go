@@ -16,6 +16,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
 )
 
@@ -25,7 +26,7 @@ const openAPIBase = "https://oncegate.invalid/openapi.json"
 // mustOpenAPI returns the document, decoded with exact numbers.
 func mustOpenAPI(tb testing.TB) map[string]any {
 	tb.Helper()
-	raw, err := OpenAPI(intent.Builtin())
+	raw, err := OpenAPI(intent.Builtin(), "prod")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func at(tb testing.TB, doc any, path ...string) any {
 // #/components/schemas/… pointer and $ref resolves.
 func mustCompiler(tb testing.TB) *jsonschema.Compiler {
 	tb.Helper()
-	raw, err := OpenAPI(intent.Builtin())
+	raw, err := OpenAPI(intent.Builtin(), "prod")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -99,9 +100,22 @@ func TestOpenAPI_Document(t *testing.T) {
 		t.Fatalf("bearer scheme = %v, want %v", got, want)
 	}
 
-	statuses := at(t, doc, "components", "schemas", "Status", "enum")
-	if want := []any{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"}; !reflect.DeepEqual(statuses, want) {
-		t.Fatalf("Status enum = %v, want %v", statuses, want)
+	states := at(t, doc, "components", "schemas", "State", "enum")
+	if want := []any{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"}; !reflect.DeepEqual(states, want) {
+		t.Fatalf("State enum = %v, want %v", states, want)
+	}
+	// API.md section 5: every answer carries state; a 200/202 answer's
+	// status is the state again, a problem's is the HTTP status (RFC 9457).
+	for _, schema := range []string{"Answer", "Problem"} {
+		if !slices.Contains(at(t, doc, "components", "schemas", schema, "required").([]any), any("state")) {
+			t.Errorf("%s does not require state", schema)
+		}
+	}
+	if got := at(t, doc, "components", "schemas", "Answer", "properties", "status", "$ref"); got != "#/components/schemas/State" {
+		t.Errorf("Answer's status = %v, want the State", got)
+	}
+	if got := at(t, doc, "components", "schemas", "Problem", "properties", "status", "type"); got != "integer" {
+		t.Errorf("Problem's status is of type %v, want integer (RFC 9457 section 3.1.3)", got)
 	}
 
 	ops := []struct {
@@ -210,9 +224,13 @@ func TestOpenAPI_Intents(t *testing.T) {
 				t.Errorf("description %q: money is %t", desc, in.Money)
 			}
 
+			// The registry's schema, with the intent's effective limits and
+			// an explicit format on every number.
 			want := mustDecode(t, in.Schema)
 			delete(want, "$schema")
 			delete(want, "$id")
+			effectiveLimits(want, in.Limits)
+			numberFormats(want)
 			if got := schemas[name+"Payload"]; !reflect.DeepEqual(got, any(want)) {
 				t.Errorf("%sPayload differs from the registry's schema:\n got %v\nwant %v", name, got, want)
 			}
@@ -361,11 +379,11 @@ func TestOpenAPI_RequestSchema(t *testing.T) {
 
 func TestOpenAPI_Deterministic(t *testing.T) {
 	t.Parallel()
-	a, err := OpenAPI(intent.Builtin())
+	a, err := OpenAPI(intent.Builtin(), "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := buildOpenAPI(intent.Builtin()) // a fresh build, not the cached one
+	b, err := buildOpenAPI(intent.Builtin(), "prod") // a fresh build, not the cached one
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +391,7 @@ func TestOpenAPI_Deterministic(t *testing.T) {
 		t.Fatal("two builds differ")
 	}
 	a[0] = 'x' // the caller's own copy
-	c, _ := OpenAPI(intent.Builtin())
+	c, _ := OpenAPI(intent.Builtin(), "prod")
 	if !bytes.Equal(c, b) {
 		t.Fatal("OpenAPI returned the shared document")
 	}
@@ -398,7 +416,7 @@ func TestOpenAPI_ErrorCodes(t *testing.T) {
 func TestOpenAPI_Handler(t *testing.T) {
 	t.Parallel()
 	e := echo.New()
-	s := &Server{catalog: intent.Builtin()}
+	s := &Server{catalog: intent.Builtin(), cfg: config.Config{Contour: "prod"}}
 	e.GET("/v1/openapi.json", s.handleOpenAPI)
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/openapi.json", nil))
@@ -408,7 +426,7 @@ func TestOpenAPI_Handler(t *testing.T) {
 	if got, want := rec.Header().Get(echo.HeaderContentType), "application/json"; got != want {
 		t.Fatalf("Content-Type = %q, want %q", got, want)
 	}
-	want, _ := OpenAPI(intent.Builtin())
+	want, _ := OpenAPI(intent.Builtin(), "prod")
 	if !bytes.Equal(rec.Body.Bytes(), want) {
 		t.Fatal("body is not the document")
 	}
@@ -417,11 +435,65 @@ func TestOpenAPI_Handler(t *testing.T) {
 // The 422 answer names examples of the targets' business codes.
 func TestOpenAPIBusinessCodeExamples(t *testing.T) {
 	t.Parallel()
-	raw, err := OpenAPI(intent.Builtin())
+	raw, err := OpenAPI(intent.Builtin(), "prod")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e := "e.g. " + codes.ReferenceNotFound + " or " + codes.InsufficientFunds; !bytes.Contains(raw, []byte(e)) {
 		t.Errorf("the 422 answer's description lacks %q", e)
+	}
+}
+
+// Each response of POST /v1/operations names every gateway code answered
+// with its HTTP status (a client reading the 422 learns LIMIT_EXCEEDED is
+// one), and every route behind a token documents 401 and 429: the rate
+// limit applies to each.
+func TestOpenAPI_ResponsesNameTheirCodes(t *testing.T) {
+	t.Parallel()
+	doc := mustOpenAPI(t)
+	post := at(t, doc, "paths", "/v1/operations", "post", "responses").(map[string]any)
+	for _, d := range errorCodes {
+		switch d.name {
+		case codes.OperationNotFound, codes.NotFound, codes.MethodNotAllowed: // not answers of this route
+			continue
+		}
+		status := strconv.Itoa(statusOf(d.name))
+		desc, _ := at(t, post, status, "description").(string)
+		if !strings.Contains(desc, d.name) {
+			t.Errorf("POST /v1/operations %s does not name %s: %q", status, d.name, desc)
+		}
+	}
+	for path, item := range at(t, doc, "paths").(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			if sec, ok := op.(map[string]any)["security"]; ok && len(sec.([]any)) == 0 {
+				continue // public
+			}
+			for _, code := range []string{"401", "429"} {
+				if _, ok := at(t, op, "responses").(map[string]any)[code]; !ok {
+					t.Errorf("%s %s: no %s response", method, path, code)
+				}
+			}
+			if _, ok := at(t, op, "responses", "429").(map[string]any)["headers"].(map[string]any)["Retry-After"]; !ok {
+				t.Errorf("%s %s: the 429 has no Retry-After", method, path)
+			}
+		}
+	}
+}
+
+// mode has no default: openapi-typescript and other generators make a
+// member with a default required in the request types they emit, though
+// the gateway defaults it to execute.
+func TestOpenAPI_ModeOptional(t *testing.T) {
+	t.Parallel()
+	doc := mustOpenAPI(t)
+	for _, in := range intent.Builtin().All() {
+		env := at(t, doc, "components", "schemas", schemaName(in.Name)+"Request").(map[string]any)
+		mode := at(t, env, "properties", "mode").(map[string]any)
+		if _, has := mode["default"]; has {
+			t.Errorf("%s: mode has a default", in.Name)
+		}
+		if slices.Contains(env["required"].([]any), any("mode")) {
+			t.Errorf("%s: mode is required", in.Name)
+		}
 	}
 }

@@ -117,7 +117,7 @@ func readJSON(c echo.Context) ([]byte, error) {
 func validatedAnswer(out engine.Outcome) answer {
 	in := out.Intent
 	a := answer{OperationKey: out.Key, RequestID: out.RequestID, Operation: in.Name, TargetSystem: nullable(in.Target),
-		Fingerprint: nullable(out.Fingerprint), Result: json.RawMessage("null"), Status: "valid", Plan: out.Plan, PlanHash: out.PlanHash, Warnings: warnings(out.Warnings)}
+		Fingerprint: nullable(out.Fingerprint), Result: json.RawMessage("null"), State: "valid", Plan: out.Plan, PlanHash: out.PlanHash, Warnings: warnings(out.Warnings)}
 	if a.RequestID == "" {
 		a.RequestID = out.Key
 	}
@@ -127,7 +127,7 @@ func validatedAnswer(out engine.Outcome) answer {
 // readAnswer is the answer of a read-only intent: what the target read.
 func readAnswer(out engine.Outcome) (answer, error) {
 	id := out.Read.ObjectID
-	a := answer{Operation: out.Intent.Name, TargetSystem: nullable(out.Intent.Target), Fingerprint: nullable(out.Fingerprint), Status: "succeeded", TargetObjectID: &id}
+	a := answer{Operation: out.Intent.Name, TargetSystem: nullable(out.Intent.Target), Fingerprint: nullable(out.Fingerprint), State: "succeeded", TargetObjectID: &id}
 	var err error
 	a.Result, err = json.Marshal(out.Read.Data)
 	return a, err
@@ -140,12 +140,12 @@ func readAnswer(out engine.Outcome) (answer, error) {
 // for the retry.
 func targetRefusalAnswer(r *engine.TargetRefusal) (status, retryAfter int, a answer) {
 	a = answer{OperationKey: r.Key, RequestID: r.Key, Operation: r.Intent.Name, TargetSystem: nullable(r.Intent.Target),
-		Fingerprint: nullable(r.Fingerprint), Result: json.RawMessage("null"), Status: "rejected"}
+		Fingerprint: nullable(r.Fingerprint), Result: json.RawMessage("null"), State: "rejected"}
 	if !r.Unavailable {
 		a.Errors = []ErrorItem{{Code: r.Code, Field: r.Field, Message: r.Message}}
 		return http.StatusUnprocessableEntity, 0, a
 	}
-	a.Status = string(store.StatusFailedRetryable)
+	a.State = string(store.StatusFailedRetryable)
 	a.Errors = []ErrorItem{{Code: codes.TargetUnavailable, Message: "the target could not be asked; send the same request again later", Retryable: true}}
 	return http.StatusServiceUnavailable, 5, a
 }

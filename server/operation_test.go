@@ -216,14 +216,14 @@ func TestParallelDuplicates(t *testing.T) {
 	var object string
 	for _, r := range replies {
 		switch {
-		case r.Code == 200 && r.str("status") == "succeeded":
+		case r.Code == 200 && r.str("state") == "succeeded":
 			counts["succeeded"]++
 			if object == "" {
 				object = r.str("target_object_id")
 			} else if object != r.str("target_object_id") {
 				t.Fatalf("two objects: %s and %s", object, r.str("target_object_id"))
 			}
-		case r.Code == 409 && r.errCode() == "IDEMPOTENCY_KEY_IN_USE" && r.str("status") == "started":
+		case r.Code == 409 && r.errCode() == "IDEMPOTENCY_KEY_IN_USE" && r.str("state") == "started":
 			counts["in_use"]++
 			if r.Header.Get("Retry-After") == "" {
 				t.Fatal("409 without Retry-After")
@@ -263,7 +263,7 @@ func TestTimeoutAfterSend(t *testing.T) {
 			break
 		}
 		// Unknown, or 409 while the reconciler holds the lease for a look-up.
-		if !(r.Code == http.StatusConflict && r.str("status") == "started") {
+		if !(r.Code == http.StatusConflict && r.str("state") == "started") {
 			expect(t, r, http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
 		}
 		if time.Now().After(deadline) {
@@ -330,8 +330,8 @@ func TestRefusalsLeaveKeyFree(t *testing.T) {
 			delete(h, "Idempotency-Key")
 		}
 		r := g.do("POST", "/v1/operations", c.token, h, c.body)
-		if r.Code != c.code || r.errCode() != c.errCode || r.str("status") != "rejected" {
-			t.Errorf("%s: got %d %q %q, want %d %q rejected; body %s", c.name, r.Code, r.errCode(), r.str("status"), c.code, c.errCode, r.Raw)
+		if r.Code != c.code || r.errCode() != c.errCode || r.str("state") != "rejected" {
+			t.Errorf("%s: got %d %q %q, want %d %q rejected; body %s", c.name, r.Code, r.errCode(), r.str("state"), c.code, c.errCode, r.Raw)
 		}
 		if ct := r.Header.Get("Content-Type"); ct != "application/problem+json" {
 			t.Errorf("%s: content type %q", c.name, ct)

@@ -162,8 +162,10 @@ func (s *Server) routes() {
 	s.get(v1, "/v1", "/intents", s.handleIntentList)
 
 	// MCP: the same contract as tools; each call goes through /v1 above,
-	// rate limited once, here.
-	s.echo.Any("/mcp", s.mcpHandler(), s.authenticate, s.rateLimit)
+	// rate limited once, here. A browser page of another origin is
+	// refused before anything else.
+	s.echo.Any("/mcp", s.mcpHandler(), mcpOrigin, s.authenticate, s.rateLimit)
+	s.routeOAuthDiscovery()
 }
 
 // router is what routes are added to: the Echo app or a group of it.

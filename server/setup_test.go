@@ -362,18 +362,36 @@ func (g *gateway) inject(f sim.Fault) {
 
 // answerFields are the fields of API.md section 5 that every answer to a
 // POST or GET of an operation carries, whatever its outcome.
-var answerFields = []string{"operation_key", "request_id", "operation", "status", "target_system", "target_object_id", "result", "errors", "fingerprint", "attempt_count", "replayed"}
+var answerFields = []string{"operation_key", "request_id", "operation", "state", "status", "target_system", "target_object_id", "result", "errors", "fingerprint", "attempt_count", "replayed"}
 
-// expect asserts an answer's HTTP status, status and first error code,
-// and that it carries every field of the answer.
-func expect(tb testing.TB, r reply, code int, status, errCode string) {
+// expect asserts an answer's HTTP status, state and first error code,
+// that it carries every field of the answer, and that its status is the
+// state (200, 202) or the HTTP status as a number (a problem answer).
+func expect(tb testing.TB, r reply, code int, state, errCode string) {
 	tb.Helper()
-	if r.Code != code || r.str("status") != status || r.errCode() != errCode {
-		tb.Fatalf("got HTTP %d status %q code %q, want %d %q %q; body %s", r.Code, r.str("status"), r.errCode(), code, status, errCode, r.Raw)
+	if r.Code != code || r.str("state") != state || r.errCode() != errCode {
+		tb.Fatalf("got HTTP %d state %q code %q, want %d %q %q; body %s", r.Code, r.str("state"), r.errCode(), code, state, errCode, r.Raw)
 	}
 	for _, f := range answerFields {
 		if _, ok := r.Body[f]; !ok {
 			tb.Fatalf("the answer lacks %q: %s", f, r.Raw)
 		}
+	}
+	expectStatusMember(tb, r)
+}
+
+// expectStatusMember asserts an answer's status member: the state in a
+// 200 or 202 answer, the HTTP status as a number in a problem answer
+// (RFC 9457 section 3.1.3).
+func expectStatusMember(tb testing.TB, r reply) {
+	tb.Helper()
+	if r.Code < 400 {
+		if got, want := r.Body["status"], r.Body["state"]; got != want {
+			tb.Fatalf("HTTP %d: status %v, want the state %v; body %s", r.Code, got, want, r.Raw)
+		}
+		return
+	}
+	if got, want := r.Body["status"], float64(r.Code); got != want {
+		tb.Fatalf("problem answer: status %v (%T), want the HTTP status %v as a number; body %s", got, got, want, r.Raw)
 	}
 }

@@ -174,7 +174,7 @@ func TestReconcilerNothingThere(t *testing.T) {
 		t.Fatalf("the reconciler executed: %d calls", got)
 	}
 	r := g.do("GET", "/v1/operations/"+key, g.token, nil, nil)
-	if r.errCode() != "TARGET_UNAVAILABLE" || r.str("status") != "failed_retryable" {
+	if r.errCode() != "TARGET_UNAVAILABLE" || r.str("state") != "failed_retryable" {
 		t.Fatalf("GET = %s", r.Raw)
 	}
 }
@@ -193,7 +193,7 @@ func TestReconcilerFlagsForReview(t *testing.T) {
 		t.Fatalf("row = %+v", op)
 	}
 	r := g.do("GET", "/v1/operations/"+key, g.token, nil, nil)
-	if r.Body["needs_review"] != true || r.str("status") != "unknown" {
+	if r.Body["needs_review"] != true || r.str("state") != "unknown" {
 		t.Fatalf("GET = %s", r.Raw)
 	}
 }

@@ -5,16 +5,20 @@
 // Idempotency-Key sent twice is refused.
 import assert from "node:assert/strict";
 import http from "node:http";
-import { base, token, contour, run, callbackKey, callbackPayload, stateOf, assertBearerChallenge, step } from "./lib.mjs";
+import { base, token, contour, run, callbackKey, callbackPayload, stateOf, assertBearerChallenge, decodeProblem, step } from "./lib.mjs";
 
 const bearer = `Bearer ${token}`;
 const json = { "Content-Type": "application/json" };
 const envelope = (payload = callbackPayload()) => JSON.stringify({ schema_version: "1.0", intent: "crm.callback.create", payload });
 
+// send sends one request; every error answer with a body is decoded as
+// an RFC 9457 problem on the way.
 async function send(method, path, headers = {}, body) {
 	const resp = await fetch(new URL(path, base), { method, headers, body });
 	const text = await resp.text();
-	return { resp, text, said: `${method} ${path}: ${resp.status} ${JSON.stringify(Object.fromEntries(resp.headers))}\n${text}` };
+	const said = `${method} ${path}: ${resp.status} ${JSON.stringify(Object.fromEntries(resp.headers))}\n${text}`;
+	if (resp.status >= 400 && text !== "") decodeProblem(resp.status, resp.headers.get("content-type"), text, said);
+	return { resp, text, said };
 }
 
 // One operation to read back, made first.
@@ -115,7 +119,15 @@ function rawPost(idempotencyKeys, body) {
 			let text = "";
 			resp.setEncoding("utf8");
 			resp.on("data", (c) => (text += c));
-			resp.on("end", () => resolve({ status: resp.statusCode, text, said: `${resp.statusCode} ${JSON.stringify(resp.headers)}\n${text}` }));
+			resp.on("end", () => {
+				const said = `${resp.statusCode} ${JSON.stringify(resp.headers)}\n${text}`;
+				try {
+					if (resp.statusCode >= 400) decodeProblem(resp.statusCode, resp.headers["content-type"], text, said);
+					resolve({ status: resp.statusCode, text, said });
+				} catch (err) {
+					reject(err);
+				}
+			});
 		});
 		req.on("error", reject);
 		req.setHeader("Authorization", bearer);
@@ -147,3 +159,33 @@ await step("Idempotency-Key once through node:http: accepted (the refusals above
 	const r = await rawPost([k1], envelope());
 	assert.equal(r.status, 200, r.said);
 });
+
+// Item 6 of issue 22: the MCP transport refuses a web page of another
+// origin (DNS rebinding), 403, whatever the token; no Origin (an MCP
+// client) or the gateway's own origin passes.
+const mcpCall = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+const mcpHeaders = { ...json, Accept: "application/json, text/event-stream", Authorization: bearer };
+for (const [what, headers, want] of [
+	["a foreign Origin", { Origin: "http://rebound.example" }, 403],
+	["a foreign Origin on the gateway's port", { Origin: `http://rebound.example:${new URL(base).port}` }, 403],
+	["Origin null", { Origin: "null" }, 403],
+	["Sec-Fetch-Site cross-site without Origin", { "Sec-Fetch-Site": "cross-site" }, 403],
+	["the gateway's own Origin", { Origin: new URL(base).origin }, 200],
+	["no Origin", {}, 200],
+]) {
+	await step(`POST /mcp with ${what}: ${want}`, async () => {
+		const { resp, text, said } = await send("POST", "/mcp", { ...mcpHeaders, ...headers }, mcpCall);
+		assert.equal(resp.status, want, said);
+		if (want === 403) assert.deepEqual(JSON.parse(text).errors.map((e) => e.code), ["PERMISSION_DENIED"], said);
+	});
+}
+
+// Item 6: a client that looks for OAuth after a 401 is told, in a
+// problem, that the gateway takes static bearer tokens.
+for (const path of ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"]) {
+	await step(`GET ${path}: 404 problem saying the gateway takes static bearer tokens`, async () => {
+		const { resp, text, said } = await send("GET", path);
+		assert.equal(resp.status, 404, said);
+		assert.match(JSON.parse(text).detail, /does not use OAuth.*static agent token.*Authorization: Bearer/, said);
+	});
+}

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { base, token, callbackKey, callbackPayload, stateOf, step } from "./lib.mjs";
+import { base, token, callbackKey, callbackPayload, stateOf, decodeProblem, step } from "./lib.mjs";
 
 const bin = fileURLToPath(new URL("node_modules/.bin/mcp-inspector", import.meta.url));
 // The Inspector keeps a catalog and OAuth state under HOME: a home of its
@@ -75,6 +75,7 @@ await step("inspector: a changed payload shows IDEMPOTENCY_KEY_PAYLOAD_MISMATCH"
 	const res = JSON.parse(r.stdout).result;
 	assert.equal(res?.isError, true, r.said);
 	assert.deepEqual(res.structuredContent.errors.map((e) => e.code), ["IDEMPOTENCY_KEY_PAYLOAD_MISMATCH"], r.said);
+	decodeProblem(res._meta?.http_status, "application/problem+json", JSON.stringify(res.structuredContent), r.said);
 });
 
 await step("inspector: a bad token shows the gateway's reason", async () => {

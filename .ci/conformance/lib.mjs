@@ -117,3 +117,39 @@ export async function step(name, fn) {
 		throw err;
 	}
 }
+
+// decodeProblem decodes an error answer as a typed RFC 9457 client does
+// (a Go struct with `Status int`, a zod schema): application/problem+json,
+// a JSON object whose members have RFC 9457 section 3.1's types — type and
+// instance URI references, title and detail strings, status the HTTP
+// status as an integer (section 3.1.3) — and the gateway's own members
+// beside them: the operation's state and errors. It returns the problem.
+export function decodeProblem(httpStatus, contentType, text, where) {
+	assert.ok(httpStatus >= 400, `${where}: not an error answer (${httpStatus})`);
+	assert.match(contentType ?? "", /^application\/problem\+json(\s*;.*)?$/i, `${where}: an error answer is not application/problem+json`);
+	let p;
+	try {
+		p = JSON.parse(text);
+	} catch (err) {
+		assert.fail(`${where}: the problem is not JSON: ${err}`);
+	}
+	assert.ok(p !== null && typeof p === "object" && !Array.isArray(p), `${where}: a problem is a JSON object`);
+	const uriRef = (name) => {
+		if (!(name in p)) return;
+		assert.equal(typeof p[name], "string", `${where}: RFC 9457 ${name} is a string (a URI reference)`);
+		assert.doesNotThrow(() => new URL(p[name], "http://base.invalid/"), `${where}: ${name} ${JSON.stringify(p[name])} is not a URI reference`);
+	};
+	uriRef("type");
+	uriRef("instance");
+	for (const name of ["title", "detail"]) {
+		if (name in p) assert.equal(typeof p[name], "string", `${where}: RFC 9457 ${name} is a string`);
+	}
+	if ("status" in p) {
+		assert.ok(Number.isInteger(p.status), `${where}: RFC 9457 status is the HTTP status as a number, not ${JSON.stringify(p.status)}`);
+		assert.equal(p.status, httpStatus, `${where}: RFC 9457 status differs from the HTTP status`);
+	}
+	// The gateway's members (API.md section 5).
+	assert.equal(typeof p.state, "string", `${where}: a problem carries the operation's state`);
+	assert.ok(Array.isArray(p.errors) && p.errors.length > 0, `${where}: a problem carries its errors`);
+	return p;
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/oncegate/oncegate/adapters/codes"
@@ -82,7 +83,7 @@ func Handler(cfg Config) http.Handler {
 	return mcp.NewStreamableHTTPHandler(serverFor, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		JSONResponse:        true,
-		Logger:              s.Log,
+		Logger:              quiet(s.Log),
 		MaxRequestBodyBytes: mcpMaxBody,
 		// The SDK refuses a non-loopback Host arriving on loopback, against
 		// DNS rebinding of unauthenticated local servers. Every request
@@ -97,28 +98,121 @@ func Handler(cfg Config) http.Handler {
 func (s *endpoint) newMCPServer(scopes []string) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "oncegate", Version: "1.0"}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf(mcpInstructions, s.Contour),
-		Logger:       s.Log,
+		Logger:       quiet(s.Log),
+		// Tools, without listChanged: the list changes only with a
+		// restart, and the endpoint is stateless (GET /mcp is 405), so no
+		// notification could reach a client. No resources or prompts.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 		// The tool list depends on the token: no shared cache may keep it.
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
+	srv.AddReceivingMiddleware(unadvertised)
 	for _, in := range s.Catalog.All() {
 		if !slices.Contains(scopes, in.Scope) {
 			continue
 		}
-		srv.AddTool(intentTool(in), s.callIntent(in))
+		srv.AddTool(intentTool(in, s.Contour), s.callIntent(in))
 	}
 	srv.AddTool(&mcp.Tool{
-		Name:        "get_operation",
-		Description: "The current state of an operation by its key: the same answer as the intent's own call, without running anything.",
+		Name:  "get_operation",
+		Title: "Read an operation's state",
+		Description: "Reads the current state of an operation by its operation_key: the same answer the intent's own call gives, without running anything. " +
+			"Use it to follow an operation that answered awaiting_approval, unknown or started, or to learn the outcome of a call whose answer was lost. " +
+			"It changes nothing; call it as often as needed.",
 		InputSchema: map[string]any{
 			"type":                 "object",
 			"additionalProperties": false,
 			"required":             []string{"operation_key"},
 			"properties":           map[string]any{"operation_key": keySchema},
 		},
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+		OutputSchema: answerSchema,
+		// Reads the gateway's own journal: nothing outside it.
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
 	}, s.callGetOperation)
 	return srv
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// unadvertised answers the methods of capabilities the endpoint does not
+// advertise — resources, prompts, completion — as JSON-RPC's method not
+// found, instead of the SDK's empty lists.
+func unadvertised(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if strings.HasPrefix(method, "resources/") || strings.HasPrefix(method, "prompts/") || strings.HasPrefix(method, "completion/") {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method + " (this server offers tools only)"}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// quiet is log for the SDK, with its per-request INFO lines (a stateless
+// endpoint connects and disconnects a session on every request) at DEBUG.
+func quiet(log *slog.Logger) *slog.Logger { return slog.New(demote{log.Handler()}) }
+
+// demote is a handler that logs INFO records as DEBUG.
+type demote struct{ slog.Handler }
+
+func (d demote) Enabled(ctx context.Context, level slog.Level) bool {
+	if level == slog.LevelInfo {
+		level = slog.LevelDebug
+	}
+	return d.Handler.Enabled(ctx, level)
+}
+
+func (d demote) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelInfo {
+		r.Level = slog.LevelDebug
+	}
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d demote) WithAttrs(attrs []slog.Attr) slog.Handler { return demote{d.Handler.WithAttrs(attrs)} }
+func (d demote) WithGroup(name string) slog.Handler       { return demote{d.Handler.WithGroup(name)} }
+
+// answerSchema is the output schema of every tool: the API's answer (API.md
+// section 5), which is each result's structured content — an answer of a
+// 200 or 202 (status the state again) or a problem (status the HTTP status).
+var answerSchema = map[string]any{
+	"type":     "object",
+	"required": []string{"state", "status", "errors"},
+	"properties": map[string]any{
+		"operation_key": map[string]any{"type": "string"},
+		"request_id":    map[string]any{"type": "string"},
+		"operation":     map[string]any{"type": "string"},
+		"state": map[string]any{
+			"description": "The operation's state; read this.",
+			"type":        "string",
+			"enum":        []string{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"},
+		},
+		"status":           map[string]any{"description": "The state again (HTTP 200, 202), or the HTTP status of an error answer (RFC 9457).", "type": []string{"string", "integer"}},
+		"target_system":    map[string]any{"type": []string{"string", "null"}},
+		"target_object_id": map[string]any{"type": []string{"string", "null"}},
+		"result":           map[string]any{"type": []string{"object", "null"}},
+		"errors": map[string]any{
+			"type": "array",
+			"items": map[string]any{
+				"type":     "object",
+				"required": []string{"code", "message", "retryable"},
+				"properties": map[string]any{
+					"code":      map[string]any{"type": "string"},
+					"field":     map[string]any{"type": "string"},
+					"message":   map[string]any{"type": "string"},
+					"retryable": map[string]any{"type": "boolean"},
+				},
+			},
+		},
+		"warnings":      map[string]any{"type": "array"},
+		"fingerprint":   map[string]any{"type": []string{"string", "null"}},
+		"attempt_count": map[string]any{"type": "integer"},
+		"replayed":      map[string]any{"type": "boolean"},
+		"needs_review":  map[string]any{"type": "boolean"},
+		"plan":          map[string]any{"type": "object"},
+		"plan_hash":     map[string]any{"type": "string"},
+		"type":          map[string]any{"type": "string"},
+		"title":         map[string]any{"type": "string"},
+		"detail":        map[string]any{"type": "string"},
+	},
 }
 
 var keySchema = map[string]any{
@@ -130,8 +224,9 @@ var keySchema = map[string]any{
 }
 
 // intentTool describes in as a tool: the envelope's fields, with the
-// intent's own schema as the payload.
-func intentTool(in *intent.Intent) *mcp.Tool {
+// intent's own schema as the payload, and a description saying what it
+// does, when to use it and what a retry resends, with keys of contour.
+func intentTool(in *intent.Intent, contour string) *mcp.Tool {
 	props := map[string]any{
 		"payload": in.Schema,
 		"actor_id": map[string]any{
@@ -140,8 +235,12 @@ func intentTool(in *intent.Intent) *mcp.Tool {
 		},
 	}
 	required := []string{"payload"}
-	desc := in.Description + "."
-	ann := &mcp.ToolAnnotations{IdempotentHint: true}
+	desc := schemaDescription(in)
+	// Every tool reaches a business system beyond the gateway (open
+	// world). A retry with the same key does nothing again (idempotent).
+	// Creating, drafting, posting add to the target; moving money cannot
+	// be taken back by the tool, so it counts as destructive.
+	ann := &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(in.Money), OpenWorldHint: ptr(true)}
 	if in.Journaled {
 		props["operation_key"] = keySchema
 		props["mode"] = map[string]any{
@@ -153,16 +252,22 @@ func intentTool(in *intent.Intent) *mcp.Tool {
 			"description": "From an earlier validate: execute is refused with PLAN_CHANGED if the plan differs now.",
 		}
 		required = append(required, "operation_key")
-		desc += " Needs operation_key; a retry with the same key and payload returns the first result."
+		desc += fmt.Sprintf(" Use it once per business intent, with an operation_key made for that intent, e.g. %s:%s:<business id>:v1."+
+			" A retry (after a timeout, a lost answer, an error marked retryable, or an answer unknown or started) must resend the same operation_key and the same payload:"+
+			" it returns the first result and never makes a second effect. A changed payload needs a new key (…:v2)."+
+			" mode validate checks everything and writes nothing.", contour, in.Name)
 		if in.Money {
-			desc += " Money: a person approves it first; the first answer is awaiting_approval, call again later with the same key."
+			desc += " Money: a person approves it first, so the first answer is awaiting_approval; call again later with the same operation_key and payload, or read get_operation."
 		}
 	} else {
 		ann.ReadOnlyHint = true
+		desc += " It only reads: it changes nothing and needs no operation_key; call it again as often as needed."
 	}
 	return &mcp.Tool{
-		Name:        in.Name,
-		Description: desc,
+		Name:         in.Name,
+		Title:        in.Title.EN,
+		Description:  desc,
+		OutputSchema: answerSchema,
 		InputSchema: map[string]any{
 			"type":                 "object",
 			"additionalProperties": false,
@@ -311,4 +416,21 @@ func (w *recorder) WriteHeader(status int) {
 func (w *recorder) Write(b []byte) (int, error) {
 	w.wrote = true
 	return w.body.Write(b)
+}
+
+// schemaDescription is what the tool does: the payload schema's own
+// description, a sentence written for agents, or else the intent's
+// one-line description.
+func schemaDescription(in *intent.Intent) string {
+	var s struct {
+		Description string `json:"description"`
+	}
+	if json.Unmarshal(in.Schema, &s) == nil && strings.TrimSpace(s.Description) != "" {
+		d := strings.TrimSpace(s.Description)
+		if !strings.HasSuffix(d, ".") {
+			d += "."
+		}
+		return d
+	}
+	return fmt.Sprintf("Performs %s: %s.", in.Name, strings.TrimSuffix(in.Description, "."))
 }
