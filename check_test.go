@@ -77,6 +77,11 @@ func TestCheck(t *testing.T) {
 				t.Errorf("%s: %q, want OK\n%s", target, l, out)
 			}
 		}
+		// The rig's 1C target settles in its 1 s timeout, well inside 1C's
+		// lock timeout: check says what to set.
+		if l := lineOf(out, "onec"); !strings.Contains(l, "targets.onec.settle_ms is 1s, less than 1C's lock timeout (20s)") || !strings.Contains(l, "at least 30000") {
+			t.Errorf("onec: %q, want the settle time's advice", l)
+		}
 		if !strings.Contains(out, "configuration "+r.config+": valid") {
 			t.Errorf("the configuration is not said valid:\n%s", out)
 		}

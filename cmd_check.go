@@ -195,9 +195,33 @@ func checkTarget(cfg config.Config, catalog *intent.Catalog, tc targetCheck, env
 	defer cancel()
 	what, err = p.Probe(ctx)
 	if err == nil {
-		return true, what, ""
+		return true, what + settleAdvice(tc.t), ""
 	}
 	return false, probeFailure(err), probeFix(tc, err)
+}
+
+// oneCLockTimeout and oneCPostingAllowance bound how long 1C may still
+// commit after the gateway stopped waiting: the module's key lock waits
+// up to the platform's lock timeout (20 s by default), then the document
+// is written and posted.
+const (
+	oneCLockTimeout      = 20 * time.Second
+	oneCPostingAllowance = 10 * time.Second
+)
+
+// settleAdvice says, for a 1C target whose settle time is shorter than
+// 1C's lock timeout and a posting, what to set: a look-up's "not found"
+// is trusted once settle_ms has passed, and a commit may still come.
+func settleAdvice(t *config.Target) string {
+	if t.Kind != config.KindOneC && t.Kind != config.KindOneCOData {
+		return ""
+	}
+	settle := time.Duration(max(t.SettleMS, t.TimeoutMS)) * time.Millisecond
+	if want := oneCLockTimeout + oneCPostingAllowance; settle < want {
+		return fmt.Sprintf("; note: %s is %v, less than 1C's lock timeout (%v) and a posting: set it to at least %d, so a look-up never trusts a \"not found\" while 1C may still commit",
+			t.Setting("settle_ms"), settle, oneCLockTimeout, want.Milliseconds())
+	}
+	return ""
 }
 
 // probeFailure is what went wrong, in the adapter's safe words and its
