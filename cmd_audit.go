@@ -75,35 +75,3 @@ func auditVerify(c common, head string, stdout io.Writer, env func(string) strin
 	}
 	return nil
 }
-
-var backupCommand = command{
-	name:    "backup",
-	args:    "FILE",
-	summary: "write a consistent copy of the journal, also while serve runs",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
-		c.flags(fs)
-		return func(cl cli, args []string) error {
-			if len(args) != 1 {
-				return badUsage("backup", "name the file to write")
-			}
-			return backup(c, args[0], cl.stdout, cl.env)
-		}
-	},
-}
-
-// backup copies the journal to file (SQLite: VACUUM INTO; PostgreSQL:
-// pg_dump's custom format, when pg_dump is installed).
-func backup(c common, file string, stdout io.Writer, env func(string) string) error {
-	ctx := context.Background()
-	st, err := c.open(ctx, env, false)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.Backup(ctx, file); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "journal copied to %s\n", file)
-	return nil
-}

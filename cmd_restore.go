@@ -2,19 +2,11 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
-	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/oncegate/oncegate/store"
 )
@@ -36,16 +28,42 @@ var restoreCommand = command{
 	},
 }
 
-// restore puts the backup file in place of the journal. It holds serve's
-// lock throughout, so it refuses while serve runs and no serve starts
-// meanwhile. The backup is copied beside the journal first and checked
-// there (the file named stays as it was): SQLite's integrity check, and
-// a schema this binary knows (older is fine, serve migrates it up; newer
-// is refused). The journal it replaces is checkpointed, so its -wal holds
-// nothing, and kept as journal.db.replaced-<time>. Before anything is
-// swapped it says how recent each is; a journal with operations newer
-// than the backup's is replaced only with yes, for the restored journal
-// forgets them.
+var backupCommand = command{
+	name:    "backup",
+	args:    "FILE",
+	summary: "write a consistent copy of the journal, also while serve runs",
+	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		var c common
+		c.flags(fs)
+		return func(cl cli, args []string) error {
+			if len(args) != 1 {
+				return badUsage("backup", "name the file to write")
+			}
+			return backup(c, args[0], cl.stdout, cl.env)
+		}
+	},
+}
+
+// backup copies the journal to file (SQLite: VACUUM INTO; PostgreSQL:
+// pg_dump's custom format, when pg_dump is installed).
+func backup(c common, file string, stdout io.Writer, env func(string) string) error {
+	ctx := context.Background()
+	st, err := c.open(ctx, env, false)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Backup(ctx, file); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "journal copied to %s\n", file)
+	return nil
+}
+
+// restore puts the backup file in place of the journal (store.Restore),
+// holding serve's lock throughout, so it refuses while serve runs and no
+// serve starts meanwhile; the journal with operations newer than the
+// backup's is replaced only with yes.
 func restore(c common, file string, yes bool, stdout io.Writer, env func(string) string) error {
 	cfg, err := c.load(env)
 	if err != nil {
@@ -75,268 +93,20 @@ func restore(c common, file string, yes bool, stdout io.Writer, env func(string)
 	}
 	defer unlock()
 
-	ctx := context.Background()
-	stamp := time.Now().UTC().Format("20060102T150405Z")
-	staging := journal + ".restoring-" + stamp
-	if err := copyNew(file, staging); err != nil {
-		return fmt.Errorf("restore: copy the backup: %w", err)
-	}
-	placed := false
-	defer func() {
-		if !placed {
-			removeDB(staging)
-		}
-	}()
-	version, ops, err := checkBackup(ctx, file, staging)
+	r, err := store.Restore(context.Background(), journal, file, yes, stdout)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "backup %s checked: integrity ok, schema version %d (this oncegate's: %d), %d operations\n",
-		file, version, store.LatestVersion(), ops)
-	if err := compareNewest(ctx, stdout, staging, journal, yes); err != nil {
-		return err
-	}
-
-	kept := ""
-	if _, err := os.Stat(journal); err == nil {
-		kept = nextFree(journal + ".replaced-" + stamp)
-		if err := setAside(ctx, journal, kept); err != nil {
-			return err
-		}
-	}
-	if err := os.Rename(staging, journal); err != nil {
-		if kept != "" {
-			// Put the journal back as it was.
-			renameDB(kept, journal)
-		}
-		return fmt.Errorf("restore: %w", err)
-	}
-	placed = true
-	syncDir(cfg.DataDir)
 	if err := writeMarker(cfg.DataDir, true); err != nil {
 		return err
 	}
-	if kept != "" {
-		fmt.Fprintf(stdout, "the replaced journal is kept as %s\n", kept)
+	if r.Kept != "" {
+		fmt.Fprintf(stdout, "the replaced journal is kept as %s\n", r.Kept)
 	}
 	fmt.Fprintf(stdout, "restored into %s", journal)
-	if int(version) < store.LatestVersion() {
+	if int(r.Version) < store.LatestVersion() {
 		fmt.Fprintf(stdout, "; serve brings its schema to version %d when it starts", store.LatestVersion())
 	}
 	fmt.Fprintln(stdout, "; start serve again")
 	return nil
-}
-
-// checkBackup checks the copy of a backup: a SQLite database that passes
-// its integrity check, holding an oncegate journal whose schema this
-// binary can run. It returns the schema version and the operations held.
-// Errors name the file as the user gave it.
-func checkBackup(ctx context.Context, file, copyPath string) (uint, int, error) {
-	db, err := sql.Open("sqlite", "file:"+copyPath+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		return 0, 0, fmt.Errorf("restore: %w", err)
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
-	if err != nil {
-		if isCorrupt(err) {
-			return 0, 0, fmt.Errorf("restore: %s is damaged (%v); nothing was changed", file, err)
-		}
-		return 0, 0, fmt.Errorf("restore: %s is not an oncegate journal (SQLite cannot read it: %v); nothing was changed", file, err)
-	}
-	var problems []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			rows.Close()
-			return 0, 0, fmt.Errorf("restore: integrity check of %s: %w", file, err)
-		}
-		problems = append(problems, line)
-	}
-	if err := rows.Err(); err != nil {
-		return 0, 0, fmt.Errorf("restore: %s is damaged (%v); nothing was changed", file, err)
-	}
-	if len(problems) != 1 || problems[0] != "ok" {
-		if len(problems) > 3 {
-			problems = append(problems[:3], "…")
-		}
-		return 0, 0, fmt.Errorf("restore: %s is damaged: SQLite's integrity check found %s; nothing was changed", file, strings.Join(problems, "; "))
-	}
-	var tables int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('schema_migrations', 'operations')`).Scan(&tables); err != nil || tables != 2 {
-		return 0, 0, fmt.Errorf("restore: %s is a SQLite database but not an oncegate journal (no operations or schema version); nothing was changed", file)
-	}
-	var ops int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM operations`).Scan(&ops); err != nil {
-		return 0, 0, fmt.Errorf("restore: read %s: %w", file, err)
-	}
-	db.Close()
-
-	version, err := store.Migrate(ctx, copyPath, "version")
-	if err != nil {
-		return 0, 0, fmt.Errorf("restore: %s: %w; nothing was changed", file, err)
-	}
-	if latest := store.LatestVersion(); int(version) > latest {
-		return 0, 0, fmt.Errorf("restore: %s has schema version %d, newer than this oncegate's %d: restore it with the oncegate that made it (or a newer one); nothing was changed", file, version, latest)
-	}
-	if version == 0 {
-		return 0, 0, fmt.Errorf("restore: %s holds no schema version; nothing was changed", file)
-	}
-	return version, ops, nil
-}
-
-// compareNewest prints when the backup's newest operation and the
-// journal's were last written, and refuses, unless yes, to replace a
-// journal whose newest is newer: the operations after the backup would be
-// forgotten, and a key an agent sends again would execute again at a
-// target that does not deduplicate keys itself.
-func compareNewest(ctx context.Context, stdout io.Writer, backup, journal string, yes bool) error {
-	inBackup, err := newestOperation(ctx, backup)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "the backup's newest operation: %s\n", describeTime(inBackup))
-	if _, err := os.Stat(journal); err != nil {
-		return nil // nothing is replaced
-	}
-	inJournal, err := newestOperation(ctx, journal)
-	if err != nil {
-		return fmt.Errorf("restore: read the current journal: %w (nothing was changed)", err)
-	}
-	fmt.Fprintf(stdout, "the journal's newest operation:  %s\n", describeTime(inJournal))
-	if !inJournal.After(inBackup) {
-		return nil
-	}
-	if !yes {
-		return fmt.Errorf("restore: the journal being replaced has operations newer than the backup's (%s after it): "+
-			"the restored journal forgets them, and a key an agent sends again executes again at a target that does not deduplicate keys itself (Bitrix24); "+
-			"run restore again with --yes to replace it anyway (it is kept beside the restored one); nothing was changed",
-			inJournal.Sub(inBackup).Round(time.Second))
-	}
-	fmt.Fprintln(stdout, "--yes: the operations after the backup's newest are forgotten by the restored journal (the replaced one is kept)")
-	return nil
-}
-
-// newestOperation is when the journal at path last wrote an operation;
-// zero when it holds none.
-func newestOperation(ctx context.Context, path string) (time.Time, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		return time.Time{}, err
-	}
-	defer db.Close()
-	var newest sql.NullString
-	if err := db.QueryRowContext(ctx, `SELECT max(updated_at) FROM operations`).Scan(&newest); err != nil {
-		return time.Time{}, err
-	}
-	if !newest.Valid {
-		return time.Time{}, nil
-	}
-	return time.Parse("2006-01-02T15:04:05.000000Z", newest.String)
-}
-
-// describeTime is a time for restore's report.
-func describeTime(t time.Time) string {
-	if t.IsZero() {
-		return "none (no operations)"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
-// isCorrupt reports whether SQLite found the database malformed.
-func isCorrupt(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CORRUPT
-}
-
-// setAside moves the journal to kept with its -wal and -shm. It first
-// checkpoints the journal, so all it holds is in the main file; a -wal
-// still there once this, the last connection, closed means another
-// oncegate command has the journal open, and nothing is moved.
-func setAside(ctx context.Context, journal, kept string) error {
-	db, err := sql.Open("sqlite", "file:"+journal+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		return fmt.Errorf("restore: open the current journal: %w", err)
-	}
-	var busy, frames, done int
-	err = db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &done)
-	db.Close()
-	if err != nil {
-		return fmt.Errorf("restore: checkpoint the current journal: %w", err)
-	}
-	if busy != 0 {
-		return errors.New("restore: another oncegate command is using the journal; try again when it has finished (nothing was changed)")
-	}
-	if fi, err := os.Stat(journal + "-wal"); err == nil && fi.Size() > 0 {
-		return errors.New("restore: another oncegate command has the journal open; try again when it has finished (nothing was changed)")
-	}
-	if err := renameDB(journal, kept); err != nil {
-		return fmt.Errorf("restore: set the current journal aside: %w", err)
-	}
-	return nil
-}
-
-// renameDB renames a SQLite database file with its -wal and -shm, which
-// SQLite finds by the database's name.
-func renameDB(from, to string) error {
-	if err := os.Rename(from, to); err != nil {
-		return err
-	}
-	for _, suffix := range []string{"-wal", "-shm"} {
-		if err := os.Rename(from+suffix, to+suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
-	return nil
-}
-
-// removeDB removes a database file and its -wal and -shm.
-func removeDB(path string) {
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		os.Remove(path + suffix)
-	}
-}
-
-// nextFree is path, or path with a number after it when path is taken.
-func nextFree(path string) string {
-	p := path
-	for n := 2; ; n++ {
-		if _, err := os.Lstat(p); errors.Is(err, fs.ErrNotExist) {
-			return p
-		}
-		p = fmt.Sprintf("%s-%d", path, n)
-	}
-}
-
-// copyNew copies src to dst, which must not exist yet; dst is its
-// owner's only (it holds token and password hashes) and on disk before
-// copyNew returns.
-func copyNew(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		os.Remove(dst)
-		return err
-	}
-	if err := errors.Join(out.Sync(), out.Close()); err != nil {
-		os.Remove(dst)
-		return err
-	}
-	return nil
-}
-
-// syncDir makes renames in dir durable where the system allows it.
-func syncDir(dir string) {
-	if d, err := os.Open(filepath.Clean(dir)); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

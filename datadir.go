@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,7 +23,7 @@ var errJournalMissing = errors.New("the journal is missing")
 
 // journalNotLost refuses to begin a new embedded journal in a data
 // directory whose journal was lost: its marker is there, and the journal
-// is missing or empty (holdsJournal). The
+// is missing or empty (store.HoldsJournal). The
 // operator restores it, or starts serve with --new-journal to begin again.
 // A journal on PostgreSQL has no data directory to tell.
 func journalNotLost(ctx context.Context, dataDir, journal string) error {
@@ -38,7 +37,7 @@ func journalNotLost(ctx context.Context, dataDir, journal string) error {
 	if err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	if holdsJournal(ctx, journal) {
+	if store.HoldsJournal(ctx, journal) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s held an oncegate journal (%s says: %s) but %s is gone or empty. "+
@@ -96,29 +95,16 @@ func noJournalYet(ctx context.Context, journal string) error {
 	if store.IsPostgres(journal) {
 		return errors.New("--new-journal is for the embedded journal; a journal on PostgreSQL is made by its database")
 	}
-	if holdsJournal(ctx, journal) {
+	if store.HoldsJournal(ctx, journal) {
 		return fmt.Errorf("--new-journal: a journal is in place at %s and is not replaced; start serve without --new-journal", journal)
 	}
 	return nil
 }
 
-// holdsJournal reports whether the file at path is a database with
-// anything in it. A connection opened on a journal deleted under a running
-// gateway leaves a new, empty database in its place; that is no journal.
-// A file that cannot be read counts as one: opening it says what is wrong.
-func holdsJournal(ctx context.Context, path string) bool {
-	fi, err := os.Stat(path)
-	if err != nil || fi.Size() == 0 {
-		return err != nil && !errors.Is(err, fs.ErrNotExist)
+// syncDir makes renames in dir durable where the system allows it.
+func syncDir(dir string) {
+	if d, err := os.Open(filepath.Clean(dir)); err == nil {
+		d.Sync()
+		d.Close()
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		return true
-	}
-	defer db.Close()
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
-		return true
-	}
-	return n > 0
 }

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -60,6 +64,100 @@ func TestDependencyRules(t *testing.T) {
 				if dep == tree || below && strings.HasPrefix(dep, tree+"/") {
 					t.Errorf("%s depends on %s, which it must not", rule.pkg, dep)
 				}
+			}
+		}
+	}
+}
+
+// The journal's two backends sit behind one seam in the store: only the
+// store talks to a SQL driver, and inside it only the backend's own files
+// (sqlite*.go, postgres*.go) and the one interpreter of driver errors
+// (errors.go) import one. The backend is the store's business: no
+// exported name of the store shows it, and no file but the backends'
+// names a concrete one.
+func TestJournalSeam(t *testing.T) {
+	t.Parallel()
+	drivers := []string{"modernc.org/sqlite", "github.com/jackc/pgx", "github.com/golang-migrate/migrate/v4/database"}
+	isDriver := func(path string) bool {
+		for _, d := range drivers {
+			if path == d || strings.HasPrefix(path, d+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const mod = "github.com/oncegate/oncegate"
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, " ")
+		if pkg == mod+"/store" || strings.HasPrefix(pkg, mod+"/store/") {
+			continue
+		}
+		for _, imp := range strings.Fields(imports) {
+			if isDriver(imp) {
+				t.Errorf("%s imports the SQL driver %s: only the store talks to the journal's database", pkg, imp)
+			}
+		}
+	}
+
+	files, err := filepath.Glob("store/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		name := filepath.Base(file)
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		backendFile := strings.HasPrefix(name, "sqlite") || strings.HasPrefix(name, "postgres")
+		for _, imp := range f.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); isDriver(p) && !backendFile && name != "errors.go" {
+				t.Errorf("store/%s imports the SQL driver %s: what differs between the backends belongs in sqlite.go or postgres.go", name, p)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok && !backendFile && (id.Name == "sqliteBackend" || id.Name == "postgresBackend") {
+				t.Errorf("store/%s names %s: only the backend's own file knows which backend it is", name, id.Name)
+			}
+			return true
+		})
+		for _, decl := range f.Decls {
+			var exported []ast.Node
+			switch d := decl.(type) {
+			case *ast.FuncDecl:
+				if d.Name.IsExported() {
+					exported = append(exported, d.Type)
+				}
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					if ts, ok := spec.(*ast.TypeSpec); ok && ts.Name.IsExported() {
+						if st, ok := ts.Type.(*ast.StructType); ok {
+							for _, field := range st.Fields.List {
+								for _, n := range field.Names {
+									if n.IsExported() {
+										exported = append(exported, field.Type)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+			for _, node := range exported {
+				ast.Inspect(node, func(n ast.Node) bool {
+					if id, ok := n.(*ast.Ident); ok && strings.Contains(strings.ToLower(id.Name), "backend") {
+						t.Errorf("store/%s: an exported name shows the store's backend (%s); it is unexported", name, id.Name)
+					}
+					return true
+				})
 			}
 		}
 	}

@@ -108,10 +108,8 @@ func (s *Store) flushAudit(ctx context.Context, tx *txn) error {
 		return nil
 	}
 	defer func() { tx.audit = tx.audit[:0] }()
-	if tx.pg {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(auditLock)); err != nil {
-			return fmt.Errorf("append audit: %w", err)
-		}
+	if err := tx.lock(ctx, int64(auditLock)); err != nil {
+		return fmt.Errorf("append audit: %w", err)
 	}
 	var prevID int64
 	prev := genesis

@@ -68,8 +68,8 @@ const liveDuplicateQuery = `SELECT ` + operationColumns + ` FROM operations
 // findDuplicate is the earlier live operation of the same business event
 // as a claim of key, or nil. lock takes the business key's lock first.
 func (s *Store) findDuplicate(ctx context.Context, tx *txn, intent string, r DuplicateCheck, key string, lock bool) (*Operation, error) {
-	if lock && tx.pg {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?, ?)`, int32(businessKeyLockClass), lockHalf(r.BusinessKey)); err != nil {
+	if lock {
+		if err := tx.lock(ctx, int32(businessKeyLockClass), lockHalf(r.BusinessKey)); err != nil {
 			return nil, fmt.Errorf("lock business key: %w", err)
 		}
 	}

@@ -24,8 +24,8 @@ func HashPasswordWith(password string, memoryKiB, passes uint32, lanes uint8) st
 
 // LocationOf is where s's journal is, as Open takes it.
 func LocationOf(s *Store) string {
-	if s.pg {
-		return s.url
+	if pg, ok := s.be.(*postgresBackend); ok {
+		return pg.url
 	}
 	return s.path
 }
@@ -39,15 +39,15 @@ type Raw struct{ d db }
 func RawDB(tb testing.TB, s *Store) Raw {
 	tb.Helper()
 	driver, dsn := "sqlite", "file:"+s.path+"?_pragma=busy_timeout(5000)"
-	if s.pg {
-		driver, dsn = "pgx", s.url
+	if pg, ok := s.be.(*postgresBackend); ok {
+		driver, dsn = "pgx", pg.url
 	}
 	sqldb, err := sql.Open(driver, dsn)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { sqldb.Close() })
-	return Raw{db{DB: sqldb, pg: s.pg}}
+	return Raw{db{DB: sqldb, be: s.be}}
 }
 
 func (r Raw) Exec(q string, args ...any) (sql.Result, error) {

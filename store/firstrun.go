@@ -62,10 +62,8 @@ func (s *Store) CreateFirstToken(ctx context.Context, agent string, scopes []str
 // run's lock on PostgreSQL (SQLite's write transaction is exclusive
 // already).
 func (s *Store) firstRunCount(ctx context.Context, tx *txn, query string) (int, error) {
-	if s.pg {
-		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(firstRunLock)); err != nil {
-			return 0, err
-		}
+	if err := tx.lock(ctx, int64(firstRunLock)); err != nil {
+		return 0, err
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, query).Scan(&n); err != nil {

@@ -348,7 +348,7 @@ func (s *Store) takeLease(ctx context.Context, tx *txn, op Operation, owner stri
 func (s *Store) Get(ctx context.Context, key string) (Operation, error) {
 	op, err := scanOperation(s.getOp.QueryRowContext(ctx, key))
 	if err = interpretError(err); err != nil {
-		if lost := s.checkFile(); lost != nil && !errors.Is(err, ErrNotFound) {
+		if lost := s.be.check(); lost != nil && !errors.Is(err, ErrNotFound) {
 			err = lost // a reader opened on the empty place of a lost journal
 		}
 		return Operation{}, fmt.Errorf("get operation: %w", err)
@@ -522,16 +522,12 @@ func (s *Store) transitionTx(ctx context.Context, tx *txn, event, key, owner str
 }
 
 // OrphanLeases turns every started row whose lease belongs to another run
-// than run into unknown: that run is dead (serve holds the data
-// directory's lock), so whatever it sent may or may not have been applied.
-// A lease of run is owned by run itself or by "run/<claim>". It returns
-// how many rows it moved. On a shared journal (PostgreSQL) another run may
-// be alive: it does nothing there, and a dead run's rows are taken by the
-// reconciler when their leases run out.
+// than run into unknown: the caller knows every other run is dead, so
+// whatever it sent may or may not have been applied. A lease of run is
+// owned by run itself or by "run/<claim>". It returns how many rows it
+// moved. On a shared journal (Shared) another run may be alive: the
+// caller must not ask there.
 func (s *Store) OrphanLeases(ctx context.Context, run string) (int, error) {
-	if s.pg {
-		return 0, nil
-	}
 	var r0 int
 	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
 		r0, err = s.orphanLeasesTx(ctx, tx, run)

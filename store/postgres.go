@@ -39,8 +39,8 @@ import (
 // What the single-process journal knows from the data directory's lock,
 // that every lease not of this run is dead, does not hold here: another
 // instance may be alive. A dead instance's leases run out and the
-// reconciler of any instance takes those rows (TakeForReconcile), so
-// OrphanLeases does nothing on PostgreSQL.
+// reconciler of any instance takes those rows (TakeForReconcile); the
+// engine asks Shared before it orphans leases.
 
 // IsPostgres reports whether location names a PostgreSQL journal (a
 // postgres:// or postgresql:// URL) rather than a SQLite file.
@@ -68,6 +68,12 @@ const pgWriteTimeout = 10 * time.Second
 // in its savepoint before it fails as unavailable.
 const pgWriteAttempts = 5
 
+// postgresBackend is the journal's backend on PostgreSQL.
+type postgresBackend struct {
+	url  string  // the URL as given (for pg_dump); never logged
+	pool *sql.DB // the writers' and readers' connections
+}
+
 func openPostgres(ctx context.Context, location string) (*Store, error) {
 	if _, err := migratePostgres(ctx, location, "up"); err != nil {
 		return nil, err
@@ -84,7 +90,8 @@ func openPostgres(ctx context.Context, location string) (*Store, error) {
 		sqldb.Close()
 		return nil, fmt.Errorf("open journal: %w", redactErr(err))
 	}
-	d := db{DB: sqldb, pg: true}
+	be := &postgresBackend{url: location, pool: sqldb}
+	d := db{DB: sqldb, be: be}
 	getOp, err := d.PrepareContext(ctx, getOperationQuery)
 	if err != nil {
 		sqldb.Close()
@@ -101,7 +108,7 @@ func openPostgres(ctx context.Context, location string) (*Store, error) {
 			return nil, fmt.Errorf("open journal: %w", redactErr(err))
 		}
 	}
-	s := &Store{db: d, rdb: d, getOp: getOp, pg: true, location: Redact(location), url: location, Now: time.Now,
+	s := &Store{be: be, db: d, rdb: d, getOp: getOp, location: Redact(location), Now: time.Now,
 		writes: make(chan *writeReq), quit: make(chan struct{})}
 	for _, c := range conns {
 		s.writers.Go(func() { s.writer(c) })
@@ -151,18 +158,81 @@ func redactErr(err error) error {
 	return err
 }
 
-// reconnect makes sure the writer's connection to PostgreSQL works
-// before its next batch: after a batch failed for a broken connection it
-// takes a new one from the pool, trying again every second until the
-// server answers or the store closes. It reports false when the store
-// closed.
-func (s *Store) reconnect(t *txn) bool {
+func (*postgresBackend) bind(query string) string { return numbered(query) }
+
+// forUpdate: a claim of a key another gateway is claiming waits for that
+// one's batch.
+func (*postgresBackend) forUpdate() string { return ` FOR UPDATE` }
+
+// skipLocked: rows another gateway is taking are passed over rather than
+// waited for.
+func (*postgresBackend) skipLocked() string { return ` FOR UPDATE SKIP LOCKED` }
+
+// lock takes an advisory lock held until the transaction ends
+// (pg_advisory_xact_lock).
+func (*postgresBackend) lock(ctx context.Context, t *txn, keys ...any) error {
+	q := `SELECT pg_advisory_xact_lock(?)`
+	if len(keys) == 2 {
+		q = `SELECT pg_advisory_xact_lock(?, ?)`
+	}
+	_, err := t.ExecContext(ctx, q, keys...)
+	return err
+}
+
+// Other gateways may share the journal.
+func (*postgresBackend) shared() bool { return true }
+
+// The journal is not a file of this machine's.
+func (*postgresBackend) check() error { return nil }
+
+// savepoints: every write has one, so a write that lost a deadlock with
+// another gateway's batch runs again in it.
+func (*postgresBackend) savepoints(int) bool { return true }
+
+// batchContext: a server that stops answering fails the batch instead of
+// holding the writer.
+func (*postgresBackend) batchContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), pgWriteTimeout)
+}
+
+func (*postgresBackend) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(ctx, time.Now().Add(pgWriteTimeout))
+}
+
+// begin starts the batch's transaction. A connection that broke between
+// batches (the server restarted, an idle connection was cut) fails at
+// BEGIN, before anything was sent, so the batch goes on a new one.
+func (b *postgresBackend) begin(ctx context.Context, t *txn) error {
+	_, err := t.ExecContext(ctx, `BEGIN`)
+	if err != nil && pgFailure(err) && b.replaceConn(t) == nil {
+		_, err = t.ExecContext(ctx, `BEGIN`)
+	}
+	return err
+}
+
+// retry: a write PostgreSQL aborted for a conflict with another
+// gateway's transaction runs again, up to pgWriteAttempts times.
+func (*postgresBackend) retry(err error, attempt int) bool {
+	return pgConflict(err) && attempt < pgWriteAttempts
+}
+
+// failure: the server failing, or a conflict that outlasted its retries.
+func (*postgresBackend) failure(err error) bool { return pgFailure(err) || pgConflict(err) }
+
+// afterFailure: the connection may be what failed; the writer checks it
+// before the next batch (ready).
+func (*postgresBackend) afterFailure(t *txn) { t.broken = true }
+
+// ready makes sure the writer's connection works before its next batch:
+// after a batch failed it takes a new one from the pool, trying again
+// every second until the server answers or the store closes.
+func (b *postgresBackend) ready(t *txn, quit <-chan struct{}) bool {
 	for t.broken {
-		if s.replaceConn(t) == nil {
+		if b.replaceConn(t) == nil {
 			return true
 		}
 		select {
-		case <-s.quit:
+		case <-quit:
 			return false
 		case <-time.After(time.Second):
 		}
@@ -172,10 +242,10 @@ func (s *Store) reconnect(t *txn) bool {
 
 // replaceConn gives the writer a new, working connection from the pool;
 // its kept statements go with the old one.
-func (s *Store) replaceConn(t *txn) error {
+func (b *postgresBackend) replaceConn(t *txn) error {
 	ctx, cancel := context.WithTimeout(context.Background(), pgWriteTimeout)
 	defer cancel()
-	conn, err := s.db.Conn(ctx)
+	conn, err := b.pool.Conn(ctx)
 	if err != nil {
 		return err
 	}
@@ -187,6 +257,11 @@ func (s *Store) replaceConn(t *txn) error {
 	t.conn.Close()
 	t.conn, t.broken = conn, false
 	return nil
+}
+
+// backup runs pg_dump (backupPostgres).
+func (b *postgresBackend) backup(ctx context.Context, _ *Store, path string) error {
+	return backupPostgres(ctx, b.url, path)
 }
 
 // pgConflict reports whether PostgreSQL aborted a transaction for a

@@ -96,10 +96,8 @@ func (s *Store) Login(ctx context.Context, name, password, addr string) (User, t
 func (s *Store) countLoginAttempt(ctx context.Context, name, addr string) (ids []int64, wait time.Duration, err error) {
 	err = s.write(ctx, func(ctx context.Context, tx *txn) error {
 		ids, wait = nil, 0 // a write may run again (PostgreSQL conflicts)
-		if tx.pg {
-			if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(throttleLock)); err != nil {
-				return fmt.Errorf("count sign-in: %w", err)
-			}
+		if err := tx.lock(ctx, int64(throttleLock)); err != nil {
+			return fmt.Errorf("count sign-in: %w", err)
 		}
 		now := s.now()
 		if _, err := tx.ExecContext(ctx, `DELETE FROM login_failures WHERE at <= ?`,

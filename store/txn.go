@@ -11,7 +11,7 @@ import (
 type txn struct {
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
-	pg    bool // the connection is to PostgreSQL: "?" is bound as $n
+	be    backend
 	// broken: a batch failed on PostgreSQL; the writer checks the
 	// connection before the next (reconnect).
 	broken bool
@@ -26,15 +26,15 @@ type txn struct {
 // dozen distinct ones.
 const maxStmts = 512
 
-func newTxn(conn *sql.Conn, pg bool) *txn {
-	return &txn{conn: conn, stmts: map[string]*sql.Stmt{}, pg: pg}
+func newTxn(conn *sql.Conn, be backend) *txn {
+	return &txn{conn: conn, stmts: map[string]*sql.Stmt{}, be: be}
 }
 
 func (t *txn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := t.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := t.conn.PrepareContext(ctx, t.bind(query))
+	st, err := t.conn.PrepareContext(ctx, t.be.bind(query))
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func (t *txn) QueryContext(ctx context.Context, query string, args ...any) (*sql
 func (t *txn) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	st, err := t.stmt(ctx, query)
 	if err != nil {
-		return t.conn.QueryRowContext(ctx, t.bind(query), args...) // reports the same error
+		return t.conn.QueryRowContext(ctx, t.be.bind(query), args...) // reports the same error
 	}
 	return st.QueryRowContext(ctx, args...)
 }
@@ -83,9 +83,12 @@ func (t *txn) rollback() {
 	t.conn.ExecContext(context.Background(), `ROLLBACK`)
 }
 
-func (t *txn) bind(query string) string {
-	if t.pg {
-		return numbered(query)
-	}
-	return query
-}
+// forUpdate is the clause that locks the rows a read returns until the
+// transaction ends (backend.forUpdate).
+func (t *txn) forUpdate() string { return t.be.forUpdate() }
+
+// skipLocked is forUpdate for picking work (backend.skipLocked).
+func (t *txn) skipLocked() string { return t.be.skipLocked() }
+
+// lock takes a lock on keys until the transaction ends (backend.lock).
+func (t *txn) lock(ctx context.Context, keys ...any) error { return t.be.lock(ctx, t, keys...) }

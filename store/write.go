@@ -5,10 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
-
-	"modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Group commit. Every write of the journal is a function run by one
@@ -101,13 +97,13 @@ func (s *Store) WriteStats() WriteStats {
 
 // writer runs the batches until the store closes.
 func (s *Store) writer(conn *sql.Conn) {
-	t := newTxn(conn, s.pg)
+	t := newTxn(conn, s.be)
 	defer func() {
 		t.close()
 		t.conn.Close() // back to the pool, which Close then closes (the last connection checkpoints)
 	}()
 	for {
-		if s.pg && !s.reconnect(t) {
+		if !s.be.ready(t, s.quit) {
 			return
 		}
 		var first *writeReq
@@ -151,7 +147,8 @@ func (s *Store) runExclusive(conn *sql.Conn, r *writeReq) error {
 	return r.conn(context.WithoutCancel(r.ctx), conn)
 }
 
-// commit runs one batch as one transaction and answers each write.
+// commit runs one batch as one transaction and answers each write, after
+// the COMMIT that holds it returned.
 func (s *Store) commit(t *txn, batch []*writeReq) {
 	s.batches.Add(1)
 	s.batched.Add(int64(len(batch)))
@@ -165,7 +162,7 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	// on its own (landed, or not run yet) gets the batch's error.
 	abort := func(stage string, err error) {
 		t.rollback()
-		t.broken = s.pg // the writer checks the connection before the next batch
+		s.be.afterFailure(t)
 		failed := fmt.Errorf("%s: %w", stage, err)
 		s.failing.Store(&failed)
 		for i := range errs {
@@ -175,89 +172,38 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		}
 	}
 
-	// A journal file deleted or replaced under the gateway takes no more
-	// writes.
-	if err := s.checkFile(); err != nil {
+	// A journal that can take no writes (its file deleted or replaced
+	// under the gateway) is not tried.
+	if err := s.be.check(); err != nil {
 		s.failing.Store(&err)
 		for i := range errs {
 			errs[i] = err
 		}
 		return
 	}
-	// On PostgreSQL a server that stops answering fails the batch instead
-	// of holding the writer.
-	bg := context.Background()
-	if s.pg {
-		var cancel context.CancelFunc
-		bg, cancel = context.WithTimeout(bg, pgWriteTimeout)
-		defer cancel()
-	}
-	err := s.begin(bg, t)
-	if err != nil && s.pg && pgFailure(err) && s.replaceConn(t) == nil {
-		// The connection broke between batches (the server restarted,
-		// an idle connection was cut): nothing was sent, so the batch
-		// goes on a new one.
-		err = s.begin(bg, t)
-	}
-	if err != nil {
+	bg, cancel := s.be.batchContext()
+	defer cancel()
+	if err := s.be.begin(bg, t); err != nil {
 		abort("begin", err)
 		return
 	}
+	// Each write runs in its savepoint, so one that fails is undone alone.
 	landed := 0
-	// A write alone needs no savepoint on SQLite: its failure rolls back
-	// the transaction. On PostgreSQL a write that lost a conflict with
-	// another gateway's transaction (a deadlock) runs again in its
-	// savepoint.
-	alone := len(batch) == 1 && !s.pg
+	savepoints := s.be.savepoints(len(batch))
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err // given up before it ran: nothing written
 			continue
 		}
-		wctx := context.WithoutCancel(r.ctx)
-		if s.pg {
-			var cancel context.CancelFunc
-			wctx, cancel = context.WithDeadline(wctx, time.Now().Add(pgWriteTimeout))
-			defer cancel()
+		var stage string
+		var broken error
+		errs[i], stage, broken = s.run(bg, t, r, savepoints)
+		if broken != nil {
+			abort(stage, broken)
+			return
 		}
-		for attempt := 1; ; attempt++ {
-			if !alone {
-				if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
-					abort("savepoint", err)
-					return
-				}
-			}
-			mark := len(t.audit)
-			err := r.fn(wctx, t)
-			if err != nil {
-				t.audit = t.audit[:mark] // undone with the write
-			}
-			retry := pgConflict(err) && attempt < pgWriteAttempts
-			if !retry && (journalFailure(err) || pgConflict(err)) {
-				err = fmt.Errorf("%w: %w", ErrUnavailable, err)
-			}
-			if err == nil {
-				landed++
-			} else if !alone {
-				if _, rerr := t.ExecContext(bg, `ROLLBACK TO w`); rerr != nil {
-					// The transaction is gone (SQLite rolls it back itself
-					// on some I/O errors; the connection to PostgreSQL
-					// broke): nothing in it landed.
-					errs[i] = err
-					abort("rollback to savepoint", rerr)
-					return
-				}
-			}
-			errs[i] = err
-			if !alone {
-				if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
-					abort("release", err)
-					return
-				}
-			}
-			if !retry {
-				break
-			}
+		if errs[i] == nil {
+			landed++
 		}
 	}
 	if landed == 0 {
@@ -295,46 +241,44 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	// again.
 }
 
-// journalFailure reports whether err is the journal failing (its disk,
-// its file, its lock, its server) rather than a rule refusing the write.
-func journalFailure(err error) bool {
-	if pgFailure(err) {
-		return true
-	}
-	var se *sqlite.Error
-	if !errors.As(err, &se) {
-		return false
-	}
-	switch se.Code() & 0xff {
-	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_BUSY,
-		sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN:
-		return true
-	}
-	return false
-}
-
-// lockWait is how long a batch waits for the write lock that another
-// process (a command beside serve, a second handle) holds.
-const lockWait = 5 * time.Second
-
-// begin starts the batch's transaction (BEGIN IMMEDIATE, which takes the
-// write lock), trying again every millisecond while another process holds
-// the lock. SQLite's own busy handler sleeps ever longer, up to 100 ms
-// between tries, so a process that writes beside a busy gateway would
-// seldom find the lock free in the moment between two batches; trying
-// often, both sides get their turn.
-func (s *Store) begin(ctx context.Context, t *txn) error {
-	if s.pg {
-		_, err := t.ExecContext(ctx, `BEGIN`)
-		return err
-	}
-	deadline := time.Now().Add(lockWait)
-	for {
-		_, err := t.ExecContext(context.Background(), `BEGIN IMMEDIATE`)
-		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
-			return err
+// run runs one write of a batch, in a savepoint of its own when the
+// batch has them, and again while the backend says the write lost a
+// conflict that may not recur. It returns the write's error; and when the
+// transaction itself broke (nothing in it lands), the stage and why.
+func (s *Store) run(bg context.Context, t *txn, r *writeReq, savepoint bool) (werr error, stage string, broken error) {
+	wctx, cancel := s.be.writeContext(context.WithoutCancel(r.ctx))
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		if savepoint {
+			if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
+				return werr, "savepoint", err
+			}
 		}
-		time.Sleep(time.Millisecond)
+		mark := len(t.audit)
+		werr = r.fn(wctx, t)
+		if werr != nil {
+			t.audit = t.audit[:mark] // undone with the write
+		}
+		retry := s.be.retry(werr, attempt)
+		if !retry && s.be.failure(werr) {
+			werr = fmt.Errorf("%w: %w", ErrUnavailable, werr)
+		}
+		if werr != nil && savepoint {
+			if _, err := t.ExecContext(bg, `ROLLBACK TO w`); err != nil {
+				// The transaction is gone (SQLite rolls it back itself
+				// on some I/O errors; the connection to PostgreSQL
+				// broke): nothing in it landed.
+				return werr, "rollback to savepoint", err
+			}
+		}
+		if savepoint {
+			if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
+				return werr, "release", err
+			}
+		}
+		if !retry {
+			return werr, "", nil
+		}
 	}
 }
 

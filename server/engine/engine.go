@@ -128,9 +128,15 @@ func (e *Engine) leaseOwner() string {
 }
 
 // Start prepares the journal for this run: rows left started by a
-// previous run, which is known dead, become unknown so they are
-// reconciled at once instead of waiting for their leases to expire.
+// previous run, which is known dead (serve holds the data directory's
+// lock), become unknown so they are reconciled at once instead of waiting
+// for their leases to expire. On a journal other gateways share, another
+// run's lease may be a live gateway's: its rows are left to run out, and
+// the reconciler of any gateway takes them then.
 func (e *Engine) Start(ctx context.Context) error {
+	if e.store.Shared() {
+		return nil
+	}
 	n, err := e.store.OrphanLeases(ctx, e.owner)
 	if err != nil {
 		return err

@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratesqlite "github.com/golang-migrate/migrate/v4/database/sqlite"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"modernc.org/sqlite" // registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/oncegate/oncegate/migrations"
+)
+
+// The journal on SQLite, the default: one file in WAL mode with
+// synchronous=FULL, written by one writer on the one write connection
+// (the file has one write lock) and read through a small pool. What it
+// knows that PostgreSQL's does not: one gateway writes it (serve holds
+// the data directory's lock), and the journal is a file that can be
+// deleted or replaced under it.
+
+// sqliteBackend is the journal's backend on SQLite.
+type sqliteBackend struct {
+	path string
+	// file is the journal's file as opened, and lost why it is no longer
+	// the file at path (check).
+	file os.FileInfo
+	lost atomic.Pointer[error]
+}
+
+// dsn builds the connection string with every pragma set per connection;
+// busyMS is how long a statement waits for a lock another process holds.
+func dsn(path string, readOnly bool, busyMS int) string {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyMS))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	if readOnly {
+		// mode=ro: a reader opened where the journal was deleted finds
+		// nothing instead of making an empty database in its place.
+		q.Set("mode", "ro")
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+func openSQLite(ctx context.Context, path string) (*Store, error) {
+	if _, err := Migrate(ctx, path, "up"); err != nil {
+		return nil, err
+	}
+	be := &sqliteBackend{path: path}
+	// The writer waits for the lock itself (lockWait), so its
+	// connection's busy handler gives up at once.
+	wdb, err := sql.Open("sqlite", dsn(path, false, 0))
+	if err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	w := db{DB: wdb, be: be}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	rsql, err := sql.Open("sqlite", dsn(path, true, 5000))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open journal readers: %w", err)
+	}
+	rdb := db{DB: rsql, be: be}
+	rdb.SetMaxOpenConns(4)
+	rdb.SetMaxIdleConns(4)
+	// The look-up of a row by key runs twice for every new operation;
+	// prepared once, each reader connection parses it once.
+	getOp, err := rdb.PrepareContext(ctx, getOperationQuery)
+	if err != nil {
+		rdb.Close()
+		w.Close()
+		return nil, fmt.Errorf("open journal readers: %w", err)
+	}
+	conn, err := w.Conn(ctx)
+	if err != nil {
+		rdb.Close()
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	if be.file, err = os.Stat(path); err != nil {
+		conn.Close()
+		rdb.Close()
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
+	s := &Store{be: be, db: w, rdb: rdb, getOp: getOp, path: path, location: path, Now: time.Now,
+		writes: make(chan *writeReq), quit: make(chan struct{})}
+	s.writers.Go(func() { s.writer(conn) })
+	return s, nil
+}
+
+// migrateSQLite is Migrate for a SQLite journal.
+func migrateSQLite(ctx context.Context, path, direction string) (uint, error) {
+	db, err := sql.Open("sqlite", dsn(path, false, 5000))
+	if err != nil {
+		return 0, fmt.Errorf("open journal for migration: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		db.Close()
+		return 0, fmt.Errorf("read migrations: %w", err)
+	}
+	drv, err := migratesqlite.WithInstance(db, &migratesqlite.Config{})
+	if err != nil {
+		db.Close()
+		return 0, fmt.Errorf("migrate journal: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "sqlite", drv)
+	if err != nil {
+		drv.Close()
+		return 0, fmt.Errorf("migrate journal: %w", err)
+	}
+	defer m.Close() // closes the driver and with it db
+	return runMigration(m, direction)
+}
+
+func (*sqliteBackend) bind(query string) string { return query }
+
+// The writer holds the whole journal's write lock already: no row or key
+// needs one of its own.
+func (*sqliteBackend) forUpdate() string                        { return `` }
+func (*sqliteBackend) skipLocked() string                       { return `` }
+func (*sqliteBackend) lock(context.Context, *txn, ...any) error { return nil }
+func (*sqliteBackend) ready(*txn, <-chan struct{}) bool         { return true }
+func (*sqliteBackend) afterFailure(*txn)                        {}
+func (*sqliteBackend) retry(error, int) bool                    { return false }
+func (*sqliteBackend) shared() bool                             { return false }
+func (*sqliteBackend) batchContext() (context.Context, context.CancelFunc) {
+	return context.Background(), func() {}
+}
+func (*sqliteBackend) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return ctx, func() {}
+}
+
+// savepoints: a write alone needs none, its failure rolls back the
+// transaction.
+func (*sqliteBackend) savepoints(n int) bool { return n > 1 }
+
+// check reports ErrUnavailable once the journal's file is no longer the
+// one this store opened: deleted, moved or replaced under the running
+// gateway. Writes would go to a file nobody will open again, and a
+// restart would find no journal, so from then on every write fails; it
+// never comes back, for the file put back is not the one whose leases and
+// keys this gateway holds.
+func (b *sqliteBackend) check() error {
+	if lost := b.lost.Load(); lost != nil {
+		return *lost
+	}
+	fi, err := os.Stat(b.path)
+	if err == nil && os.SameFile(fi, b.file) {
+		return nil
+	}
+	lost := fmt.Errorf("%w: JOURNAL FILE GONE: %s was deleted, moved or replaced while the gateway was running; it accepts no more work: stop it and put the journal back (oncegate restore BACKUP)", ErrUnavailable, b.path)
+	b.lost.CompareAndSwap(nil, &lost)
+	return *b.lost.Load()
+}
+
+// lockWait is how long a batch waits for the write lock that another
+// process (a command beside serve, a second handle) holds.
+const lockWait = 5 * time.Second
+
+// begin starts the batch's transaction (BEGIN IMMEDIATE, which takes the
+// write lock), trying again every millisecond while another process holds
+// the lock. SQLite's own busy handler sleeps ever longer, up to 100 ms
+// between tries, so a process that writes beside a busy gateway would
+// seldom find the lock free in the moment between two batches; trying
+// often, both sides get their turn.
+func (*sqliteBackend) begin(ctx context.Context, t *txn) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		_, err := t.ExecContext(ctx, `BEGIN IMMEDIATE`)
+		if err == nil || !IsBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// failure: the disk, the file or its lock.
+func (*sqliteBackend) failure(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_BUSY,
+		sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CANTOPEN:
+		return true
+	}
+	return false
+}
+
+// backup copies the journal with VACUUM INTO on the write connection
+// between batches, so the copy is consistent while serve keeps running.
+func (*sqliteBackend) backup(ctx context.Context, s *Store, path string) error {
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("backup: directory %s does not exist", filepath.Dir(path))
+	}
+	// The copy holds password and token hashes: it is its owner's from the
+	// first byte. VACUUM INTO fills an empty file.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("backup: %s already exists", path)
+	}
+	if err != nil {
+		return fmt.Errorf("backup: %w", err)
+	}
+	f.Close()
+	err = s.exclusive(ctx, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, `VACUUM INTO ?`, path)
+		return err
+	})
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("backup: %w", err)
+	}
+	return nil
+}
