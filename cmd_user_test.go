@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // userCmd runs a user command with stdin and the environment vars, and returns
@@ -32,7 +33,8 @@ func mustUserCmd(t *testing.T, stdin string, vars map[string]string, args ...str
 	return out
 }
 
-// openUserStore opens the journal in the data directory dir.
+// openUserStore opens the journal the commands made in the data
+// directory dir.
 func openUserStore(t *testing.T, dir string) *store.Store {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "journal.db"))
@@ -118,7 +120,7 @@ func TestUserCommands(t *testing.T) {
 func TestFirstAdmin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := openUserStore(t, t.TempDir())
+	st := storetest.Open(t)
 	var out bytes.Buffer
 	if err := firstAdmin(ctx, st, &out); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // gateway is a real Echo app over a real journal file, talking over
@@ -131,15 +132,10 @@ func setupWith(tb testing.TB, cfg config.Config) *gateway {
 	return serveOver(tb, cfg, openJournal(tb))
 }
 
-// openJournal opens a new journal file, closed at cleanup.
+// openJournal opens a new journal, closed at cleanup (storetest.Open).
 func openJournal(tb testing.TB) *store.Store {
 	tb.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "journal.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st
+	return storetest.Open(tb)
 }
 
 // simTargets are the three targets talking to the simulators at url with

@@ -15,12 +15,7 @@ import (
 // MustOpenStore opens a journal in a fresh temp file with a pinned clock.
 func MustOpenStore(tb testing.TB) *store.Store {
 	tb.Helper()
-	s, err := store.Open(context.Background(), storetest.Location(tb))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Open(tb)
 }
 
 // clock is a settable clock for a store.

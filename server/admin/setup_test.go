@@ -23,6 +23,7 @@ import (
 
 	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // password is every test user's password.
@@ -127,12 +128,7 @@ func newApp(tb testing.TB, edit func(*admin.Deps)) *app {
 // newOwnApp serves the admin UI over a journal of its own, with no users.
 func newOwnApp(tb testing.TB, edit func(*admin.Deps)) *app {
 	tb.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(tb.TempDir(), "journal.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return serveApp(tb, st, map[string]store.User{}, edit)
+	return serveApp(tb, storetest.Open(tb), map[string]store.User{}, edit)
 }
 
 func serveApp(tb testing.TB, st *store.Store, users map[string]store.User, edit func(*admin.Deps)) *app {

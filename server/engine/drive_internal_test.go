@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // scripted is a target whose look-ups answer what the test says; it is
@@ -63,11 +63,7 @@ func testConfig() Config {
 // is scripted; its workers do not run.
 func scriptedEngine(t *testing.T, target *scripted) (*Engine, *store.Store) {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t)
 	cfg := testConfig()
 	cfg.ReviewAfter = 3
 	e := New(cfg, st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))

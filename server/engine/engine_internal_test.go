@@ -4,13 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // gated is a payments target whose executes wait for the test to open the
@@ -47,11 +48,7 @@ func (t *gated) executes(key string) int {
 func TestNoDriveStartsOnceShutdownWaits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t)
 	target := &gated{gate: make(chan struct{}), calls: map[string]int{}}
 	e := New(testConfig(), st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 
@@ -110,4 +107,36 @@ func TestNoDriveStartsOnceShutdownWaits(t *testing.T) {
 		t.Fatalf("the drive in flight ended %+v", op)
 	}
 	<-waited
+}
+
+// A run starts by turning the rows a previous run left started into
+// unknown, so they are reconciled at once: on SQLite serve holds the data
+// directory's lock, so that run is dead. On PostgreSQL another gateway
+// sharing the journal may be alive and mid-call: its rows and this run's
+// own stay started, and run out by their leases instead.
+func TestStartOrphansDeadRunsLeases(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e, st := scriptedEngine(t, &scripted{})
+	const previous, own = "test:payment.charge:orphan-previous:v1", "test:payment.charge:orphan-own:v1"
+	claimed(t, e, st, own)
+	_, _, err := st.Claim(ctx, store.ClaimRequest{
+		Key: previous, Intent: "payment.charge", Fingerprint: strings.Repeat("ab", 32), TargetSystem: "payments",
+		Agent: "agent-a", Payload: []byte(`{}`), Owner: "run-previous/1a2b", Lease: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := store.StatusUnknown
+	if storetest.Postgres() {
+		want = store.StatusStarted
+	}
+	for key, want := range map[string]store.Status{previous: want, own: store.StatusStarted} {
+		if op, err := st.Get(ctx, key); err != nil || op.Status != want {
+			t.Errorf("%s: %s (%v), want %s", key, op.Status, err, want)
+		}
+	}
 }

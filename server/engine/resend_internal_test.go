@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // ykEngine is an engine over a new journal whose payments target is the
@@ -27,11 +27,7 @@ func ykEngine(t *testing.T) (*Engine, *store.Store, *sim.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t)
 	cfg := testConfig()
 	cfg.Retry = adapters.RetryPolicy{MaxAttempts: 2, InitialDelay: 10 * time.Millisecond, Multiplier: 1, MaxDelay: time.Second}
 	cfg.Targets["payments"] = TargetConfig{Timeout: time.Second}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // A firm's two 1C bases are two target instances of one kind, each with
@@ -34,11 +34,7 @@ func TestNamedInstances(t *testing.T) {
 		}
 		sims[name], targets[name] = s, one
 	}
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := storetest.Open(t)
 	cfg := testConfig()
 	cfg.Targets = map[string]TargetConfig{
 		"buh":   {Timeout: 700 * time.Millisecond, Settle: 2 * time.Second, Retention: 48 * time.Hour},

@@ -17,10 +17,25 @@ import (
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+
+	"github.com/oncegate/oncegate/store"
 )
 
 // Postgres reports whether the suite runs on PostgreSQL.
 func Postgres() bool { return os.Getenv("ONCEGATE_TEST_JOURNAL") == "postgres" }
+
+// Open opens a fresh, empty journal for tb at Location, closed when tb
+// ends: every package's tests set up a journal with it, so each runs on
+// PostgreSQL too under ONCEGATE_TEST_JOURNAL=postgres.
+func Open(tb testing.TB) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), Location(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
 
 // Location returns where a fresh, empty journal for tb is: a file in a
 // temp directory, or on PostgreSQL a schema of its own (dropped when tb
