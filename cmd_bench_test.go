@@ -25,7 +25,7 @@ func TestBenchCommandSharedJournal(t *testing.T) {
 		t.Errorf("the bench does not say it ran two gateways on PostgreSQL:\n%s", out)
 	}
 	checkBenchRows(t, out)
-	cmd := exec.Command(binary, "bench", "--instances", "2")
+	cmd := exec.Command(bin(t), "bench", "--instances", "2")
 	if msg, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(msg), "needs a shared journal") {
 		t.Errorf("two gateways on a SQLite journal: %v\n%s", err, msg)
 	}

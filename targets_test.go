@@ -388,7 +388,7 @@ func TestServeNamedTargets(t *testing.T) {
 	if err := os.WriteFile(twice, []byte("targets:\n  bitrix24: { webhook_url_env: A }\n  crm: { kind: bitrix24 }\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "serve", "--config", twice, "--data", t.TempDir(), "--listen", freeAddr(t))
+	cmd := exec.Command(bin(t), "serve", "--config", twice, "--data", t.TempDir(), "--listen", freeAddr(t))
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "targets.crm: the target crm is configured already, as targets.bitrix24") {
 		t.Errorf("serve with crm configured twice: %v\n%s", err, out)

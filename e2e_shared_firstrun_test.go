@@ -24,7 +24,7 @@ func TestSharedJournalSimultaneousFirstRun(t *testing.T) {
 	addrs := make([]string, n)
 	for i := range gateways {
 		addrs[i] = freeAddr(t)
-		p := &proc{cmd: exec.Command(binary, "serve", "--data", filepath.Join(t.TempDir(), "data"), "--listen", addrs[i])}
+		p := &proc{cmd: exec.Command(bin(t), "serve", "--data", filepath.Join(t.TempDir(), "data"), "--listen", addrs[i])}
 		p.cmd.Env = append(os.Environ(), "ONCEGATE_JOURNAL_URL="+journal, "ONCEGATE_CONFIG=")
 		p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 		p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}

@@ -56,14 +56,14 @@ func TestSharedJournalCommands(t *testing.T) {
 	} else if os.Getenv("CI") != "" {
 		t.Fatal("pg_dump is not installed (Debian's postgresql-client)")
 	}
-	restore := exec.Command(binary, "restore", "--data", data, filepath.Join(t.TempDir(), "x"))
+	restore := exec.Command(bin(t), "restore", "--data", data, filepath.Join(t.TempDir(), "x"))
 	restore.Env = append(os.Environ(), env...)
 	os.WriteFile(restore.Args[len(restore.Args)-1], []byte("x"), 0o600)
 	if out, err := restore.CombinedOutput(); err == nil || !strings.Contains(string(out), "pg_restore") {
 		t.Fatalf("restore on PostgreSQL: %v\n%s", err, out)
 	}
 
-	bad := exec.Command(binary, "migrate", "version", "--data", data)
+	bad := exec.Command(bin(t), "migrate", "version", "--data", data)
 	bad.Env = append(os.Environ(), "ONCEGATE_JOURNAL_URL=mysql://root:hunter2@db/x")
 	out, err := bad.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "ONCEGATE_JOURNAL_URL must hold a postgres:// URL") || strings.Contains(string(out), "hunter2") {

@@ -26,22 +26,40 @@ import (
 
 // End-to-end tests: the real binary, started and killed as a user would.
 
-var binary string
+// The oncegate binary, built with -race on first use (bin), so a run of
+// tests that start none does not wait for it.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// bin is the path of the oncegate binary, built on the first call.
+func bin(tb testing.TB) string {
+	tb.Helper()
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "oncegate-e2e"); built.err != nil {
+			return
+		}
+		path := filepath.Join(built.dir, "oncegate")
+		if out, err := exec.Command("go", "build", "-race", "-o", path, ".").CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build: %v\n%s", err, out)
+			return
+		}
+		built.path = path
+	})
+	if built.err != nil {
+		tb.Fatal(built.err)
+	}
+	return built.path
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "oncegate-e2e")
-	if err != nil {
-		panic(err)
-	}
-	binary = filepath.Join(dir, "oncegate")
-	build := exec.Command("go", "build", "-race", "-o", binary, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 	os.Exit(code)
 }
 
@@ -97,7 +115,7 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 // start runs the binary with args and env; it is killed at cleanup.
 func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(binary, args...)}
+	p := &proc{cmd: exec.Command(bin(t), args...)}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
@@ -159,7 +177,7 @@ func waitHTTP(t testing.TB, url string) {
 // runBinary runs a short command of the binary and returns its stdout.
 func runBinary(t testing.TB, env []string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(bin(t), args...)
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -401,7 +419,7 @@ func TestKillDuringCommit(t *testing.T) {
 func TestSecondServeRefused(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	cmd := exec.Command(binary, "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
+	cmd := exec.Command(bin(t), "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
 	cmd.Env = append(os.Environ(), r.env...)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "already running") {
@@ -480,12 +498,12 @@ func TestBadConfig(t *testing.T) {
 	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(cfg, []byte("retry: { max_attempts: 0 }\ntargets: { onec: { base_url: \"ftp://x\" } }\nsurprise: 1\n"), 0o600)
-	out, err := exec.Command(binary, "serve", "--config", cfg, "--data", t.TempDir()).CombinedOutput()
+	out, err := exec.Command(bin(t), "serve", "--config", cfg, "--data", t.TempDir()).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "surprise") {
 		t.Fatalf("unknown key not named: %v\n%s", err, out)
 	}
 	os.WriteFile(cfg, []byte("retry: { max_attempts: 0 }\ntargets: { onec: { base_url: \"ftp://x\" } }\n"), 0o600)
-	out, _ = exec.Command(binary, "serve", "--config", cfg, "--data", t.TempDir()).CombinedOutput()
+	out, _ = exec.Command(bin(t), "serve", "--config", cfg, "--data", t.TempDir()).CombinedOutput()
 	for _, want := range []string{"retry.max_attempts", "targets.onec.base_url"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("error does not name %s:\n%s", want, out)
@@ -521,7 +539,7 @@ func TestAuditVerify(t *testing.T) {
 	if out, err := edit.CombinedOutput(); err != nil {
 		t.Fatalf("sqlite3: %v %s", err, out)
 	}
-	cmd := exec.Command(binary, "audit", "verify", "--config", r.config, "--data", r.dataDir)
+	cmd := exec.Command(bin(t), "audit", "verify", "--config", r.config, "--data", r.dataDir)
 	cmd.Env = append(os.Environ(), r.env...)
 	got, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(got), "BROKEN at event 2") {
@@ -543,7 +561,7 @@ func TestBackup(t *testing.T) {
 	if out := runBinary(t, nil, "audit", "verify", "--data", restored); !strings.Contains(out, "intact") {
 		t.Fatalf("verify of the copy: %s", out)
 	}
-	cmd := exec.Command(binary, "backup", "--config", r.config, "--data", r.dataDir, copyPath)
+	cmd := exec.Command(bin(t), "backup", "--config", r.config, "--data", r.dataDir, copyPath)
 	cmd.Env = append(os.Environ(), r.env...)
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "already exists") {
 		t.Fatalf("backup over an existing file: %v %s", err, out)
@@ -569,7 +587,7 @@ func TestCommandOnBusyJournal(t *testing.T) {
 	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "token", "create", "--data", data, "--name", "busy-agent", "--scopes", "read")
+	cmd := exec.Command(bin(t), "token", "create", "--data", data, "--name", "busy-agent", "--scopes", "read")
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "the journal was busy") || strings.Contains(string(out), "og_") {
 		t.Fatalf("token create on a locked journal: %v\n%s", err, out)
@@ -591,7 +609,7 @@ func TestMigrateRefusedWhileServing(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	for _, dir := range []string{"down", "up"} {
-		cmd := exec.Command(binary, "migrate", dir, "--config", r.config, "--data", r.dataDir)
+		cmd := exec.Command(bin(t), "migrate", dir, "--config", r.config, "--data", r.dataDir)
 		cmd.Env = append(os.Environ(), r.env...)
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "serve is running") {

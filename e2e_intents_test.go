@@ -68,7 +68,7 @@ func TestServeRefusesBadIntents(t *testing.T) {
 	cfg, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": bad})
 	file := filepath.Join(dir, "deal.create.v1.yaml")
 	data := t.TempDir()
-	out, err := exec.Command(binary, "serve", "--config", cfg, "--data", data, "--listen", freeAddr(t)).CombinedOutput()
+	out, err := exec.Command(bin(t), "serve", "--config", cfg, "--data", data, "--listen", freeAddr(t)).CombinedOutput()
 	if err == nil {
 		t.Fatalf("serve started with a bad definition:\n%s", out)
 	}
@@ -83,14 +83,14 @@ func TestServeRefusesBadIntents(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, "journal.db")); err == nil {
 		t.Error("serve made a journal before refusing")
 	}
-	out, err = exec.Command(binary, "check", "--config", cfg).CombinedOutput()
+	out, err = exec.Command(bin(t), "check", "--config", cfg).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), file+": schema.properties.title") {
 		t.Fatalf("check passed a bad definition: %v\n%s", err, out)
 	}
 	// A directory that is not there is refused too.
 	missing := filepath.Join(t.TempDir(), "oncegate.yaml")
 	os.WriteFile(missing, []byte("intents_dir: "+filepath.Join(dir, "nowhere")+"\n"), 0o600)
-	out, err = exec.Command(binary, "serve", "--config", missing, "--data", t.TempDir(), "--listen", freeAddr(t)).CombinedOutput()
+	out, err = exec.Command(bin(t), "serve", "--config", missing, "--data", t.TempDir(), "--listen", freeAddr(t)).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "intents_dir "+filepath.Join(dir, "nowhere")) {
 		t.Fatalf("serve started without its intents_dir: %v\n%s", err, out)
 	}
@@ -186,7 +186,7 @@ func TestServeRefusesDefinitionEditedInPlace(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.Replace(deal, "description: Open a deal", "description: Open a new deal", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serve := exec.Command(binary, "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
+	serve := exec.Command(bin(t), "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
 	serve.Env = append(os.Environ(), r.env...)
 	out, err := serve.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "edited in place while 1 unfinished operations") || !strings.Contains(string(out), key+" (deal.create v1, failed_retryable") {

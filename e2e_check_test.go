@@ -26,7 +26,7 @@ func runCheck(t *testing.T, env []string, args ...string) (string, int) {
 // and returns what it printed and its exit code.
 func runCommand(t *testing.T, env []string, args ...string) (string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(bin(t), args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

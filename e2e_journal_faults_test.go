@@ -197,7 +197,7 @@ func TestServeRefusesReadOnlyJournal(t *testing.T) {
 	r.gateway.cmd.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
+	cmd := exec.CommandContext(ctx, bin(t), "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
 	cmd.Env = append(os.Environ(), r.env...)
 	if err := os.Chmod(r.journal, 0o444); err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func asNobody(t *testing.T, cmd *exec.Cmd, dataDir, config string) {
 	t.Helper()
 	const nobody = 65534
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-	for _, p := range []string{filepath.Dir(binary), filepath.Dir(dataDir), filepath.Dir(filepath.Dir(dataDir)), filepath.Dir(config), filepath.Dir(filepath.Dir(config))} {
+	for _, p := range []string{filepath.Dir(bin(t)), filepath.Dir(dataDir), filepath.Dir(filepath.Dir(dataDir)), filepath.Dir(config), filepath.Dir(filepath.Dir(config))} {
 		if err := os.Chmod(p, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +269,7 @@ func serveOnce(t *testing.T, env []string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--listen", freeAddr(t)}, args...)...)
+	cmd := exec.CommandContext(ctx, bin(t), append([]string{"serve", "--listen", freeAddr(t)}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
@@ -327,7 +327,7 @@ func TestJournalDeletedUnderServe(t *testing.T) {
 	if err == nil || !strings.Contains(out, "the journal is missing") || !strings.Contains(out, "oncegate restore") || strings.Contains(out, "First run") {
 		t.Fatalf("serve on a data directory whose journal was deleted: %v\n%s", err, out)
 	}
-	tok := exec.Command(binary, append([]string{"token", "create", "--name", "x", "--scopes", "read"}, args...)...)
+	tok := exec.Command(bin(t), append([]string{"token", "create", "--name", "x", "--scopes", "read"}, args...)...)
 	tok.Env = append(os.Environ(), r.env...)
 	if out, err := tok.CombinedOutput(); err == nil || !strings.Contains(string(out), "the journal is missing") {
 		t.Fatalf("token create on a data directory whose journal was deleted: %v\n%s", err, out)
@@ -368,7 +368,7 @@ func TestRestoreNewerJournal(t *testing.T) {
 	r.gateway.cmd.Wait()
 
 	args := []string{"restore", "--config", r.config, "--data", r.dataDir, backup}
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(bin(t), args...)
 	cmd.Env = append(os.Environ(), r.env...)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "the backup's newest operation: 20") || !strings.Contains(string(out), "the journal's newest operation:  20") ||

@@ -122,7 +122,7 @@ func TestRestoreUnderLoad(t *testing.T) {
 	}
 
 	// Refused while serve runs; the journal is untouched.
-	cmd := exec.Command(binary, "restore", "--config", r.config, "--data", r.dataDir, backupFile)
+	cmd := exec.Command(bin(t), "restore", "--config", r.config, "--data", r.dataDir, backupFile)
 	cmd.Env = append(os.Environ(), r.env...)
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "serve is running") {
 		t.Fatalf("restore beside serve: %v\n%s", err, out)
@@ -239,7 +239,7 @@ func TestRestoreRefusesBadBackups(t *testing.T) {
 		{newer, fmt.Sprintf("schema version %d, newer than this oncegate's %d", store.LatestVersion()+1, store.LatestVersion())},
 		{filepath.Join(dir, "missing.db"), "no such file"},
 	} {
-		out, err := exec.Command(binary, "restore", "--data", data, tc.file).CombinedOutput()
+		out, err := exec.Command(bin(t), "restore", "--data", data, tc.file).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("restore %s: %v\n%s", filepath.Base(tc.file), err, out)
 		}
