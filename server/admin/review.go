@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -144,10 +145,13 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 	v.Page.Refresh = 30
 	placed := false
 	for _, op := range ops {
-		hist, err := h.history(ctx, c, op.Key, 30)
+		evs, err := h.d.Store.AuditEvents(ctx, store.AuditFilter{OperationKey: op.Key, Limit: 30})
 		if err != nil {
-			return err
+			return fmt.Errorf("history of %q: %w", op.Key, err)
 		}
+		answer, answerAt := h.lastAnswer(evs)
+		slices.Reverse(evs)
+		hist := h.eventRows(c, evs)
 		r := views.ReviewRow{
 			Key: op.Key, KeyHref: operationHref(op.Key), Intent: op.Intent, Target: op.TargetSystem,
 			Agent: op.Agent, Flagged: op.NeedsReview, Attempts: op.AttemptCount, LookupFailures: op.LookupFailures,
@@ -159,6 +163,8 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 			Reason:       l.ErrorText(op.ErrorCode, op.ErrorMessage),
 			ObjectID:     op.TargetObjectID,
 			History:      hist,
+			LastAnswer:   answer,
+			LastAnswerAt: formatSeconds(answerAt, h.d.Location, lg),
 			ReconcileURL: "/admin/review/" + keyPath(op.Key) + "/reconcile",
 			ResolveURL:   "/admin/review/" + keyPath(op.Key) + "/resolve",
 		}
@@ -172,6 +178,25 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 		v.Error = f.msg
 	}
 	return Render(c, status, views.ReviewList(v))
+}
+
+// lastAnswer is what the target said on the operation's last failed
+// look-up, as the audit trail keeps it (redacted again, for events
+// written before a secret was known), and when; evs are newest first.
+func (h *Handler) lastAnswer(evs []store.AuditEvent) (string, time.Time) {
+	for _, e := range evs {
+		if e.Event != "operation.lookup_failed" && e.Event != "operation.flagged_for_review" {
+			continue
+		}
+		var d struct {
+			Answer string `json:"answer"`
+		}
+		if json.Unmarshal(e.Detail, &d) == nil && d.Answer != "" {
+			return h.d.Redactor.Foreign(d.Answer), e.At
+		}
+		return "", time.Time{} // the last failure said nothing: an older answer would mislead
+	}
+	return "", time.Time{}
 }
 
 // history is the last n audit events of an operation, oldest first.
