@@ -9,6 +9,10 @@ type Finish struct {
 	RevokeTitle, RevokeLead, RevokeConfirm string // %s: the agent
 	RevokeCancel, RevokeTokenOf            string
 	RevokeWaiting                          string // %d: waiting approvals of the agent
+	ReviewAmount, ReviewCustomer           string
+	ReviewApprover                         string
+	RerunWarning, RerunConfirm             string
+	ErrRerunConfirm                        string
 }
 
 func init() {
@@ -25,6 +29,12 @@ func init() {
 		RevokeCancel:      "Назад, не отзывать",
 		RevokeTokenOf:     "Токен",
 		RevokeWaiting:     "Ждут согласования его платежей: %d. Бухгалтер увидит, что агент отключён.",
+		ReviewAmount:      "Сумма",
+		ReviewCustomer:    "Клиент",
+		ReviewApprover:    "Одобрил",
+		RerunWarning:      "Это платёж: «не найдена» значит, что при следующем повторе агента деньги будут списаны снова. Выбирайте, только если проверили в личном кабинете ЮKassa, что платежа нет.",
+		RerunConfirm:      "Я проверил: платежа нет, его можно отправить снова",
+		ErrRerunConfirm:   "Платёж может быть списан второй раз: подтвердите, что проверили его отсутствие в платёжной системе. Решение не принято.",
 	}
 	english.Finish = Finish{
 		Shop:              "Shop",
@@ -39,5 +49,11 @@ func init() {
 		RevokeCancel:      "Back, do not revoke",
 		RevokeTokenOf:     "Token",
 		RevokeWaiting:     "Its payments waiting for approval: %d. The accountant will see the agent is cut off.",
+		ReviewAmount:      "Amount",
+		ReviewCustomer:    "Customer",
+		ReviewApprover:    "Approved by",
+		RerunWarning:      "This is a payment: “not found” means the agent's next retry charges the money again. Choose it only after checking at the payment provider that there is no such payment.",
+		RerunConfirm:      "I checked: there is no such payment; it may be sent again",
+		ErrRerunConfirm:   "The payment may be charged a second time: confirm you checked that the payment provider has none. Nothing was decided.",
 	}
 }

@@ -27,6 +27,7 @@ const reconcileTimeout = time.Minute
 type reviewForm struct {
 	key, msg              string
 	outcome, object, text string
+	rerun                 bool
 }
 
 // handleReviewList serves GET /admin/review: operations whose outcome is
@@ -86,6 +87,13 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		outcome: c.FormValue("outcome"),
 		object:  strings.TrimSpace(c.FormValue("object_id")),
 		text:    strings.TrimSpace(c.FormValue("reason")),
+		rerun:   c.FormValue("confirm_rerun") == "yes",
+	}
+	money := false
+	if op, err := h.d.Store.Get(c.Request().Context(), key); err == nil {
+		if in := h.definition(op); in != nil {
+			money = in.Money
+		}
 	}
 	switch {
 	case f.outcome != "found" && f.outcome != "not_found":
@@ -94,6 +102,10 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		f.msg = l.ErrReasonRequired
 	case f.outcome == "found" && f.object == "":
 		f.msg = l.ErrObjectRequired
+	case f.outcome == "not_found" && money && !f.rerun:
+		// Not found lets the next retry send the payment again: only on
+		// a deliberate word that the provider has none.
+		f.msg = l.ErrRerunConfirm
 	}
 	if utf8.RuneCountInString(f.text) > maxReason {
 		f.text = string([]rune(f.text)[:maxReason])
@@ -168,8 +180,9 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 			ReconcileURL: "/admin/review/" + keyPath(op.Key) + "/reconcile",
 			ResolveURL:   "/admin/review/" + keyPath(op.Key) + "/resolve",
 		}
+		h.reviewMoney(c, op, &r)
 		if f.key == op.Key {
-			r.Error, r.FormFound, r.FormObject, r.FormReason = f.msg, f.outcome, f.object, f.text
+			r.Error, r.FormFound, r.FormObject, r.FormReason, r.FormRerun = f.msg, f.outcome, f.object, f.text, f.rerun
 			placed = true
 		}
 		v.Rows = append(v.Rows, r)
@@ -178,6 +191,25 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 		v.Error = f.msg
 	}
 	return Render(c, status, views.ReviewList(v))
+}
+
+// reviewMoney fills a payment's review card with its amount, its
+// customer (in full only to who decides money) and who approved it.
+func (h *Handler) reviewMoney(c echo.Context, op store.Operation, r *views.ReviewRow) {
+	in := h.definition(op)
+	if in == nil || !in.Money {
+		return
+	}
+	lg := lang(c)
+	p := parsePayload(op.Payload)
+	r.Money, r.Amount = true, p.amount(lg)
+	r.Customer = p.str("customer_id")
+	if !canDecide(c) {
+		r.Customer = mask(r.Customer)
+	}
+	if a, err := h.d.Store.ApprovalByKey(c.Request().Context(), op.Key); err == nil && a.DecidedBy != "" {
+		r.Approver = a.DecidedBy + ", " + formatSeconds(a.DecidedAt, h.d.Location, lg)
+	}
 }
 
 // lastAnswer is what the target said on the operation's last failed
