@@ -23,7 +23,7 @@ import (
 // what is wrong.
 func loadCatalog(cfg config.Config) (*intent.Catalog, error) {
 	c, err := intent.Load(intent.Options{
-		Dir: cfg.IntentsDir, Builtins: cfg.BuiltinIntents, Targets: cfg.Targets.Names(), Kinds: cfg.Targets.Kinds(), Limits: cfg.Limits,
+		Dir: cfg.IntentsDir, Builtins: cfg.BuiltinIntents, Targets: cfg.Targets.Names(), Kinds: cfg.Targets.Kinds(), Limits: cfg.Limits, Duplicates: cfg.Duplicates,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("intent definitions:\n%w", err)

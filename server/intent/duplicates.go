@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -205,4 +208,54 @@ func (in *Intent) BusinessKey(norm contract.Normalized) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// overrideDuplicates applies the configuration's duplicates: each value
+// set there replaces the definitions' own, for every version of the
+// intent; action off drops the rule. A rule only ever decides about new
+// keys, so changing it changes no accepted key's meaning (the rule is
+// outside the definition's digest).
+func (c *Catalog) overrideDuplicates(over map[string]config.DuplicateOverride) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(over)) {
+		o := over[name]
+		at := "config: duplicates." + name
+		switch o.Action {
+		case "", DuplicateBlock, DuplicateHold, DuplicateWarn, "off":
+		default:
+			errs = append(errs, fmt.Errorf("%s.action: %q is none of block, hold, warn, off", at, o.Action))
+			continue
+		}
+		if o.Window < 0 {
+			errs = append(errs, fmt.Errorf("%s.window: must be positive", at))
+			continue
+		}
+		found := false
+		for _, in := range c.defs {
+			if in.Name != name {
+				continue
+			}
+			found = true
+			switch {
+			case o.Action == "off":
+				in.Duplicates = nil
+			case in.Duplicates == nil:
+				errs = append(errs, fmt.Errorf("%s: the definition (%s) has no duplicate rule to change; declare its fields in the definition", at, in.Source))
+			default:
+				d := *in.Duplicates
+				d.Fields = slices.Clone(d.Fields)
+				if o.Window > 0 {
+					d.Window = time.Duration(o.Window)
+				}
+				if o.Action != "" {
+					d.Action = o.Action
+				}
+				in.Duplicates = &d
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("%s: no such intent", at))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
 )
 
@@ -137,3 +138,38 @@ func TestDuplicates_BusinessKey(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// The configuration changes a rule's window and action, or switches it
+// off; a value it cannot apply is refused naming the key.
+func TestDuplicates_ConfigOverride(t *testing.T) {
+	t.Parallel()
+	load := func(over map[string]config.DuplicateOverride) (*intent.Catalog, error) {
+		return intent.Load(intent.Options{Targets: intent.BuiltinTargets, Duplicates: over})
+	}
+	c, err := load(map[string]config.DuplicateOverride{
+		"invoice.create": {Window: config.Duration(72 * time.Hour), Action: intent.DuplicateWarn},
+		"payment.refund": {Action: "off"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := c.Lookup("invoice.create")
+	if d := inv.Duplicates; d == nil || d.Window != 72*time.Hour || d.Action != intent.DuplicateWarn || len(d.Fields) == 0 {
+		t.Fatalf("invoice.create's rule %+v, want its fields, 72h, warn", d)
+	}
+	if ref, _ := c.Lookup("payment.refund"); ref.Duplicates != nil {
+		t.Fatalf("payment.refund's rule %+v, want none", ref.Duplicates)
+	}
+	if def, _ := intent.Builtin().Lookup("invoice.create"); def.Duplicates.Action != intent.DuplicateHold {
+		t.Fatalf("the built-in's own rule changed: %+v", def.Duplicates)
+	}
+	for over, want := range map[string]map[string]config.DuplicateOverride{
+		`config: duplicates.invoice.create.action: "maybe" is none of block, hold, warn, off`:                    {"invoice.create": {Action: "maybe"}},
+		`config: duplicates.nothing.here: no such intent`:                                                        {"nothing.here": {Action: "warn"}},
+		`config: duplicates.sales_order.create_draft: the definition (built-in) has no duplicate rule to change`: {"sales_order.create_draft": {Action: "warn"}},
+	} {
+		if _, err := load(want); err == nil || !strings.Contains(err.Error(), over) {
+			t.Errorf("%v: err = %v, want %q", want, err, over)
+		}
+	}
+}

@@ -61,6 +61,10 @@ type Options struct {
 	// Limits are the configuration's limits by intent name: each value
 	// set there replaces the definitions' own.
 	Limits map[string]config.IntentLimits
+	// Duplicates are the configuration's duplicate rules by intent name:
+	// each value set there replaces the definitions' own; action off
+	// switches an intent's rule off.
+	Duplicates map[string]config.DuplicateOverride
 }
 
 // Load reads, checks and compiles every definition Options name, strictly:
@@ -116,6 +120,9 @@ func Load(opts Options) (*Catalog, error) {
 		return nil, err
 	}
 	if err := c.override(opts.Limits); err != nil {
+		return nil, err
+	}
+	if err := c.overrideDuplicates(opts.Duplicates); err != nil {
 		return nil, err
 	}
 	return c, nil
