@@ -59,7 +59,7 @@ func editedInPlace(ctx context.Context, st *store.Store, c *intent.Catalog) erro
 	n := 0
 	for _, op := range ops {
 		in, ok := c.Version(op.Intent, max(op.IntentVersion, 1))
-		if !ok || op.IntentDigest == "" || in.Digest == op.IntentDigest {
+		if !ok || op.IntentDigest == "" || in.Accepts(op.IntentDigest) {
 			continue
 		}
 		if n++; n <= maxListed {

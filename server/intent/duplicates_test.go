@@ -1,6 +1,8 @@
 package intent_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -39,6 +41,28 @@ func TestDuplicates_Load(t *testing.T) {
 		in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": other})).Definitions()
 		if in[len(in)-1].Digest == digests[0] {
 			t.Fatal("a change of meaning kept the digest")
+		}
+	})
+	t.Run("DigestIsOfTheMeaning", func(t *testing.T) {
+		t.Parallel()
+		// The people's words are not the meaning: rewording them keeps
+		// the digest, and a row that recorded the digest of the whole file
+		// (journals before) still runs under the definition.
+		load := func(def string) *intent.Intent {
+			in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": def})).Definitions()
+			return in[len(in)-1]
+		}
+		base := load(purchaseOrder)
+		reworded := strings.Replace(purchaseOrder, "description:", "description: Reviewed.", 1)
+		if r := load(reworded); r.Digest != base.Digest {
+			t.Fatalf("rewording the description changed the digest: %s → %s", base.Digest, r.Digest)
+		}
+		whole := sha256.Sum256([]byte(purchaseOrder))
+		if !base.Accepts(hex.EncodeToString(whole[:])) || !base.Accepts(base.Digest) {
+			t.Fatal("the digest of the whole file, as journals recorded it before, is not accepted")
+		}
+		if other := load(strings.Replace(purchaseOrder, "maxItems: 100", "maxItems: 99", 1)); other.Accepts(hex.EncodeToString(whole[:])) || other.Accepts(base.Digest) {
+			t.Fatal("a definition of another meaning accepts the old one's digests")
 		}
 	})
 	t.Run("BuiltinDefaults", func(t *testing.T) {
