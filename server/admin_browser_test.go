@@ -553,7 +553,7 @@ func TestIntentsAndApprovalInBrowser(t *testing.T) {
 			b.shot("intents-" + lang + "-" + vp.name)
 			b.open("/admin/operations/" + url.PathEscape(key))
 			b.do(chromedp.WaitVisible(tid("pending-approval")))
-			want := map[string]string{"ru": "Счёт магазина", "en": "Merchant account"}[lang]
+			want := map[string]string{"ru": "Сохранённый способ оплаты", "en": "Saved payment method"}[lang]
 			if n := b.count(`[data-testid="request-summary"] dt`); n == 0 || !strings.Contains(b.text(tid("request-summary")), want) {
 				t.Fatalf("%s: the request is not titled %q", lang, want)
 			}
