@@ -37,7 +37,7 @@ import (
 
 var benchCommand = command{
 	name:    "bench",
-	args:    "[--connections N] [--duration D] [--journal-url-env VAR [--instances N]]",
+	args:    "[--connections N] [--duration D] [--fill N] [--journal-url-env VAR [--instances N]]",
 	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request and one that forwards it to 1C once",
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
@@ -46,12 +46,13 @@ var benchCommand = command{
 		only := fs.String("only", "", "load only the paths whose name contains `WORD` (echo, replay, new)")
 		urlEnv := fs.String("journal-url-env", "", "the environment variable `VAR` holding a postgres:// URL of a scratch database to bench the shared journal on (default: a new SQLite journal)")
 		instances := fs.Int("instances", 1, "`N` gateways on the one journal (PostgreSQL only), the load spread over them")
+		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
 		return func(cl cli, args []string) error {
 			if len(args) != 0 {
 				return badUsage("bench", "takes no arguments")
 			}
-			if *conns < 1 || *dur <= 0 {
-				return badUsage("bench", "--connections and --duration must be positive")
+			if *conns < 1 || *dur <= 0 || *fill < 0 {
+				return badUsage("bench", "--connections and --duration must be positive, --fill not negative")
 			}
 			journal := ""
 			if *urlEnv != "" {
@@ -73,7 +74,7 @@ var benchCommand = command{
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench(cl.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances})
+			return bench(cl.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill})
 		}
 	},
 }
@@ -102,6 +103,7 @@ type benchSetup struct {
 	only      string
 	journal   string // a postgres:// URL, or "" for a new SQLite journal
 	instances int    // gateways on the journal
+	fill      int    // operations added to the journal before new operations are loaded again
 }
 
 // bench runs the gateway in this process on a journal in a new temporary
@@ -254,23 +256,40 @@ func bench(stdout io.Writer, b benchSetup) error {
 	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; %d gateway(s) on journal %s\n",
 		conns, dur, runtime.GOMAXPROCS(0), b.instances, journalName)
 	type path struct {
-		name string
-		urls []string
-		key  func() string
+		name   string
+		urls   []string
+		key    func() string
+		before func() error // run before the path is loaded
 	}
 	paths := []path{
-		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }},
-		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey},
-		{"replay of a final operation", gwURLs, func() string { return replayKey }},
-		{"new operation (1C simulator)", gwURLs, newKey},
-		{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }},
+		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, nil},
+		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, nil},
+		{"replay of a final operation", gwURLs, func() string { return replayKey }, nil},
+		{"new operation (1C simulator)", gwURLs, newKey, nil},
 	}
+	var filled time.Duration
+	if b.fill > 0 {
+		// The same path on a journal grown by fill operations, in the
+		// same run: how the write path's cost grows with the journal.
+		paths = append(paths, path{fmt.Sprintf("new operation, %d more in the journal", b.fill), gwURLs, newKey, func() error {
+			t0 := time.Now()
+			err := st.Fill(ctx, "fill-"+run, b.fill, nil)
+			filled = time.Since(t0)
+			return err
+		}})
+	}
+	paths = append(paths, path{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, nil})
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tjournal batches/s × writes\t")
 	var ref, fwdRate float64
 	for _, p := range paths {
 		if only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(only)) && !strings.Contains(p.name, "reference") {
 			continue
+		}
+		if p.before != nil {
+			if err := p.before(); err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
 		}
 		before := writeStats()
 		r, err := load(client, p.urls, token, p.key, conns, dur)
@@ -294,7 +313,13 @@ func bench(stdout io.Writer, b benchSetup) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, vsFwd, journal)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if filled > 0 {
+		fmt.Fprintf(stdout, "filled the journal with %d operations and %d audit events in %v\n", b.fill, 3*b.fill, filled.Round(time.Millisecond))
+	}
+	return nil
 }
 
 // listenAndServe serves on a new loopback port and returns its URL and a
