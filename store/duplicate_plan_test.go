@@ -17,9 +17,6 @@ func TestDuplicateQuerySearchesTheBusinessKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.pg {
-		t.Skip("EXPLAIN QUERY PLAN is SQLite's")
-	}
 	for _, q := range []string{liveDuplicateQuery} {
 		rows, err := s.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, "invoice.create", "bk", "2026-01-01T00:00:00Z", "k")
 		if err != nil {
