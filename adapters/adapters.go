@@ -154,7 +154,12 @@ func (c Class) String() string {
 	return "unclassified"
 }
 
-// Error is a classified failure of a target call.
+// Error is a classified failure of a target call. It is not a
+// codes.Refusal, the one shape of a refused request: the engine reads its
+// Class (and InProgress, Pending, ObjectID) to decide what becomes of a
+// journaled operation, and the journal keeps its code and message; only
+// a Final Error from a check before anything was journaled becomes a
+// Refusal (the engine's targetRefusal).
 type Error struct {
 	// Class says what may happen next.
 	Class Class

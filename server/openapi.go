@@ -379,7 +379,7 @@ func errorCodeSchema() map[string]any {
 	b.WriteString("Stable machine code of an error. The gateway's own codes:\n\n| code | HTTP | retryable | meaning |\n| --- | --- | --- | --- |\n")
 	var own, examples []any
 	for _, d := range errorCodes {
-		fmt.Fprintf(&b, "| `%s` | %d | %t | %s |\n", d.name, statusOf(d.name), codes.Retryable(d.name), d.meaning)
+		fmt.Fprintf(&b, "| `%s` | %d | %t | %s |\n", d.name, codes.Status(d.name), codes.Retryable(d.name), d.meaning)
 		own = append(own, d.name)
 		examples = append(examples, d.name)
 	}

@@ -23,7 +23,7 @@ func stringsAny(ss []string) []any {
 func codesOf(status int) string {
 	var out []string
 	for _, d := range errorCodes {
-		if statusOf(d.name) == status {
+		if codes.Status(d.name) == status {
 			out = append(out, d.name)
 		}
 	}

@@ -61,7 +61,7 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return Envelope{}, badRequest(codes.Validation, "",
+		return Envelope{}, codes.Refusef(codes.Validation, "",
 			"the body is not a JSON object (got %s); send one object such as "+
 				`{"schema_version":"1.0","intent":"invoice.create","payload":{…}}`, jsonType(v))
 	}
@@ -70,10 +70,10 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 	// is not a string included, is unsupported (API.md section 3).
 	if sv, present := obj["schema_version"]; present && sv != SchemaVersion {
 		if str, ok := sv.(string); ok {
-			return Envelope{}, badRequest(codes.UnsupportedSchema, "schema_version",
+			return Envelope{}, codes.Refusef(codes.UnsupportedSchema, "schema_version",
 				"schema_version %s is not supported; this gateway speaks %q only", quoteShort(str), SchemaVersion)
 		}
-		return Envelope{}, badRequest(codes.UnsupportedSchema, "schema_version",
+		return Envelope{}, codes.Refusef(codes.UnsupportedSchema, "schema_version",
 			"schema_version must be the string %q (got %s)", SchemaVersion, jsonType(sv))
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
@@ -83,7 +83,7 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 	}
 
 	if _, present := obj["schema_version"]; !present {
-		return Envelope{}, badRequest(codes.UnsupportedSchema, "schema_version",
+		return Envelope{}, codes.Refusef(codes.UnsupportedSchema, "schema_version",
 			"schema_version is missing; send \"schema_version\": %q", SchemaVersion)
 	}
 	var env Envelope
@@ -105,13 +105,13 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 		}
 	}
 	if _, ok := obj["request_id"]; ok && env.RequestID == "" {
-		return Envelope{}, badRequest(codes.Validation, "request_id",
+		return Envelope{}, codes.Refusef(codes.Validation, "request_id",
 			"request_id is empty; send the operation key (the same as the Idempotency-Key header) or leave request_id out")
 	}
 	if _, ok := obj["mode"]; !ok {
 		env.Mode = ModeExecute
 	} else if env.Mode != ModeExecute && env.Mode != ModeValidate {
-		return Envelope{}, badRequest(codes.Validation, "mode",
+		return Envelope{}, codes.Refusef(codes.Validation, "mode",
 			"mode must be %q (the default) or %q (got %s)", ModeExecute, ModeValidate, quoteShort(env.Mode))
 	}
 
@@ -119,23 +119,23 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 	case map[string]any:
 	case nil:
 		if _, present := obj["payload"]; !present {
-			return Envelope{}, badRequest(codes.Validation, "payload",
+			return Envelope{}, codes.Refusef(codes.Validation, "payload",
 				"payload is missing; send the intent's fields as a JSON object in \"payload\" (GET /v1/intents lists them)")
 		}
-		return Envelope{}, badRequest(codes.Validation, "payload", "payload must be a JSON object (got null)")
+		return Envelope{}, codes.Refusef(codes.Validation, "payload", "payload must be a JSON object (got null)")
 	default:
-		return Envelope{}, badRequest(codes.Validation, "payload", "payload must be a JSON object (got %s)", jsonType(p))
+		return Envelope{}, codes.Refusef(codes.Validation, "payload", "payload must be a JSON object (got %s)", jsonType(p))
 	}
 
 	if err := envelopeString(obj, "plan_hash", &env.PlanHash, false, MaxStringLen); err != nil {
 		return Envelope{}, err
 	}
 	if _, ok := obj["plan_hash"]; ok && env.PlanHash == "" {
-		return Envelope{}, badRequest(codes.Validation, "plan_hash",
+		return Envelope{}, codes.Refusef(codes.Validation, "plan_hash",
 			"plan_hash is empty; send the plan_hash that validate mode returned, or leave it out")
 	}
 	if env.PlanHash != "" && !isHex64(env.PlanHash) {
-		return Envelope{}, badRequest(codes.Validation, "plan_hash",
+		return Envelope{}, codes.Refusef(codes.Validation, "plan_hash",
 			"plan_hash is not a plan hash (64 lowercase hex digits); send the plan_hash that validate mode returned, as it was")
 	}
 
@@ -153,19 +153,19 @@ func envelopeString(obj map[string]any, name string, dst *string, required bool,
 	v, present := obj[name]
 	if !present {
 		if required {
-			return badRequest(codes.Validation, name, "%s is missing; it is a required string", name)
+			return codes.Refusef(codes.Validation, name, "%s is missing; it is a required string", name)
 		}
 		return nil
 	}
 	s, ok := v.(string)
 	if !ok {
-		return badRequest(codes.Validation, name, "%s must be a string (got %s)", name, jsonType(v))
+		return codes.Refusef(codes.Validation, name, "%s must be a string (got %s)", name, jsonType(v))
 	}
 	if required && strings.TrimSpace(s) == "" {
-		return badRequest(codes.Validation, name, "%s must not be empty", name)
+		return codes.Refusef(codes.Validation, name, "%s must not be empty", name)
 	}
 	if n := utf8.RuneCountInString(s); n > max {
-		return badRequest(codes.Validation, name, "%s is too long: at most %d characters (got %d)", name, max, n)
+		return codes.Refusef(codes.Validation, name, "%s is too long: at most %d characters (got %d)", name, max, n)
 	}
 	*dst = s
 	return nil
@@ -173,7 +173,7 @@ func envelopeString(obj map[string]any, name string, dst *string, required bool,
 
 // bodyError maps a decodeStrict error on a request body. Duplicate fields inside the
 // payload are named relative to the payload, like every payload field.
-func bodyError(err error) *Error {
+func bodyError(err error) *codes.Refusal {
 	var dup *dupKeyError
 	var ctl *controlError
 	switch {
@@ -190,14 +190,14 @@ func bodyError(err error) *Error {
 		} else if dup.Path != "" {
 			where = dup.Path
 		}
-		return badRequest(codes.Validation, truncate(field, MaxStringLen),
+		return codes.Refusef(codes.Validation, truncate(field, MaxStringLen),
 			"duplicate field %s in %s; each field may appear only once, the input is ambiguous", quoteShort(dup.Key), where)
 	case errors.Is(err, errNotUTF8):
-		return badRequest(codes.Validation, "", "the body is not a JSON object: it is not valid UTF-8")
+		return codes.Refusef(codes.Validation, "", "the body is not a JSON object: it is not valid UTF-8")
 	case errors.Is(err, errTooDeep):
-		return badRequest(codes.Validation, "", "the body is not a valid request: it is nested more than %d levels deep", maxDepth)
+		return codes.Refusef(codes.Validation, "", "the body is not a valid request: it is nested more than %d levels deep", maxDepth)
 	default:
-		return badRequest(codes.Validation, "",
+		return codes.Refusef(codes.Validation, "",
 			"the body is not a JSON object: it is not valid JSON, or has data after the object; send exactly one object such as "+
 				`{"schema_version":"1.0","intent":"invoice.create","payload":{…}}`)
 	}
@@ -205,12 +205,12 @@ func bodyError(err error) *Error {
 
 // unknownField is the refusal of member name (shown as shown) at field in where, which
 // allows allowed.
-func unknownField(shown, field, where string, allowed []string) *Error {
+func unknownField(shown, field, where string, allowed []string) *codes.Refusal {
 	msg := fmt.Sprintf("unknown field %q in %s; allowed: %s", shown, where, strings.Join(allowed, ", "))
 	if slices.Contains(forbiddenFields, field[strings.LastIndex(field, ".")+1:]) {
 		msg += "; oncegate takes declarative intents only, never methods, queries, scripts or flags such as posted or privileged_mode"
 	}
-	return badRequest(codes.UnknownField, truncate(field, MaxStringLen), "%s", msg)
+	return codes.Refusef(codes.UnknownField, truncate(field, MaxStringLen), "%s", msg)
 }
 
 // jsonType names the JSON type of a decoded value.

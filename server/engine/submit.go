@@ -147,7 +147,7 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 	}
 	r.in, out.Intent = in, in
 	if !sub.Token.Has(in.Scope) {
-		return request{}, &Refusal{Code: codes.PermissionDenied, Message: fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name)}
+		return request{}, codes.Refusef(codes.PermissionDenied, "", "this token lacks the %q scope that %s needs", in.Scope, in.Name)
 	}
 	if r.key, err = contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, r.env.RequestID); err != nil {
 		return request{}, err
@@ -388,8 +388,8 @@ func (e *Engine) acceptedUnder(op store.Operation) (*intent.Intent, error) {
 
 // intentChanged is the refusal of a retry whose definition changed.
 func intentChanged(name string, version int, what string) error {
-	return &Refusal{Code: codes.IntentChanged, Field: "intent", Message: fmt.Sprintf(
-		"this key was first accepted under version %d of %s, whose definition %s; nothing ran: the operation is left for a person to settle, and a new request needs a new key", version, name, what)}
+	return codes.Refusef(codes.IntentChanged, "intent",
+		"this key was first accepted under version %d of %s, whose definition %s; nothing ran: the operation is left for a person to settle, and a new request needs a new key", version, name, what)
 }
 
 // decided tells OnDecision what the journal decided for intent.
