@@ -71,10 +71,10 @@ const (
 	refProblem = "#/components/schemas/Problem"
 )
 
-// schemaRef refers to the component schema name.
 // hex64 is the pattern of a SHA-256 as the gateway writes it.
 const hex64 = "^[0-9a-f]{64}$"
 
+// schemaRef refers to the component schema name.
 func schemaRef(name string) map[string]any {
 	return map[string]any{"$ref": "#/components/schemas/" + name}
 }
