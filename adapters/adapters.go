@@ -93,12 +93,12 @@ type Deduper interface {
 	DedupesByKey() bool
 }
 
-// Pager is a target whose Lookup may make several calls, the pages of a
+// PagedLookup is a target whose Lookup may make several calls, the pages of a
 // list it scans for the key (YooKassa's payments, Bitrix24's activities):
 // LookupCalls is the most one Lookup makes, each bounded by the target's
 // call timeout, and the gateway gives a look-up that much time. A target
-// that is no Pager looks an effect up in one call.
-type Pager interface {
+// that is no PagedLookup looks an effect up in one call.
+type PagedLookup interface {
 	LookupCalls() int
 }
 

@@ -81,7 +81,7 @@ type request struct {
 func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
 	tok := sub.Token
 	seen := &seenRequest{digest: requestDigest(tok.Agent, sub.KeyHeader, sub.HasKeyHeader, sub.Body)}
-	if final, req, ok := e.finals.byRequest(seen.digest); ok && tok.Has(req.intent.Scope) {
+	if final, req, ok := e.replays.byRequest(seen.digest); ok && tok.Has(req.intent.Scope) {
 		// These very bytes were checked and replayed from this row before.
 		e.decided(req.intent.Name, store.DecisionReplay)
 		return Outcome{Intent: req.intent, Key: final.Key, Fingerprint: final.Fingerprint, RequestID: req.requestID,
@@ -180,8 +180,8 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 	env, in, key, norm := r.env, r.in, r.key, r.norm
 	var refused *adapters.Error
 	var dup *store.DuplicateCheck
-	if final, ok := e.finals.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
-		e.finals.remember(key, seen)
+	if final, ok := e.replays.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
+		e.replays.remember(key, seen)
 		e.decided(in.Name, store.DecisionReplay)
 		return final, true, nil
 	}
@@ -192,8 +192,8 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		// replayed from a read, without taking the journal's writer. Final
 		// rows never change, so the read is as good as the claim's; the
 		// row is kept for the next replay.
-		e.finals.put(existing)
-		e.finals.remember(key, seen)
+		e.replays.put(existing)
+		e.replays.remember(key, seen)
 		e.decided(in.Name, store.DecisionReplay)
 		return existing, true, nil
 	case err == nil && existing.Agent == tok.Agent:
