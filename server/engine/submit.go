@@ -26,12 +26,12 @@ type Submission struct {
 	Body         []byte
 }
 
-// Kind is what an Outcome reports.
-type Kind int
+// OutcomeKind is what an Outcome reports: a journal row, a validation, or a read.
+type OutcomeKind int
 
 const (
 	// KindOperation: a journal row (Op), replayed or driven now.
-	KindOperation Kind = iota
+	KindOperation OutcomeKind = iota
 	// KindValidated: mode validate passed every check (Plan, PlanHash).
 	KindValidated
 	// KindRead: a read-only intent's answer (Read).
@@ -50,7 +50,7 @@ type Outcome struct {
 	// RequestID is the request id to echo.
 	RequestID string
 
-	Kind Kind
+	Kind OutcomeKind
 	// Op is the journal row; Replayed reports that the effect was made
 	// before this request (a replay, or found at the target by key).
 	Op       store.Operation
