@@ -37,7 +37,7 @@ import (
 
 var benchCommand = command{
 	name:    "bench",
-	args:    "[--connections N] [--duration D] [--journal-url-env VAR [--instances N]]",
+	args:    "[--connections N] [--duration D] [--fill N] [--journal-url-env VAR [--instances N]]",
 	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request and one that forwards it to 1C once",
 	setup: func(fs *flag.FlagSet) func(cli, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
@@ -46,12 +46,13 @@ var benchCommand = command{
 		only := fs.String("only", "", "load only the paths whose name contains `WORD` (echo, replay, new)")
 		urlEnv := fs.String("journal-url-env", "", "the environment variable `VAR` holding a postgres:// URL of a scratch database to bench the shared journal on (default: a new SQLite journal)")
 		instances := fs.Int("instances", 1, "`N` gateways on the one journal (PostgreSQL only), the load spread over them")
+		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
 		return func(cl cli, args []string) error {
 			if len(args) != 0 {
 				return badUsage("bench", "takes no arguments")
 			}
-			if *conns < 1 || *dur <= 0 {
-				return badUsage("bench", "--connections and --duration must be positive")
+			if *conns < 1 || *dur <= 0 || *fill < 0 {
+				return badUsage("bench", "--connections and --duration must be positive, --fill not negative")
 			}
 			journal := ""
 			if *urlEnv != "" {
@@ -73,7 +74,7 @@ var benchCommand = command{
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench(cl.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances})
+			return bench(cl.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill})
 		}
 	},
 }
@@ -102,6 +103,7 @@ type benchSetup struct {
 	only      string
 	journal   string // a postgres:// URL, or "" for a new SQLite journal
 	instances int    // gateways on the journal
+	fill      int    // operations added to the journal before new operations are loaded again
 }
 
 // bench runs the gateway in this process on a journal in a new temporary
@@ -173,13 +175,30 @@ func bench(stdout io.Writer, b benchSetup) error {
 	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; %d gateway(s) on journal %s\n",
 		b.conns, b.dur, runtime.GOMAXPROCS(0), b.instances, journalName)
 	paths := []benchPath{
-		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, benchReferencePath},
-		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, benchForwardingPath},
-		{"replay of a final operation", gw.urls, func() string { return replayKey }, benchGatewayPath},
-		{"new operation (1C simulator)", gw.urls, newKey, benchGatewayPath},
-		{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath},
+		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil},
+		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, benchForwardingPath, nil},
+		{"replay of a final operation", gw.urls, func() string { return replayKey }, benchGatewayPath, nil},
+		{"new operation (1C simulator)", gw.urls, newKey, benchGatewayPath, nil},
 	}
-	return benchTable(stdout, client, token, paths, gw.writeStats, b)
+	var filled time.Duration
+	if b.fill > 0 {
+		// The same path on a journal grown by fill operations, in the
+		// same run: how the write path's cost grows with the journal.
+		paths = append(paths, benchPath{fmt.Sprintf("new operation, %d more in the journal", b.fill), gw.urls, newKey, benchGatewayPath, func() error {
+			t0 := time.Now()
+			err := gw.stores[0].Fill(ctx, "fill-"+run, b.fill, nil)
+			filled = time.Since(t0)
+			return err
+		}})
+	}
+	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil})
+	if err := benchTable(stdout, client, token, paths, gw.writeStats, b); err != nil {
+		return err
+	}
+	if filled > 0 {
+		fmt.Fprintf(stdout, "filled the journal with %d operations and %d audit events in %v\n", b.fill, 3*b.fill, filled.Round(time.Millisecond))
+	}
+	return nil
 }
 
 // benchGateways are the gateways one bench run loads, each on its own
@@ -311,12 +330,13 @@ const (
 )
 
 // benchPath is one row of the bench: its name, the URLs it loads in turn,
-// the key of each request, and what it is.
+// the key of each request, what it is, and what to do before loading it.
 type benchPath struct {
-	name string
-	urls []string
-	key  func() string
-	kind benchPathKind
+	name   string
+	urls   []string
+	key    func() string
+	kind   benchPathKind
+	before func() error // run before the path is loaded
 }
 
 // benchTable loads each path in turn (those b.only names, and the
@@ -329,6 +349,11 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 	for _, p := range paths {
 		if b.only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(b.only)) && !strings.Contains(p.name, "reference") {
 			continue
+		}
+		if p.before != nil {
+			if err := p.before(); err != nil {
+				return fmt.Errorf("%s: %w", p.name, err)
+			}
 		}
 		before := writeStats()
 		r, err := load(client, p.urls, token, p.key, b.conns, b.dur)

@@ -13,7 +13,13 @@ import (
 // path with its rate and latencies, and for new operations the journal's
 // batches per second and writes per batch.
 func TestBenchCommand(t *testing.T) {
-	checkBenchRows(t, runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4"))
+	out := runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4", "--fill", "3000")
+	checkBenchRows(t, out)
+	// New operations again, on a journal grown by --fill, in the same run.
+	if !regexp.MustCompile(`new operation, 3000 more in the journal\s+[1-9][0-9]*\s`).MatchString(out) ||
+		!strings.Contains(out, "filled the journal with 3000 operations and 9000 audit events in ") {
+		t.Errorf("no row of new operations on the filled journal:\n%s", out)
+	}
 }
 
 // The same bench on a shared PostgreSQL journal with two gateways, the

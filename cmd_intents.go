@@ -23,7 +23,7 @@ import (
 // what is wrong.
 func loadCatalog(cfg config.Config) (*intent.Catalog, error) {
 	c, err := intent.Load(intent.Options{
-		Dir: cfg.IntentsDir, Builtins: cfg.BuiltinIntents, Targets: cfg.Targets.Names(), Kinds: cfg.Targets.Kinds(), Limits: cfg.Limits,
+		Dir: cfg.IntentsDir, Builtins: cfg.BuiltinIntents, Targets: cfg.Targets.Names(), Kinds: cfg.Targets.Kinds(), Limits: cfg.Limits, Duplicates: cfg.Duplicates,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("intent definitions:\n%w", err)
@@ -59,7 +59,7 @@ func editedInPlace(ctx context.Context, st *store.Store, c *intent.Catalog) erro
 	n := 0
 	for _, op := range ops {
 		in, ok := c.Version(op.Intent, max(op.IntentVersion, 1))
-		if !ok || op.IntentDigest == "" || in.Digest == op.IntentDigest {
+		if !ok || op.IntentDigest == "" || in.Accepts(op.IntentDigest) {
 			continue
 		}
 		if n++; n <= maxListed {

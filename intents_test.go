@@ -183,7 +183,7 @@ func TestServeRefusesDefinitionEditedInPlace(t *testing.T) {
 	r.gateway.kill9()
 
 	file := filepath.Join(dir, "deal.create.v1.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(deal, "description: Open a deal", "description: Open a new deal", 1)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(strings.Replace(deal, "maxLength: 255", "maxLength: 254", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	serve := exec.Command(binary, "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))

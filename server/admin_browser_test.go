@@ -214,7 +214,7 @@ func (g *gateway) unknownByHand(tb testing.TB, key, order string) {
 	if _, _, err := g.store.Claim(ctx, req); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := g.store.LookupFailed(ctx, key, "a-dead-run", "", 1, time.Now().Add(time.Hour)); err != nil {
+	if _, err := g.store.LookupFailed(ctx, key, "a-dead-run", "", "", 1, time.Now().Add(time.Hour)); err != nil {
 		tb.Fatal(err)
 	}
 	// Its last attempt was long ago: nothing of it can still be on its way.
@@ -396,6 +396,10 @@ func TestAdminInBrowser(t *testing.T) {
 		if got := b.text(tid("flash")); !strings.Contains(got, "Сверка не удалась") || b.count(".flash-error") != 1 {
 			t.Fatalf("a failed look-up shown as %q", got)
 		}
+		// What 1C answered stays on the operation's card, not only in the log.
+		if got := b.text(tid("review-last-answer", row("review-row", lookupKey))); !strings.Contains(got, "503") {
+			t.Fatalf("the last look-up's answer reads %q", got)
+		}
 		b.shot("review-lookup-failed")
 
 		// Resolving needs a reason; the browser's own check and ours.
@@ -549,7 +553,7 @@ func TestIntentsAndApprovalInBrowser(t *testing.T) {
 			b.shot("intents-" + lang + "-" + vp.name)
 			b.open("/admin/operations/" + url.PathEscape(key))
 			b.do(chromedp.WaitVisible(tid("pending-approval")))
-			want := map[string]string{"ru": "Счёт магазина", "en": "Merchant account"}[lang]
+			want := map[string]string{"ru": "Сохранённый способ оплаты", "en": "Saved payment method"}[lang]
 			if n := b.count(`[data-testid="request-summary"] dt`); n == 0 || !strings.Contains(b.text(tid("request-summary")), want) {
 				t.Fatalf("%s: the request is not titled %q", lang, want)
 			}

@@ -201,6 +201,7 @@ func TestIntentChanged(t *testing.T) {
 	cfg.IntentsDir = dir
 	cfg.Reconciler.IntervalMS, cfg.Reconciler.MaxBackoffMS = 600000, 600000 // nothing settles behind the test's back
 	const done, open = "test:purchase_order.create_draft:po-done:v1", "test:purchase_order.create_draft:po-open:v1"
+	const reworded = "test:purchase_order.create_draft:po-reworded:v1"
 
 	g := serveOver(t, cfg, st)
 	if err := g.sim.PublishOneC("purchase_order.create_draft"); err != nil {
@@ -209,17 +210,46 @@ func TestIntentChanged(t *testing.T) {
 	expect(t, g.post(done, purchase("supplier-1", 1)), http.StatusOK, "succeeded", "")
 	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultStatus, Status: 503, Times: 100})
 	expect(t, g.post(open, purchase("supplier-2", 1)), http.StatusServiceUnavailable, "failed_retryable", "TARGET_UNAVAILABLE")
+	expect(t, g.post(reworded, purchase("supplier-4", 1)), http.StatusServiceUnavailable, "failed_retryable", "TARGET_UNAVAILABLE")
 	row := g.row(open)
-	sum := sha256.Sum256([]byte(purchaseOrder))
+	// The digest is of what the definition means: the file without the
+	// people's words (title, labels, description).
+	var meaning []string
+	for _, l := range strings.SplitAfter(purchaseOrder, "\n") {
+		if !strings.HasPrefix(l, "title:") && !strings.HasPrefix(l, "labels:") && !strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "description:") ||
+			strings.HasPrefix(l, "  ") && !strings.Contains(l, "{ ru:") {
+			meaning = append(meaning, l)
+		}
+	}
+	sum := sha256.Sum256([]byte(strings.Join(meaning, "")))
 	if row.IntentVersion != 1 || row.IntentDigest != hex.EncodeToString(sum[:]) {
-		t.Fatalf("the row records version %d digest %q, want 1 and the file's SHA-256", row.IntentVersion, row.IntentDigest)
+		t.Fatalf("the row records version %d digest %q, want 1 and the SHA-256 of the file but its title, labels and description", row.IntentVersion, row.IntentDigest)
 	}
 	if err := g.stop(); err != nil {
 		t.Fatal(err)
 	}
 
-	// The file edited in place: same name and version, another text.
-	edited := strings.Replace(purchaseOrder, "description: purchase order draft in 1C", "description: purchase order draft in 1C, reviewed", 1)
+	// Reworded in place — title, labels, description — the definition
+	// means the same: an unfinished key goes on.
+	words := strings.Replace(purchaseOrder, "description: purchase order draft in 1C", "description: purchase order draft in 1C, reviewed", 1)
+	words = strings.Replace(words, "en: Purchase order }", "en: Purchase order (draft) }", 1)
+	if err := os.WriteFile(filepath.Join(dir, "po.yaml"), []byte(words), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	g = serveOver(t, cfg, st)
+	if err := g.sim.PublishOneC("purchase_order.create_draft"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, g.post(reworded, purchase("supplier-4", 1)), http.StatusOK, "succeeded", "")
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The file edited in place: same name and version, another meaning.
+	edited := strings.Replace(words, "maximum: 1000000 }", "maximum: 999999 }", 1)
+	if edited == words {
+		t.Fatal("the edit changed nothing")
+	}
 	if err := os.WriteFile(filepath.Join(dir, "po.yaml"), []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -235,7 +235,7 @@ func TestReconcileQueue(t *testing.T) {
 		t.Fatalf("second take: %v, want ErrLeaseLost", err)
 	}
 	for i := 1; i <= 2; i++ {
-		flagged, err := s.LookupFailed(ctx, key, "run-2", "", 2, c.t)
+		flagged, err := s.LookupFailed(ctx, key, "run-2", "", "", 2, c.t)
 		if err != nil || flagged != (i == 2) {
 			t.Fatalf("failure %d: flagged %v, %v", i, flagged, err)
 		}

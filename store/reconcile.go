@@ -52,9 +52,11 @@ func (s *Store) takeForReconcileTx(ctx context.Context, tx *txn, op Operation, o
 // LookupFailed puts an operation whose lookup failed back to unknown,
 // counts the failure, schedules the next check, and flags the row for a
 // person's review once failures reach reviewAfter. objectID, when the
-// target named one (a payment not final yet), is kept. It reports whether
-// the row is now flagged.
-func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, reviewAfter int, next time.Time) (bool, error) {
+// target named one (a payment not final yet), is kept. answer is what the
+// target said, already made safe to show (redacted, cut short): the audit
+// event keeps it, so whoever reviews the operation reads why the last
+// look-up failed. It reports whether the row is now flagged.
+func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID, answer string, reviewAfter int, next time.Time) (bool, error) {
 	now := formatTime(s.now())
 	// The row is leased by owner, so it cannot change between this read
 	// and the update: the failure that flags it is audited as such.
@@ -67,6 +69,9 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID string, r
 		event = "operation.flagged_for_review"
 	}
 	detail := map[string]any{"next_check_at": formatTime(next), "lookup_failures": before.LookupFailures + 1}
+	if answer != "" {
+		detail["answer"] = answer
+	}
 	err = s.transition(ctx, event, key, owner, detail, `
 		UPDATE operations
 		SET status = 'unknown', lookup_failures = lookup_failures + 1,

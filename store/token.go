@@ -161,28 +161,44 @@ func (s *Store) RevokeToken(ctx context.Context, ref string) (int, error) {
 }
 
 func (s *Store) revokeTokenTx(ctx context.Context, tx *txn, ref string) (int, error) {
-	var err error
 	now := formatTime(s.now())
-	var res sql.Result
+	q, arg := `UPDATE tokens SET revoked_at = ? WHERE agent = ? AND revoked_at IS NULL RETURNING id, agent`, any(ref)
 	if id, perr := strconv.ParseInt(ref, 10, 64); perr == nil {
-		res, err = tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, id)
-	} else {
-		res, err = tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = ? WHERE agent = ? AND revoked_at IS NULL`, now, ref)
+		q, arg = `UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING id, agent`, id
 	}
+	rows, err := tx.QueryContext(ctx, q, now, arg)
 	if err != nil {
 		return 0, fmt.Errorf("revoke token: %w", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
+	var ids []int64
+	var agents []string
+	for rows.Next() {
+		var id int64
+		var agent string
+		if err := rows.Scan(&id, &agent); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("revoke token: %w", err)
+		}
+		ids = append(ids, id)
+		if !slices.Contains(agents, agent) {
+			agents = append(agents, agent)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
 		return 0, fmt.Errorf("revoke token: %w", err)
 	}
-	if n == 0 {
+	rows.Close()
+	if len(ids) == 0 {
 		return 0, fmt.Errorf("revoke token %q: %w (no valid token with that id or agent)", ref, ErrNotFound)
 	}
-	if err := s.appendAudit(ctx, tx, "token.revoked", "", map[string]any{"ref": ref, "count": n}); err != nil {
+	// The trail names whose access ended, not only the reference typed.
+	slices.Sort(ids)
+	detail := map[string]any{"ref": ref, "count": len(ids), "agent": strings.Join(agents, ", "), "token_ids": ids}
+	if err := s.appendAudit(ctx, tx, "token.revoked", "", detail); err != nil {
 		return 0, err
 	}
-	return int(n), nil
+	return len(ids), nil
 }
 
 // CountTokens returns how many tokens were ever made.

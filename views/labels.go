@@ -100,6 +100,7 @@ type Labels struct {
 	Errors   map[string]string // operations' error codes (API.md section 5, the adapters')
 
 	More
+	Finish
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.

@@ -47,9 +47,9 @@ func init() {
 		CommentOrReason:      "Комментарий; при отказе — причина (обязательно)",
 		ErrDenyReason:        "Укажите причину отказа: она попадёт в журнал аудита. Решение не принято.",
 		INN:                  "ИНН",
-		ShopUnnamed:          "магазина",
-		DirectionCharge:      "Списание с карты покупателя в пользу %s",
-		DirectionRefund:      "Возврат денег покупателю со счёта %s",
+		ShopUnnamed:          "магазин",
+		DirectionCharge:      "Списание с карты покупателя; получатель — %s",
+		DirectionRefund:      "Возврат денег покупателю; возвращает — %s",
 		ErrApprovalExpiredAt: "Срок согласования истёк %s — решение не принято, операция не будет выполнена.",
 		ErrApprovalDecidedBy: "По этой операции уже принято решение: %s — %s, %s. Ваше решение не принято.",
 		TargetKinds: map[string]string{
@@ -82,7 +82,7 @@ func init() {
 		INN:                  "INN",
 		ShopUnnamed:          "the shop",
 		DirectionCharge:      "Charge to the customer's card, paid to %s",
-		DirectionRefund:      "Refund to the customer from %s",
+		DirectionRefund:      "Refund to the customer, paid back by %s",
 		ErrApprovalExpiredAt: "The approval expired at %s: no decision was recorded and the operation will not run.",
 		ErrApprovalDecidedBy: "This operation was already decided: %s by %s at %s. Your decision was not recorded.",
 		TargetKinds: map[string]string{

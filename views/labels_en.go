@@ -162,7 +162,7 @@ var english = Labels{
 		"lookup_failed":    "The lookup failed: %s gave no answer; the outcome is still unknown (in brackets: failed lookups in a row). Nothing changed; do not resolve by hand before checking the target itself.",
 		"reconciled":       "Looked up; status: %s.",
 		"resolved":         "Resolved: %s.",
-		"token_revoked":    "Token %s revoked.",
+		"token_revoked":    "Access revoked: the token of agent %s no longer works.",
 		"user_created":     "User %s added; they choose their own password when they first sign in.",
 		"user_disabled":    "User %s disabled.",
 		"user_enabled":     "User %s enabled.",

@@ -143,8 +143,9 @@ func New(secrets ...Secret) *Redactor {
 				}
 			}
 			r.shapes = append(r.shapes,
-				rule{regexp.MustCompile(`(?i)((?:user(?:[ _-]?name)?|login|пользовател\pL*|логин)[\s"'«»=:]{1,6})(?:` + q + `)([^\pL\pN_]|$)`), "${1}" + Mask + "${2}"},
-				rule{regexp.MustCompile(`(?i)(//)(?:` + q + `)([:@])`), "${1}" + Mask + "${2}"},
+				rule{regexp.MustCompile(`(?i)((?:user(?:[ _-]?name)?|login|пользовател\pL*|логин)[\s"'«»=:]{1,6})(?:` + q + `)([^\pL\pN_]|$)`), "${1}" + Mask + "${2}",
+					[]string{"user", "login", "пользовател", "логин"}},
+				rule{regexp.MustCompile(`(?i)(//)(?:` + q + `)([:@])`), "${1}" + Mask + "${2}", []string{"//"}},
 			)
 			if utf8.RuneCountInString(n) >= minWord {
 				r.words = append(r.words, regexp.MustCompile(`(?i)(?:`+q+`)`))
@@ -209,42 +210,63 @@ func utf16Pair(r rune) (rune, rune) {
 	return 0xD800 + (r>>10)&0x3FF, 0xDC00 + r&0x3FF
 }
 
-// rule is a pattern and its replacement.
+// rule is a pattern and its replacement. A text none of whose lower-case
+// form holds one of the triggers cannot match, and is not searched: most
+// of what the gateway logs holds no credential, and a line's strings are
+// each looked at by every rule.
 type rule struct {
-	re   *regexp.Regexp
-	repl string
+	re       *regexp.Regexp
+	repl     string
+	triggers []string // lower case; nil: always searched
+}
+
+// lowered is s in lower case as the rules' triggers are written, with the
+// one letter whose lower case differs from what (?i) matches folded too:
+// ſ (long s) matches s.
+func lowered(s string) string {
+	return strings.ToLower(strings.ReplaceAll(s, "ſ", "s"))
+}
+
+// apply is the rule on s, whose lower-case form is low.
+func (p rule) apply(s, low string) string {
+	if p.triggers != nil && !slices.ContainsFunc(p.triggers, func(t string) bool { return strings.Contains(low, t) }) {
+		return s
+	}
+	return p.re.ReplaceAllString(s, p.repl)
 }
 
 // credentialRules find credentials whatever their value: agent tokens,
 // Authorization headers, password=… and the like, URL user info, and a
 // webhook's secret path.
 var credentialRules = []rule{
-	{regexp.MustCompile(`og_[A-Za-z0-9_-]{16,}`), "og_" + Mask},
-	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`), "$1 " + Mask},
-	{regexp.MustCompile(`(?i)(password|passwd|pwd|secret[_-]?key|secret|token|api[_-]?key)(["']?\s*[=:]\s*["']?)[^\s"',;&]+`), "$1$2" + Mask},
-	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@`), "$1" + Mask + "@"},
-	{regexp.MustCompile(`(/rest/\d+/)[A-Za-z0-9]{6,}`), "$1" + Mask},
+	{regexp.MustCompile(`og_[A-Za-z0-9_-]{16,}`), "og_" + Mask, []string{"og_"}},
+	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`), "$1 " + Mask, []string{"bearer", "basic"}},
+	{regexp.MustCompile(`(?i)(password|passwd|pwd|secret[_-]?key|secret|token|api[_-]?key)(["']?\s*[=:]\s*["']?)[^\s"',;&]+`), "$1$2" + Mask,
+		[]string{"passw", "pwd", "secret", "token", "api"}},
+	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@`), "$1" + Mask + "@", []string{"://"}},
+	{regexp.MustCompile(`(/rest/\d+/)[A-Za-z0-9]{6,}`), "$1" + Mask, []string{"/rest/"}},
 }
 
 // cardNumber finds long digit runs (card numbers) in a target's text. The
 // gateway's own lines keep them: operation keys and ids may be such runs.
-var cardNumber = rule{regexp.MustCompile(`\b\d(?:[ -]?\d){12,18}\b`), "[number masked]"}
+var cardNumber = rule{regexp.MustCompile(`\b\d(?:[ -]?\d){12,18}\b`), "[number masked]", nil}
 
 // Own masks a text of the gateway's own (a log message, a value it
 // logs): the secrets' values in every encoding, the user's name where it
 // stands as a user, and the credential patterns. Names, keys and numbers
 // of the gateway's own stay readable.
 func (r *Redactor) Own(s string) string {
+	if r != nil && r.values != nil {
+		s = r.values.Replace(s)
+	}
+	low := lowered(s)
 	if r != nil {
-		if r.values != nil {
-			s = r.values.Replace(s)
-		}
 		for _, p := range r.shapes {
-			s = p.re.ReplaceAllString(s, p.repl)
+			s = p.apply(s, low)
 		}
 	}
 	for _, p := range credentialRules {
-		s = p.re.ReplaceAllString(s, p.repl)
+		s = p.apply(s, low)
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"io"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -131,4 +132,24 @@ func TestHandler(t *testing.T) {
 	if !strings.Contains(out, "g.n=42") {
 		t.Errorf("other values changed: %s", out)
 	}
+}
+
+// BenchmarkHandler is the cost of one "operation claimed" line through
+// the redacting handler, beside the same line without it.
+func BenchmarkHandler(b *testing.B) {
+	line := func(l *slog.Logger) {
+		l.Info("operation claimed", "key", "test:invoice.create:order-48291:v1", "intent", "invoice.create", "agent", "demo-agent", "decision", "execute")
+	}
+	b.Run("Plain", func(b *testing.B) {
+		l := slog.New(slog.NewTextHandler(io.Discard, nil))
+		for b.Loop() {
+			line(l)
+		}
+	})
+	b.Run("Redacting", func(b *testing.B) {
+		l := slog.New(redact.Handler(slog.NewTextHandler(io.Discard, nil), testRedactor()))
+		for b.Loop() {
+			line(l)
+		}
+	})
 }

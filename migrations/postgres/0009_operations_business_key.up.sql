@@ -9,7 +9,7 @@ ALTER TABLE operations ADD COLUMN business_key TEXT;
 ALTER TABLE operations ADD COLUMN duplicate_of TEXT;
 ALTER TABLE operations ADD COLUMN duplicate_at TEXT;
 
-CREATE INDEX operations_business_key ON operations (intent, business_key, created_at) WHERE business_key IS NOT NULL;
+CREATE INDEX operations_business_key ON operations (intent, business_key, created_at, operation_key) WHERE business_key IS NOT NULL;
 
 ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'money';
 ALTER TABLE approvals ADD COLUMN then_money INTEGER NOT NULL DEFAULT 0;

@@ -63,6 +63,9 @@ type Deps struct {
 	// (adapters.Describer), by name: the approvals show a customer's name
 	// and ИНН as the target knows them, read when the card is shown.
 	Describers map[string]adapters.Describer
+	// ShopNames are the names the configuration gives the shops payments
+	// go to, by the target instance (shop_name), for the approvals.
+	ShopNames map[string]string
 	// TargetKinds are the kinds (onec, onec_odata, bitrix24, yookassa) of
 	// the target instances, by name, for the intents page.
 	TargetKinds map[string]string

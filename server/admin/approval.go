@@ -247,6 +247,8 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 			r.CustomerName, r.CustomerINN = party.Name, party.INN
 		}
 	}
+	r.ShopName = h.shopName(c.Request().Context(), op.TargetSystem)
+	h.orderInvoice(c, &r)
 	r.Direction = direction(op.Intent, r, l)
 	if left := a.ExpiresAt.Sub(now); left > 0 {
 		r.TimeLeft = fmt.Sprintf(l.LeftFmt, formatDuration(left, l))
@@ -256,9 +258,11 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 }
 
 // direction says in words who pays whom: the customer's card to the
-// shop for a charge, back to the customer for a refund.
+// shop (by the name the configuration gives it) for a charge, back to
+// the customer for a refund. The account_id is the customer's saved
+// card, never the shop.
 func direction(intentName string, r views.ApprovalRow, l *views.Labels) string {
-	shop := r.Account
+	shop := r.ShopName
 	if shop == "" {
 		shop = l.ShopUnnamed
 	}

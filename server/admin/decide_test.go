@@ -85,7 +85,7 @@ func TestOperationPageForWhoDecides(t *testing.T) {
 	if !p.has("approve") || !p.has("deny") || p.text("amount") != "1\u00a0250,00\u00a0₽" {
 		t.Fatalf("the accountant cannot decide on the operation page:\n%s", p.Body)
 	}
-	if !strings.Contains(p.Body, "<dt>Сумма</dt>") || !strings.Contains(p.Body, "<dt>Счёт магазина</dt>") || p.text("field-description") != "Оплата заказа" {
+	if !strings.Contains(p.Body, "<dt>Сумма</dt>") || !strings.Contains(p.Body, "<dt>Сохранённый способ оплаты</dt>") || p.text("field-description") != "Оплата заказа" {
 		t.Fatalf("the charge's request is not shown titled and in full:\n%s", p.Body)
 	}
 	if got := p.text("nav-approvals-count"); got == "" || got == "0" {

@@ -466,16 +466,32 @@ func TestTokens(t *testing.T) {
 		t.Fatal("an auditor sees token actions")
 	}
 
-	adm.post("/admin/tokens/"+itoa(tok.ID)+"/revoke", nil).expect(t, http.StatusSeeOther)
+	// Revoking asks first, naming the agent; nothing is revoked yet.
+	p = adm.post("/admin/tokens/"+itoa(tok.ID)+"/revoke", nil).expect(t, http.StatusOK)
+	if got := p.text("token-revoke-agent"); got != "agent-ui" || !strings.Contains(p.text("token-revoke-lead"), "agent-ui") {
+		t.Fatalf("the confirmation names %q:\n%s", got, p.Body)
+	}
+	if _, err := a.st.TokenBySecret(ctx, secret); err != nil {
+		t.Fatalf("the token stopped working before the confirmation: %v", err)
+	}
+	p = adm.post("/admin/tokens/"+itoa(tok.ID)+"/revoke", url.Values{"confirm": {"yes"}}).expect(t, http.StatusSeeOther)
 	if _, err := a.st.TokenBySecret(ctx, secret); err == nil {
 		t.Fatal("revoked token still works")
 	}
+	if f := adm.get(p.location()).text("flash"); !strings.Contains(f, "agent-ui") {
+		t.Fatalf("the message %q does not name the agent", f)
+	}
 	adm.post("/admin/tokens/"+itoa(tok.ID)+"/revoke", nil).expect(t, http.StatusUnprocessableEntity)
+	adm.post("/admin/tokens/"+itoa(tok.ID)+"/revoke", url.Values{"confirm": {"yes"}}).expect(t, http.StatusUnprocessableEntity)
 	// A name in place of the id would revoke every token of an agent.
 	adm.post("/admin/tokens/agent-a/revoke", nil).expect(t, http.StatusNotFound)
 	evs := a.events(store.AuditFilter{Event: "token.revoked", Actor: "test-admin"})
-	if len(evs) == 0 {
-		t.Fatal("revocation not audited")
+	named := false
+	for _, e := range evs {
+		named = named || strings.Contains(string(e.Detail), `"agent":"agent-ui"`)
+	}
+	if !named {
+		t.Fatalf("the revocation's audit event does not name the agent: %v", evs)
 	}
 }
 

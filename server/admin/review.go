@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,6 +27,7 @@ const reconcileTimeout = time.Minute
 type reviewForm struct {
 	key, msg              string
 	outcome, object, text string
+	rerun                 bool
 }
 
 // handleReviewList serves GET /admin/review: operations whose outcome is
@@ -85,6 +87,13 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		outcome: c.FormValue("outcome"),
 		object:  strings.TrimSpace(c.FormValue("object_id")),
 		text:    strings.TrimSpace(c.FormValue("reason")),
+		rerun:   c.FormValue("confirm_rerun") == "yes",
+	}
+	money := false
+	if op, err := h.d.Store.Get(c.Request().Context(), key); err == nil {
+		if in := h.definition(op); in != nil {
+			money = in.Money
+		}
 	}
 	switch {
 	case f.outcome != "found" && f.outcome != "not_found":
@@ -93,6 +102,10 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		f.msg = l.ErrReasonRequired
 	case f.outcome == "found" && f.object == "":
 		f.msg = l.ErrObjectRequired
+	case f.outcome == "not_found" && money && !f.rerun:
+		// Not found lets the next retry send the payment again: only on
+		// a deliberate word that the provider has none.
+		f.msg = l.ErrRerunConfirm
 	}
 	if utf8.RuneCountInString(f.text) > maxReason {
 		f.text = string([]rune(f.text)[:maxReason])
@@ -144,10 +157,13 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 	v.Page.Refresh = 30
 	placed := false
 	for _, op := range ops {
-		hist, err := h.history(ctx, c, op.Key, 30)
+		evs, err := h.d.Store.AuditEvents(ctx, store.AuditFilter{OperationKey: op.Key, Limit: 30})
 		if err != nil {
-			return err
+			return fmt.Errorf("history of %q: %w", op.Key, err)
 		}
+		answer, answerAt := h.lastAnswer(evs)
+		slices.Reverse(evs)
+		hist := h.eventRows(c, evs)
 		r := views.ReviewRow{
 			Key: op.Key, KeyHref: operationHref(op.Key), Intent: op.Intent, Target: op.TargetSystem,
 			Agent: op.Agent, Flagged: op.NeedsReview, Attempts: op.AttemptCount, LookupFailures: op.LookupFailures,
@@ -159,11 +175,14 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 			Reason:       l.ErrorText(op.ErrorCode, op.ErrorMessage),
 			ObjectID:     op.TargetObjectID,
 			History:      hist,
+			LastAnswer:   answer,
+			LastAnswerAt: formatSeconds(answerAt, h.d.Location, lg),
 			ReconcileURL: "/admin/review/" + keyPath(op.Key) + "/reconcile",
 			ResolveURL:   "/admin/review/" + keyPath(op.Key) + "/resolve",
 		}
+		h.reviewMoney(c, op, &r)
 		if f.key == op.Key {
-			r.Error, r.FormFound, r.FormObject, r.FormReason = f.msg, f.outcome, f.object, f.text
+			r.Error, r.FormFound, r.FormObject, r.FormReason, r.FormRerun = f.msg, f.outcome, f.object, f.text, f.rerun
 			placed = true
 		}
 		v.Rows = append(v.Rows, r)
@@ -172,6 +191,44 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 		v.Error = f.msg
 	}
 	return Render(c, status, views.ReviewList(v))
+}
+
+// reviewMoney fills a payment's review card with its amount, its
+// customer (in full only to who decides money) and who approved it.
+func (h *Handler) reviewMoney(c echo.Context, op store.Operation, r *views.ReviewRow) {
+	in := h.definition(op)
+	if in == nil || !in.Money {
+		return
+	}
+	lg := lang(c)
+	p := parsePayload(op.Payload)
+	r.Money, r.Amount = true, p.amount(lg)
+	r.Customer = p.str("customer_id")
+	if !canDecide(c) {
+		r.Customer = mask(r.Customer)
+	}
+	if a, err := h.d.Store.ApprovalByKey(c.Request().Context(), op.Key); err == nil && a.DecidedBy != "" {
+		r.Approver = a.DecidedBy + ", " + formatSeconds(a.DecidedAt, h.d.Location, lg)
+	}
+}
+
+// lastAnswer is what the target said on the operation's last failed
+// look-up, as the audit trail keeps it (redacted again, for events
+// written before a secret was known), and when; evs are newest first.
+func (h *Handler) lastAnswer(evs []store.AuditEvent) (string, time.Time) {
+	for _, e := range evs {
+		if e.Event != "operation.lookup_failed" && e.Event != "operation.flagged_for_review" {
+			continue
+		}
+		var d struct {
+			Answer string `json:"answer"`
+		}
+		if json.Unmarshal(e.Detail, &d) == nil && d.Answer != "" {
+			return h.d.Redactor.Foreign(d.Answer), e.At
+		}
+		return "", time.Time{} // the last failure said nothing: an older answer would mislead
+	}
+	return "", time.Time{}
 }
 
 // history is the last n audit events of an operation, oldest first.

@@ -325,7 +325,7 @@ func (a *app) unknown(key string) store.Operation {
 	a.tb.Helper()
 	ctx := context.Background()
 	a.claim(key, "invoice.create", "onec", false, map[string]any{"order_id": "o-1", "customer_id": "customer-1042"})
-	if _, err := a.st.LookupFailed(ctx, key, "test-run", "", 1, time.Now().Add(time.Hour)); err != nil {
+	if _, err := a.st.LookupFailed(ctx, key, "test-run", "", "onec: HTTP 503 Service Unavailable", 1, time.Now().Add(time.Hour)); err != nil {
 		a.tb.Fatal(err)
 	}
 	op, err := a.st.Get(ctx, key)

@@ -51,7 +51,9 @@ func (h *Handler) handleTokenCreate(c echo.Context) error {
 }
 
 // handleTokenRevoke serves POST /admin/tokens/{id}/revoke: the token stops
-// working at once.
+// working at once. An agent is cut off only on a deliberate confirmation
+// (confirm=yes) that names it, its rights and its payments still waiting
+// for approval; the message after it and the audit event name the agent.
 func (h *Handler) handleTokenRevoke(c echo.Context) error {
 	// Only a number: the store would read a name as "every token of
 	// that agent".
@@ -59,13 +61,42 @@ func (h *Handler) handleTokenRevoke(c echo.Context) error {
 	if err != nil || id <= 0 {
 		return echo.NewHTTPError(http.StatusNotFound, "bad token id")
 	}
+	ctx, l := c.Request().Context(), labels(c)
+	toks, err := h.d.Store.ListTokens(ctx)
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	i := slices.IndexFunc(toks, func(t store.Token) bool { return t.ID == id })
+	if i < 0 || !toks[i].RevokedAt.IsZero() {
+		return h.renderTokens(c, http.StatusUnprocessableEntity, "", nil, l.ErrTokenGone)
+	}
+	tok := toks[i]
+	if c.FormValue("confirm") != "yes" {
+		v := views.TokenRevokeView{
+			Page: h.page(c, "tokens", l.RevokeTitle), ID: tok.ID, Agent: tok.Agent,
+			Scopes: strings.Join(tok.Scopes, ", "), Created: formatTime(tok.CreatedAt, h.d.Location, lang(c)),
+			RevokeURL: fmt.Sprintf("/admin/tokens/%d/revoke", tok.ID),
+		}
+		if slices.Contains(tok.Scopes, "pay") {
+			list, err := h.d.Store.Approvals(ctx, store.ApprovalPending, 500)
+			if err != nil {
+				return fmt.Errorf("revoke token: %w", err)
+			}
+			for _, a := range list {
+				if a.Operation.Agent == tok.Agent {
+					v.Waiting++
+				}
+			}
+		}
+		return Render(c, http.StatusOK, views.TokenRevoke(v))
+	}
 	ref := strconv.FormatInt(id, 10)
 	if _, err := h.d.Store.RevokeToken(actorCtx(c), ref); errors.Is(err, store.ErrNotFound) {
-		return h.renderTokens(c, http.StatusUnprocessableEntity, "", nil, labels(c).ErrTokenGone)
+		return h.renderTokens(c, http.StatusUnprocessableEntity, "", nil, l.ErrTokenGone)
 	} else if err != nil {
 		return fmt.Errorf("revoke token: %w", err)
 	}
-	return h.redirectWith(c, "/admin/tokens", "token_revoked", ref)
+	return h.redirectWith(c, "/admin/tokens", "token_revoked", fmt.Sprintf("%s (№ %s)", tok.Agent, ref))
 }
 
 // renderTokens renders the token list with the create form as submitted.

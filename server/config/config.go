@@ -49,6 +49,9 @@ type Config struct {
 	// Limits are business limits per intent: each value given here
 	// replaces the one its definition declares (server/intent).
 	Limits map[string]IntentLimits `yaml:"limits"`
+	// Duplicates change intents' duplicate rules: each value given here
+	// replaces the one its definition declares (server/intent).
+	Duplicates map[string]DuplicateOverride `yaml:"duplicates"`
 	// IntentsDir is the directory of the firm's intent definitions, one
 	// YAML file per intent version; "" for the built-ins only.
 	IntentsDir string `yaml:"intents_dir"`

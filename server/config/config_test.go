@@ -148,3 +148,19 @@ func TestLimitsCurrencyCodes(t *testing.T) {
 		}
 	})
 }
+
+// duplicates: reads each intent's window and action.
+func TestDuplicatesOverride(t *testing.T) {
+	t.Parallel()
+	p := writeConfig(t, "duplicates:\n  invoice.create: { window: 72h, action: warn }\n  payment.refund: { action: off }\n")
+	cfg, err := config.Load(p, noEnv, currencies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cfg.Duplicates["invoice.create"]; time.Duration(d.Window) != 72*time.Hour || d.Action != "warn" || cfg.Duplicates["payment.refund"].Action != "off" {
+		t.Fatalf("duplicates = %+v", cfg.Duplicates)
+	}
+	if _, err := config.Load(writeConfig(t, "duplicates:\n  invoice.create: { windw: 72h }\n"), noEnv, currencies); err == nil {
+		t.Fatal("an unknown key under duplicates was accepted")
+	}
+}

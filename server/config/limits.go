@@ -13,3 +13,11 @@ type IntentLimits struct {
 	// definition's amount field, or its lines' total.
 	AmountCeiling map[string]int64 `yaml:"amount_ceiling"`
 }
+
+// DuplicateOverride changes an intent's duplicate rule (its definition's
+// duplicates:) for this gateway: each value set here replaces the
+// definition's; action off switches the rule off.
+type DuplicateOverride struct {
+	Window Duration `yaml:"window"`
+	Action string   `yaml:"action"` // block | hold | warn | off
+}

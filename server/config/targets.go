@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -47,7 +49,7 @@ var kindSettings = map[string][]string{
 	KindOneC:      {"base_url", "username_env", "password_env"},
 	KindOneCOData: {"base_url", "username_env", "password_env", "time_zone", "references"},
 	KindBitrix24:  {"webhook_url_env", "rate", "time_zone", "references"},
-	KindYooKassa:  {"base_url", "shop_id", "secret_key_env", "read_timeout_ms", "receipts"},
+	KindYooKassa:  {"base_url", "shop_id", "secret_key_env", "read_timeout_ms", "receipts", "shop_name"},
 }
 
 var commonSettings = []string{"kind", "timeout_ms", "settle_ms", "retention"}
@@ -122,6 +124,11 @@ type Target struct {
 	ReadTimeoutMS int `yaml:"read_timeout_ms"`
 	// Receipts is for a shop that issues 54-FZ receipts through YooKassa.
 	Receipts YooKassaReceiptsConfig `yaml:"receipts"`
+	// ShopName is the shop as the firm's people know it (Интернет-магазин
+	// «Ромашка»): the approvals say whom a payment goes to by it. The
+	// shop is the target (shop_id); an account_id is the customer's saved
+	// card, charged in the shop's favour.
+	ShopName string `yaml:"shop_name"`
 }
 
 // Reference is how an external id of one kind is found at a target.
@@ -464,10 +471,30 @@ func (c Config) validateTargets(bad func(key, format string, args ...any)) {
 					bad(key(s.key), "%q must be a YooKassa value such as commodity or full_payment", s.v)
 				}
 			}
+			checkShopName(bad, key("shop_name"), t.ShopName)
 			if t.BaseURL != "" && (t.ShopID == "" || t.SecretKeyEnv == "") {
 				bad("targets."+configured, "base_url needs shop_id and secret_key_env")
 			}
 		}
+	}
+}
+
+// maxShopName bounds a shop's name, in characters.
+const maxShopName = 200
+
+// checkShopName refuses a shop's name that is not one line of text an
+// accountant can read.
+func checkShopName(bad func(key, format string, args ...any), key, name string) {
+	switch {
+	case name == "":
+	case strings.TrimSpace(name) == "":
+		bad(key, "is blank; name the shop as the firm's people know it, e.g. Интернет-магазин «Ромашка», or leave it unset")
+	case utf8.RuneCountInString(name) > maxShopName:
+		bad(key, "is longer than %d characters", maxShopName)
+	case !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
+		bad(key, "must be one line of text, without control characters")
+	case strings.TrimSpace(name) != name:
+		bad(key, "starts or ends with spaces")
 	}
 }
 

@@ -55,3 +55,43 @@ func TestYooKassaReceipts(t *testing.T) {
 		}
 	}
 }
+
+// TestShopName: the shop payments go to is named for the people who
+// approve them under targets.<payments>.shop_name; a name that is blank,
+// multi-line or too long is refused by key, and no other kind of target
+// takes the setting.
+func TestShopName(t *testing.T) {
+	t.Parallel()
+	load := func(yaml string, env map[string]string) (config.Config, error) {
+		path := filepath.Join(t.TempDir(), "oncegate.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return config.Load(path, func(k string) string { return env[k] }, []string{"RUB"})
+	}
+	cfg, err := load("targets:\n  payments:\n    shop_name: Интернет-магазин «Ромашка»\n", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Targets[config.TargetPayments].ShopName, "Интернет-магазин «Ромашка»"; got != want {
+		t.Fatalf("shop_name = %q, want %q", got, want)
+	}
+	cfg, err = load("listen: 127.0.0.1:8080\n", map[string]string{"ONCEGATE_TARGETS_PAYMENTS_SHOP_NAME": "Ромашка"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := cfg.Targets[config.TargetPayments].ShopName, "Ромашка"; got != want {
+		t.Fatalf("shop_name from the environment = %q, want %q", got, want)
+	}
+	for yaml, key := range map[string]string{
+		"targets: { payments: { shop_name: \"  \" } }\n":                               "targets.payments.shop_name",
+		"targets: { payments: { shop_name: \"a\\nb\" } }\n":                            "targets.payments.shop_name",
+		"targets: { payments: { shop_name: \" Ромашка\" } }\n":                         "targets.payments.shop_name",
+		"targets: { payments: { shop_name: \"" + strings.Repeat("я", 201) + "\" } }\n": "targets.payments.shop_name",
+		"targets: { onec: { shop_name: Ромашка } }\n":                                  "targets.onec.shop_name",
+	} {
+		if _, err := load(yaml, nil); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s: %v, want an error naming %s", yaml, err, key)
+		}
+	}
+}

@@ -107,8 +107,9 @@ func (e *Engine) stillUnknown(ctx context.Context, op store.Operation, err error
 			wait = max(e.lookupBackoff(op.LookupFailures+1), time.Duration(ae.RetryAfter)*time.Second)
 		}
 	}
-	flagged, ferr := e.store.LookupFailed(ctx, op.Key, op.LeaseOwner, objectID, e.cfg.ReviewAfter, e.store.Now().Add(wait))
-	e.log.Warn("look-up failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", e.detail(err))
+	answer := e.detail(err)
+	flagged, ferr := e.store.LookupFailed(ctx, op.Key, op.LeaseOwner, objectID, answer, e.cfg.ReviewAfter, e.store.Now().Add(wait))
+	e.log.Warn("look-up failed", "key", op.Key, "failures", op.LookupFailures+1, "review", flagged, "err", answer)
 	return ferr
 }
 

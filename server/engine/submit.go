@@ -380,7 +380,7 @@ func (e *Engine) acceptedUnder(op store.Operation) (*intent.Intent, error) {
 	switch {
 	case !ok:
 		return nil, intentChanged(op.Intent, version, "is no longer served")
-	case op.IntentDigest != "" && in.Digest != op.IntentDigest:
+	case op.IntentDigest != "" && !in.Accepts(op.IntentDigest):
 		return nil, intentChanged(op.Intent, version, "was edited since")
 	}
 	return in, nil

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -142,33 +145,36 @@ func decodeDuplicates(p *problems, n *yaml.Node, sch *schemaFields, sh *shape) *
 	return d
 }
 
-// withoutDuplicates is a definition file's bytes without the lines of
-// its duplicates key, which the digest (Intent.Digest) does not cover: a
-// duplicate rule is decided once, when a new key is claimed, and never
-// changes what an accepted key does, so a firm may change it — and a
-// newer gateway give the built-ins theirs — while operations accepted
-// before are unfinished, without those being refused as run under another
-// meaning. A file without the key is hashed as it is.
-func withoutDuplicates(raw []byte, root *yaml.Node) []byte {
+// withoutKeys is a definition file's bytes without the lines of the
+// top-level keys named: what a digest of its meaning leaves out (the
+// people's words, the duplicate rule). A key is cut from its line to the
+// next top-level key's; the file is returned whole when its lines cannot
+// be told (a flow mapping on one line).
+func withoutKeys(raw []byte, root *yaml.Node, keys ...string) []byte {
+	lines := bytes.SplitAfter(raw, []byte("\n"))
+	drop := make([]bool, len(lines))
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value != "duplicates" {
+		if !slices.Contains(keys, root.Content[i].Value) {
 			continue
 		}
-		first, next := root.Content[i].Line, 0 // 1-based lines: the key's, the next top-level key's
+		first, next := root.Content[i].Line, len(lines)+1 // 1-based lines: the key's, the next top-level key's
 		if i+2 < len(root.Content) {
 			next = root.Content[i+2].Line
 		}
-		lines := bytes.SplitAfter(raw, []byte("\n"))
-		if first < 1 || first > len(lines) || next != 0 && next <= first {
+		if first < 1 || first > len(lines) || next <= first {
 			return raw
 		}
-		out := slices.Concat(lines[:first-1]...)
-		if next != 0 {
-			out = append(out, slices.Concat(lines[next-1:]...)...)
+		for l := first; l < next && l <= len(lines); l++ {
+			drop[l-1] = true
 		}
-		return out
 	}
-	return raw
+	var out []byte
+	for i, l := range lines {
+		if !drop[i] {
+			out = append(out, l...)
+		}
+	}
+	return out
 }
 
 // BusinessKey is the digest of norm's business key under the intent's
@@ -205,4 +211,54 @@ func (in *Intent) BusinessKey(norm contract.Normalized) (string, error) {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// overrideDuplicates applies the configuration's duplicates: each value
+// set there replaces the definitions' own, for every version of the
+// intent; action off drops the rule. A rule only ever decides about new
+// keys, so changing it changes no accepted key's meaning (the rule is
+// outside the definition's digest).
+func (c *Catalog) overrideDuplicates(over map[string]config.DuplicateOverride) error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(over)) {
+		o := over[name]
+		at := "config: duplicates." + name
+		switch o.Action {
+		case "", DuplicateBlock, DuplicateHold, DuplicateWarn, "off":
+		default:
+			errs = append(errs, fmt.Errorf("%s.action: %q is none of block, hold, warn, off", at, o.Action))
+			continue
+		}
+		if o.Window < 0 {
+			errs = append(errs, fmt.Errorf("%s.window: must be positive", at))
+			continue
+		}
+		found := false
+		for _, in := range c.defs {
+			if in.Name != name {
+				continue
+			}
+			found = true
+			switch {
+			case o.Action == "off":
+				in.Duplicates = nil
+			case in.Duplicates == nil:
+				errs = append(errs, fmt.Errorf("%s: the definition (%s) has no duplicate rule to change; declare its fields in the definition", at, in.Source))
+			default:
+				d := *in.Duplicates
+				d.Fields = slices.Clone(d.Fields)
+				if o.Window > 0 {
+					d.Window = time.Duration(o.Window)
+				}
+				if o.Action != "" {
+					d.Action = o.Action
+				}
+				in.Duplicates = &d
+			}
+		}
+		if !found {
+			errs = append(errs, fmt.Errorf("%s: no such intent", at))
+		}
+	}
+	return errors.Join(errs...)
 }

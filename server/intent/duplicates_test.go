@@ -1,11 +1,14 @@
 package intent_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
 )
 
@@ -38,6 +41,28 @@ func TestDuplicates_Load(t *testing.T) {
 		in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": other})).Definitions()
 		if in[len(in)-1].Digest == digests[0] {
 			t.Fatal("a change of meaning kept the digest")
+		}
+	})
+	t.Run("DigestIsOfTheMeaning", func(t *testing.T) {
+		t.Parallel()
+		// The people's words are not the meaning: rewording them keeps
+		// the digest, and a row that recorded the digest of the whole file
+		// (journals before) still runs under the definition.
+		load := func(def string) *intent.Intent {
+			in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": def})).Definitions()
+			return in[len(in)-1]
+		}
+		base := load(purchaseOrder)
+		reworded := strings.Replace(purchaseOrder, "description:", "description: Reviewed.", 1)
+		if r := load(reworded); r.Digest != base.Digest {
+			t.Fatalf("rewording the description changed the digest: %s → %s", base.Digest, r.Digest)
+		}
+		whole := sha256.Sum256([]byte(purchaseOrder))
+		if !base.Accepts(hex.EncodeToString(whole[:])) || !base.Accepts(base.Digest) {
+			t.Fatal("the digest of the whole file, as journals recorded it before, is not accepted")
+		}
+		if other := load(strings.Replace(purchaseOrder, "maxItems: 100", "maxItems: 99", 1)); other.Accepts(hex.EncodeToString(whole[:])) || other.Accepts(base.Digest) {
+			t.Fatal("a definition of another meaning accepts the old one's digests")
 		}
 	})
 	t.Run("BuiltinDefaults", func(t *testing.T) {
@@ -137,3 +162,38 @@ func TestDuplicates_BusinessKey(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// The configuration changes a rule's window and action, or switches it
+// off; a value it cannot apply is refused naming the key.
+func TestDuplicates_ConfigOverride(t *testing.T) {
+	t.Parallel()
+	load := func(over map[string]config.DuplicateOverride) (*intent.Catalog, error) {
+		return intent.Load(intent.Options{Targets: intent.BuiltinTargets, Duplicates: over})
+	}
+	c, err := load(map[string]config.DuplicateOverride{
+		"invoice.create": {Window: config.Duration(72 * time.Hour), Action: intent.DuplicateWarn},
+		"payment.refund": {Action: "off"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := c.Lookup("invoice.create")
+	if d := inv.Duplicates; d == nil || d.Window != 72*time.Hour || d.Action != intent.DuplicateWarn || len(d.Fields) == 0 {
+		t.Fatalf("invoice.create's rule %+v, want its fields, 72h, warn", d)
+	}
+	if ref, _ := c.Lookup("payment.refund"); ref.Duplicates != nil {
+		t.Fatalf("payment.refund's rule %+v, want none", ref.Duplicates)
+	}
+	if def, _ := intent.Builtin().Lookup("invoice.create"); def.Duplicates.Action != intent.DuplicateHold {
+		t.Fatalf("the built-in's own rule changed: %+v", def.Duplicates)
+	}
+	for over, want := range map[string]map[string]config.DuplicateOverride{
+		`config: duplicates.invoice.create.action: "maybe" is none of block, hold, warn, off`:                    {"invoice.create": {Action: "maybe"}},
+		`config: duplicates.nothing.here: no such intent`:                                                        {"nothing.here": {Action: "warn"}},
+		`config: duplicates.sales_order.create_draft: the definition (built-in) has no duplicate rule to change`: {"sales_order.create_draft": {Action: "warn"}},
+	} {
+		if _, err := load(want); err == nil || !strings.Contains(err.Error(), over) {
+			t.Errorf("%v: err = %v, want %q", want, err, over)
+		}
+	}
+}

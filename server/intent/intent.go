@@ -111,8 +111,12 @@ type Intent struct {
 	Map json.RawMessage
 	// Source is the definition's file, or BuiltIn.
 	Source string
-	// Digest is the lowercase hex SHA-256 of the definition file's bytes.
+	// Digest is the lowercase hex SHA-256 of the definition file's bytes
+	// but its title, labels, description and duplicates: of what it means.
 	Digest string
+	// fileDigest is the digest journals took before: of the whole file
+	// but its duplicates.
+	fileDigest string
 
 	compiled *jsonschema.Schema // Schema, compiled once at load
 	shape    *shape             // Schema's object structure, for messages and normalization
@@ -131,3 +135,10 @@ func (in *Intent) Label(path, lang string) string {
 
 // SchemaCopy is the caller's own copy of Schema.
 func (in *Intent) SchemaCopy() json.RawMessage { return bytes.Clone(in.Schema) }
+
+// Accepts reports whether an operation accepted under the definition
+// digest runs under this definition's meaning: the digest is this one's,
+// or the digest of its whole file that journals recorded before.
+func (in *Intent) Accepts(digest string) bool {
+	return digest == in.Digest || digest == in.fileDigest
+}

@@ -61,6 +61,10 @@ type Options struct {
 	// Limits are the configuration's limits by intent name: each value
 	// set there replaces the definitions' own.
 	Limits map[string]config.IntentLimits
+	// Duplicates are the configuration's duplicate rules by intent name:
+	// each value set there replaces the definitions' own; action off
+	// switches an intent's rule off.
+	Duplicates map[string]config.DuplicateOverride
 }
 
 // Load reads, checks and compiles every definition Options name, strictly:
@@ -116,6 +120,9 @@ func Load(opts Options) (*Catalog, error) {
 		return nil, err
 	}
 	if err := c.override(opts.Limits); err != nil {
+		return nil, err
+	}
+	if err := c.overrideDuplicates(opts.Duplicates); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -239,8 +246,14 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 		}
 		top[k] = root.Content[i+1]
 	}
-	sum := sha256.Sum256(withoutDuplicates(raw, root))
-	in := &Intent{Source: file, Digest: hex.EncodeToString(sum[:]), Journaled: true}
+	// The digest covers what the definition means, not how it is told to
+	// people (title, labels, description) nor its duplicate rule, which
+	// decides only new keys: rewording a definition never strands an
+	// accepted key. Rows written before took the digest of the whole
+	// file but its rule, which still matches (Intent.Accepts).
+	sum := sha256.Sum256(withoutKeys(raw, root, "title", "labels", "description", "duplicates"))
+	whole := sha256.Sum256(withoutKeys(raw, root, "duplicates"))
+	in := &Intent{Source: file, Digest: hex.EncodeToString(sum[:]), fileDigest: hex.EncodeToString(whole[:]), Journaled: true}
 
 	// The facts.
 	for _, k := range []string{"name", "version", "target", "scope", "title", "description", "schema"} {
