@@ -115,7 +115,6 @@ type benchSetup struct {
 // turn, the reference twice (first and last), so a machine that changes
 // speed shows.
 func bench(stdout io.Writer, b benchSetup) error {
-	conns, dur, only := b.conns, b.dur, b.only
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, err := os.MkdirTemp("", "oncegate-bench-")
@@ -137,49 +136,135 @@ func bench(stdout io.Writer, b benchSetup) error {
 		return err
 	}
 	defer simHTTP.Close()
-	targets, err := buildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
+	gw, err := startBenchGateways(ctx, cfg, simURL, journal, b.instances)
+	defer gw.stop()
 	if err != nil {
 		return err
+	}
+	token, _, err := gw.stores[0].CreateToken(ctx, "bench-agent", store.Scopes)
+	if err != nil {
+		return err
+	}
+	refURL, stopRef, err := serveEcho(benchReference())
+	if err != nil {
+		return err
+	}
+	defer stopRef()
+	fwd, err := benchForwarder(cfg, simURL)
+	if err != nil {
+		return err
+	}
+	fwdURL, stopFwd, err := serveEcho(fwd)
+	if err != nil {
+		return err
+	}
+	defer stopFwd()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: b.conns, MaxConnsPerHost: b.conns}}
+	var seq atomic.Int64
+	// Keys of this run only: a shared journal may hold an earlier run's.
+	// (In base 36: a long run of digits could look like a card number.)
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	newKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-%d:v1", run, seq.Add(1)) }
+	replayKey := fmt.Sprintf("test:invoice.create:bench-%s-replay:v1", run)
+	fwdKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-fwd-%d:v1", run, seq.Add(1)) }
+	if err := send(client, gw.urls[0], token, replayKey); err != nil {
+		return fmt.Errorf("first request: %w", err)
+	}
+
+	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; %d gateway(s) on journal %s\n",
+		b.conns, b.dur, runtime.GOMAXPROCS(0), b.instances, journalName)
+	paths := []benchPath{
+		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil},
+		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, benchForwardingPath, nil},
+		{"replay of a final operation", gw.urls, func() string { return replayKey }, benchGatewayPath, nil},
+		{"new operation (1C simulator)", gw.urls, newKey, benchGatewayPath, nil},
+	}
+	var filled time.Duration
+	if b.fill > 0 {
+		// The same path on a journal grown by fill operations, in the
+		// same run: how the write path's cost grows with the journal.
+		paths = append(paths, benchPath{fmt.Sprintf("new operation, %d more in the journal", b.fill), gw.urls, newKey, benchGatewayPath, func() error {
+			t0 := time.Now()
+			err := gw.stores[0].Fill(ctx, "fill-"+run, b.fill, nil)
+			filled = time.Since(t0)
+			return err
+		}})
+	}
+	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil})
+	if err := benchTable(stdout, client, token, paths, gw.writeStats, b); err != nil {
+		return err
+	}
+	if filled > 0 {
+		fmt.Fprintf(stdout, "filled the journal with %d operations and %d audit events in %v\n", b.fill, 3*b.fill, filled.Round(time.Millisecond))
+	}
+	return nil
+}
+
+// benchGateways are the gateways one bench run loads, each on its own
+// connections to the journal.
+type benchGateways struct {
+	stores []*store.Store
+	urls   []string
+	stops  []func() // in the order they were started
+}
+
+// startBenchGateways starts instances gateways on journal, their targets
+// the simulators at simURL. stop ends what was started, also after an
+// error.
+func startBenchGateways(ctx context.Context, cfg config.Config, simURL, journal string, instances int) (*benchGateways, error) {
+	gw := &benchGateways{}
+	targets, err := buildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
+	if err != nil {
+		return gw, err
 	}
 	catalog, err := loadCatalog(cfg)
 	if err != nil {
-		return err
+		return gw, err
 	}
 	if err := bindCatalog(catalog, targets); err != nil {
-		return err
+		return gw, err
 	}
-	var stores []*store.Store
-	var gwURLs []string
-	for range b.instances {
+	for range instances {
 		st, err := store.Open(ctx, journal)
 		if err != nil {
-			return err
+			return gw, err
 		}
-		defer st.Close()
+		gw.stops = append(gw.stops, func() { st.Close() })
 		srv := server.New(cfg, st, targets, catalog, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err := srv.Start(ctx); err != nil {
-			return err
+			return gw, err
 		}
 		u, stopGW, err := listenAndServe(func(ln net.Listener) error { return srv.Serve(ctx, ln) })
 		if err != nil {
-			return err
+			return gw, err
 		}
-		defer stopGW()
-		stores, gwURLs = append(stores, st), append(gwURLs, u)
+		gw.stops = append(gw.stops, stopGW)
+		gw.stores, gw.urls = append(gw.stores, st), append(gw.urls, u)
 	}
-	st := stores[0]
-	writeStats := func() (w store.WriteStats) {
-		for _, s := range stores {
-			ws := s.WriteStats()
-			w.Batches, w.Writes = w.Batches+ws.Batches, w.Writes+ws.Writes
-		}
-		return w
-	}
-	token, _, err := st.CreateToken(ctx, "bench-agent", store.Scopes)
-	if err != nil {
-		return err
-	}
+	return gw, nil
+}
 
+// stop stops the gateways and closes their journals, the last started
+// first.
+func (gw *benchGateways) stop() {
+	for i := len(gw.stops) - 1; i >= 0; i-- {
+		gw.stops[i]()
+	}
+}
+
+// writeStats adds up the journal writes of every gateway.
+func (gw *benchGateways) writeStats() (w store.WriteStats) {
+	for _, s := range gw.stores {
+		ws := s.WriteStats()
+		w.Batches, w.Writes = w.Batches+ws.Batches, w.Writes+ws.Writes
+	}
+	return w
+}
+
+// benchReference is the first reference: a bare Echo handler that binds
+// the request's JSON body and answers.
+func benchReference() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.POST("/v1/operations", func(c echo.Context) error {
@@ -189,25 +274,17 @@ func bench(stdout io.Writer, b benchSetup) error {
 		}
 		return c.JSON(http.StatusOK, map[string]any{"status": "succeeded", "operation": m["operation"]})
 	})
-	refURL, stopRef, err := listenAndServe(func(ln net.Listener) error {
-		err := http.Serve(ln, e)
-		if errors.Is(err, net.ErrClosed) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	defer stopRef()
+	return e
+}
 
-	// The second reference does what a gateway's new operation must do at
-	// the least: a bare Echo handler that binds the request and forwards
-	// the same intent to the 1C simulator once, through a client of its
-	// own, with no journal, no checks and no second call.
+// benchForwarder is the second reference, what a gateway's new operation
+// must do at the least: a bare Echo handler that binds the request and
+// forwards the same intent to the 1C simulator at simURL once, through a
+// client of its own, with no journal, no checks and no second call.
+func benchForwarder(cfg config.Config, simURL string) (*echo.Echo, error) {
 	direct, err := buildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
 	if err != nil {
-		return err
+		return nil, err
 	}
 	oneC := direct[config.TargetOneC]
 	fwd := echo.New()
@@ -229,61 +306,48 @@ func bench(stdout io.Writer, b benchSetup) error {
 		}
 		return c.JSON(http.StatusOK, map[string]any{"status": "succeeded", "target_object_id": res.ObjectID, "result": res.Data})
 	})
-	fwdURL, stopFwd, err := listenAndServe(func(ln net.Listener) error {
-		err := http.Serve(ln, fwd)
+	return fwd, nil
+}
+
+// serveEcho serves e on a new loopback port (see listenAndServe).
+func serveEcho(e *echo.Echo) (string, func(), error) {
+	return listenAndServe(func(ln net.Listener) error {
+		err := http.Serve(ln, e)
 		if errors.Is(err, net.ErrClosed) {
 			return nil
 		}
 		return err
 	})
-	if err != nil {
-		return err
-	}
-	defer stopFwd()
+}
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns}}
-	var seq atomic.Int64
-	// Keys of this run only: a shared journal may hold an earlier run's.
-	// (In base 36: a long run of digits could look like a card number.)
-	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	newKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-%d:v1", run, seq.Add(1)) }
-	replayKey := fmt.Sprintf("test:invoice.create:bench-%s-replay:v1", run)
-	fwdKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-fwd-%d:v1", run, seq.Add(1)) }
-	if err := send(client, gwURLs[0], token, replayKey); err != nil {
-		return fmt.Errorf("first request: %w", err)
-	}
+// benchPathKind says what a bench path loads: a reference or a gateway.
+type benchPathKind int
 
-	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; %d gateway(s) on journal %s\n",
-		conns, dur, runtime.GOMAXPROCS(0), b.instances, journalName)
-	type path struct {
-		name   string
-		urls   []string
-		key    func() string
-		before func() error // run before the path is loaded
-	}
-	paths := []path{
-		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, nil},
-		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, nil},
-		{"replay of a final operation", gwURLs, func() string { return replayKey }, nil},
-		{"new operation (1C simulator)", gwURLs, newKey, nil},
-	}
-	var filled time.Duration
-	if b.fill > 0 {
-		// The same path on a journal grown by fill operations, in the
-		// same run: how the write path's cost grows with the journal.
-		paths = append(paths, path{fmt.Sprintf("new operation, %d more in the journal", b.fill), gwURLs, newKey, func() error {
-			t0 := time.Now()
-			err := st.Fill(ctx, "fill-"+run, b.fill, nil)
-			filled = time.Since(t0)
-			return err
-		}})
-	}
-	paths = append(paths, path{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, nil})
+const (
+	benchReferencePath benchPathKind = iota
+	benchForwardingPath
+	benchGatewayPath
+)
+
+// benchPath is one row of the bench: its name, the URLs it loads in turn,
+// the key of each request, what it is, and what to do before loading it.
+type benchPath struct {
+	name   string
+	urls   []string
+	key    func() string
+	kind   benchPathKind
+	before func() error // run before the path is loaded
+}
+
+// benchTable loads each path in turn (those b.only names, and the
+// references) and writes a row of its rate and latencies, beside the
+// first reference's and the forwarding's rates and the journal's batches.
+func benchTable(stdout io.Writer, client *http.Client, token string, paths []benchPath, writeStats func() store.WriteStats, b benchSetup) error {
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tjournal batches/s × writes\t")
 	var ref, fwdRate float64
 	for _, p := range paths {
-		if only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(only)) && !strings.Contains(p.name, "reference") {
+		if b.only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(b.only)) && !strings.Contains(p.name, "reference") {
 			continue
 		}
 		if p.before != nil {
@@ -292,7 +356,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 			}
 		}
 		before := writeStats()
-		r, err := load(client, p.urls, token, p.key, conns, dur)
+		r, err := load(client, p.urls, token, p.key, b.conns, b.dur)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -300,26 +364,20 @@ func bench(stdout io.Writer, b benchSetup) error {
 			ref = r.rate
 		}
 		journal := "-"
-		if after := writeStats(); p.urls[0] != refURL && p.urls[0] != fwdURL && after.Batches > before.Batches {
-			b := float64(after.Batches - before.Batches)
-			journal = fmt.Sprintf("%.0f × %.1f", b/dur.Seconds(), float64(after.Writes-before.Writes)/b)
+		if after := writeStats(); p.kind == benchGatewayPath && after.Batches > before.Batches {
+			n := float64(after.Batches - before.Batches)
+			journal = fmt.Sprintf("%.0f × %.1f", n/b.dur.Seconds(), float64(after.Writes-before.Writes)/n)
 		}
 		vsFwd := "-"
 		switch {
-		case p.urls[0] == fwdURL:
+		case p.kind == benchForwardingPath:
 			fwdRate = r.rate
-		case p.urls[0] != refURL && fwdRate > 0:
+		case p.kind == benchGatewayPath && fwdRate > 0:
 			vsFwd = fmt.Sprintf("%.2f×", r.rate/fwdRate)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, vsFwd, journal)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if filled > 0 {
-		fmt.Fprintf(stdout, "filled the journal with %d operations and %d audit events in %v\n", b.fill, 3*b.fill, filled.Round(time.Millisecond))
-	}
-	return nil
+	return tw.Flush()
 }
 
 // listenAndServe serves on a new loopback port and returns its URL and a

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -159,6 +160,78 @@ func TestJournalSeam(t *testing.T) {
 					return true
 				})
 			}
+		}
+	}
+}
+
+// TestOneRefusal: a refused request has one shape, codes.Refusal, beside
+// the catalogue of codes, and one way to an answer, server/errors.go,
+// which alone reads a refusal's HTTP status (for HTTP and MCP alike). No
+// other type carries a code and a message for an agent, except those named
+// here with why.
+func TestOneRefusal(t *testing.T) {
+	t.Parallel()
+	allowed := map[string]string{
+		"adapters.Error":       "a target call's classified failure: the engine decides from its class",
+		"server.ErrorItem":     "the JSON of one error in an answer, which the table renders",
+		"engine.Warning":       "a warning an answer carries; it refuses nothing",
+		"store.Failure":        "what the journal records of a failed operation; its answer is the row's",
+		"onecodata.odataError": "1C's OData error body, read off the wire",
+		"sim.onecError":        "the 1C simulator's error body, written to the wire",
+	}
+	seen := map[string]bool{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.TypeSpec:
+				st, ok := n.Type.(*ast.StructType)
+				if !ok || dir == "adapters/codes" {
+					return true
+				}
+				fields := map[string]bool{}
+				for _, fl := range st.Fields.List {
+					for _, name := range fl.Names {
+						fields[name.Name] = true
+					}
+				}
+				name := f.Name.Name + "." + n.Name.Name
+				seen[name] = true
+				if fields["Code"] && fields["Message"] && allowed[name] == "" {
+					t.Errorf("%s: %s carries a code and a message; a refusal is a *codes.Refusal", path, name)
+				}
+			case *ast.SelectorExpr:
+				if n.Sel.Name == "HTTPStatus" && path != filepath.FromSlash("server/errors.go") && dir != "adapters/codes" {
+					t.Errorf("%s reads a refusal's HTTP status; only server/errors.go renders refusals", fset.Position(n.Pos()))
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range allowed {
+		if !seen[name] {
+			t.Errorf("%s is allowed to carry a code and a message but no longer exists", name)
 		}
 	}
 }

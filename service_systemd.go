@@ -42,7 +42,8 @@ func systemctl(cl cli, args ...string) error {
 	return nil
 }
 
-// TimeoutStopSec is how long systemd waits after SIGTERM before it kills
+// stopTimeoutSec, the unit's TimeoutStopSec (and the Windows service's
+// stop wait hint), is how long systemd waits after SIGTERM before it kills
 // serve. Serve stops accepting, then waits for the drives in flight, each
 // bounded by its target's budget: at the default timeouts a Bitrix24
 // drive may page through 20 look-up calls of 5 s, then make 4 attempts of

@@ -93,12 +93,12 @@ type Deduper interface {
 	DedupesByKey() bool
 }
 
-// Pager is a target whose Lookup may make several calls, the pages of a
+// PagedLookup is a target whose Lookup may make several calls, the pages of a
 // list it scans for the key (YooKassa's payments, Bitrix24's activities):
 // LookupCalls is the most one Lookup makes, each bounded by the target's
 // call timeout, and the gateway gives a look-up that much time. A target
-// that is no Pager looks an effect up in one call.
-type Pager interface {
+// that is no PagedLookup looks an effect up in one call.
+type PagedLookup interface {
 	LookupCalls() int
 }
 
@@ -154,7 +154,12 @@ func (c Class) String() string {
 	return "unclassified"
 }
 
-// Error is a classified failure of a target call.
+// Error is a classified failure of a target call. It is not a
+// codes.Refusal, the one shape of a refused request: the engine reads its
+// Class (and InProgress, Pending, ObjectID) to decide what becomes of a
+// journaled operation, and the journal keeps its code and message; only
+// a Final Error from a check before anything was journaled becomes a
+// Refusal (the engine's targetRefusal).
 type Error struct {
 	// Class says what may happen next.
 	Class Class

@@ -30,11 +30,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
 			const msg = "send an agent token as Authorization: Bearer <token>"
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, bearerChallenge("invalid_request", msg))
-			return refuse(codes.Unauthenticated, "", msg)
+			return codes.New(codes.Unauthenticated, "", msg)
 		}
 		tok, err := s.tokens.get(c.Request().Context(), s.store, strings.TrimSpace(secret))
 		if errors.Is(err, store.ErrNotFound) {
-			return refuse(codes.Unauthenticated, "", "the token is unknown or revoked")
+			return codes.New(codes.Unauthenticated, "", "the token is unknown or revoked")
 		}
 		if err != nil {
 			return err

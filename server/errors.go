@@ -9,13 +9,8 @@ import (
 
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/admin"
-	"github.com/oncegate/oncegate/server/contract"
-	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
-
-// statusOf returns the HTTP status of an answer carrying code.
-func statusOf(code string) int { return codes.Status(code) }
 
 // journalRetryAfter is the Retry-After, in seconds, of JOURNAL_UNAVAILABLE.
 const journalRetryAfter = 5
@@ -35,18 +30,13 @@ type ErrorItem struct {
 	Retryable bool   `json:"retryable"`
 }
 
-// apiError is a refusal before anything was journaled. Handlers return it;
-// the error handler renders it.
-type apiError struct {
-	ErrorItem
-	RetryAfter int
-}
-
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
-
-func refuse(code, field, message string) *apiError {
-	return &apiError{ErrorItem: ErrorItem{Code: code, Field: field, Message: message, Retryable: codes.Retryable(code)}}
-}
+// This file is the one way from a refusal to an answer. Every part of the
+// gateway refuses a request with a *codes.Refusal (the contract, the
+// catalog, the engine, a target's check before anything was journaled,
+// the handlers); Echo's own errors, a journal that cannot write and
+// anything unforeseen become one in refusalOf; refusalAnswer renders it,
+// for HTTP (handleError) and for MCP (mcpHandler) alike. An operation the
+// journal holds is answered from its row instead (operationAnswer).
 
 // handleError is Echo's HTTPErrorHandler: every error becomes a
 // problem+json answer with a stable code (an HTML page under /admin);
@@ -59,64 +49,72 @@ func (s *Server) handleError(err error, c echo.Context) {
 		admin.HandleError(err, c, s.log) // people get an HTML page
 		return
 	}
-	var ae *apiError
-	var ce *contract.Error
-	var re *engine.Refusal
-	var he *echo.HTTPError
-	var tr *engine.TargetRefusal
-	if errors.As(err, &tr) {
-		status, retryAfter, a := targetRefusalAnswer(tr)
-		if retryAfter > 0 {
-			c.Response().Header().Set("Retry-After", itoa(retryAfter))
-		}
-		s.writeAnswer(c, status, a)
-		return
+	r := s.refusalOf(err, c)
+	status, a := s.refusalAnswer(r, c)
+	if r.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", itoa(r.RetryAfter))
 	}
+	s.writeAnswer(c, status, a)
+}
+
+// refusalOf is the refusal err stands for: a *codes.Refusal as it is;
+// Echo's own errors (no route, a wrong method, a body too large, no
+// token) and a journal that could not write by their codes; anything
+// else, logged, as INTERNAL.
+func (s *Server) refusalOf(err error, c echo.Context) *codes.Refusal {
+	var r *codes.Refusal
+	var he *echo.HTTPError
 	switch {
-	case errors.As(err, &ae):
-	case errors.As(err, &ce):
-		ae = refuse(ce.Code, ce.Field, ce.Message)
-	case errors.As(err, &re):
-		ae = refuse(re.Code, re.Field, re.Message)
+	case errors.As(err, &r):
+		return r
 	case errors.As(err, &he):
 		switch he.Code {
 		case http.StatusNotFound:
-			ae = refuse(codes.NotFound, "", "no such endpoint")
+			return codes.New(codes.NotFound, "", "no such endpoint")
 		case http.StatusMethodNotAllowed:
-			ae = refuse(codes.MethodNotAllowed, "", "this method is not allowed on this endpoint")
+			return codes.New(codes.MethodNotAllowed, "", "this method is not allowed on this endpoint")
 		case http.StatusRequestEntityTooLarge:
-			ae = refuse(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
+			return codes.New(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
 		case http.StatusUnauthorized:
-			ae = refuse(codes.Unauthenticated, "", "a valid bearer token is required")
-		default:
-			s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
-			ae = refuse(codes.Internal, "", "internal error; the request may be retried with the same key")
+			return codes.New(codes.Unauthenticated, "", "a valid bearer token is required")
 		}
 	case errors.Is(err, store.ErrUnavailable):
 		s.log.Error("the journal could not make a write durable", "method", c.Request().Method, "path", c.Path(), "err", err)
-		ae = refuse(codes.JournalUnavailable, "", "the gateway could not record the request durably; nothing was sent; send the same request again later")
-		ae.RetryAfter = journalRetryAfter
-	default:
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
-		ae = refuse(codes.Internal, "", "internal error; the request may be retried with the same key")
+		r = codes.New(codes.JournalUnavailable, "", "the gateway could not record the request durably; nothing was sent; send the same request again later")
+		r.RetryAfter = journalRetryAfter
+		return r
 	}
-	a := answer{State: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
-	if key, ok := c.Get(ctxKey).(string); ok {
-		a.OperationKey, a.RequestID = key, key
-	}
-	if fp, ok := c.Get(ctxFingerprint).(string); ok {
-		a.Fingerprint = nullable(fp)
-	}
-	if name, ok := c.Get(ctxIntent).(string); ok {
-		a.Operation = name
-		if in, ok := s.catalog.Lookup(name); ok {
-			a.TargetSystem = nullable(in.Target)
+	s.log.Error("request failed", "method", c.Request().Method, "path", c.Path(), "err", err)
+	return codes.New(codes.Internal, "", "internal error; the request may be retried with the same key")
+}
+
+// refusalAnswer renders r as the API's answer and its HTTP status. The
+// request it names is the refusal's own when it knows it (a target's
+// check); otherwise what the handler read of the request before the
+// refusal (noteRequest), when c is a request's context.
+func (s *Server) refusalAnswer(r *codes.Refusal, c echo.Context) (int, answer) {
+	a := answer{State: r.AnswerState(), Errors: []ErrorItem{{Code: r.Code, Field: r.Field, Message: r.Message, Retryable: r.Retryable()}}}
+	switch {
+	case r.Intent != "":
+		a.OperationKey, a.RequestID, a.Operation = r.Key, r.Key, r.Intent
+		a.TargetSystem, a.Fingerprint = nullable(r.Target), nullable(r.Fingerprint)
+	case c != nil:
+		if key, ok := c.Get(ctxKey).(string); ok {
+			a.OperationKey, a.RequestID = key, key
+		}
+		if fp, ok := c.Get(ctxFingerprint).(string); ok {
+			a.Fingerprint = nullable(fp)
+		}
+		if name, ok := c.Get(ctxIntent).(string); ok {
+			a.Operation = name
+			if in, ok := s.catalog.Lookup(name); ok {
+				a.TargetSystem = nullable(in.Target)
+			}
 		}
 	}
-	if ae.RetryAfter > 0 {
-		c.Response().Header().Set("Retry-After", itoa(ae.RetryAfter))
-	}
-	s.writeAnswer(c, statusOf(ae.Code), a)
+	status := r.HTTPStatus()
+	a.finish(status)
+	return status, a
 }
 
 // writeAnswer writes a: application/json for 2xx, RFC 9457

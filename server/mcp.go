@@ -28,12 +28,10 @@ func (s *Server) mcpHandler() echo.HandlerFunc {
 			return scopes
 		},
 		InProcess: func(ctx context.Context) context.Context { return context.WithValue(ctx, inProcessKey{}, true) },
-		Refusal: func(code, field, message string) []byte {
-			ae := refuse(code, field, message)
-			a := answer{State: "rejected", Errors: []ErrorItem{ae.ErrorItem}}
-			a.finish(statusOf(code))
+		Refusal: func(r *codes.Refusal) (int, []byte) {
+			status, a := s.refusalAnswer(r, nil)
 			body, _ := json.Marshal(a)
-			return body
+			return status, body
 		},
 	})
 	return func(c echo.Context) error {
@@ -66,7 +64,7 @@ func mcpOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 			foreign = site == "cross-site" || site == "same-site"
 		}
 		if foreign {
-			return refuse(codes.PermissionDenied, "", "the MCP endpoint refuses requests from a web page of another origin (the Origin header); MCP clients send none")
+			return codes.New(codes.PermissionDenied, "", "the MCP endpoint refuses requests from a web page of another origin (the Origin header); MCP clients send none")
 		}
 		return next(c)
 	}

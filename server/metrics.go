@@ -88,10 +88,10 @@ func (t instrumented) DedupesByKey() bool {
 	return ok && d.DedupesByKey()
 }
 
-// LookupCalls implements adapters.Pager for the target inside: one call
-// when it is no Pager.
+// LookupCalls implements adapters.PagedLookup for the target inside: one call
+// when it is no PagedLookup.
 func (t instrumented) LookupCalls() int {
-	if p, ok := t.Target.(adapters.Pager); ok {
+	if p, ok := t.Target.(adapters.PagedLookup); ok {
 		return p.LookupCalls()
 	}
 	return 1

@@ -71,10 +71,10 @@ const (
 	refProblem = "#/components/schemas/Problem"
 )
 
-// schemaRef refers to the component schema name.
 // hex64 is the pattern of a SHA-256 as the gateway writes it.
 const hex64 = "^[0-9a-f]{64}$"
 
+// schemaRef refers to the component schema name.
 func schemaRef(name string) map[string]any {
 	return map[string]any{"$ref": "#/components/schemas/" + name}
 }
@@ -379,7 +379,7 @@ func errorCodeSchema() map[string]any {
 	b.WriteString("Stable machine code of an error. The gateway's own codes:\n\n| code | HTTP | retryable | meaning |\n| --- | --- | --- | --- |\n")
 	var own, examples []any
 	for _, d := range errorCodes {
-		fmt.Fprintf(&b, "| `%s` | %d | %t | %s |\n", d.name, statusOf(d.name), codes.Retryable(d.name), d.meaning)
+		fmt.Fprintf(&b, "| `%s` | %d | %t | %s |\n", d.name, codes.Status(d.name), codes.Retryable(d.name), d.meaning)
 		own = append(own, d.name)
 		examples = append(examples, d.name)
 	}

@@ -3,6 +3,7 @@ package server
 // The paths, responses and headers of the OpenAPI document (openapi.go).
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 
@@ -23,7 +24,7 @@ func stringsAny(ss []string) []any {
 func codesOf(status int) string {
 	var out []string
 	for _, d := range errorCodes {
-		if statusOf(d.name) == status {
+		if codes.Status(d.name) == status {
 			out = append(out, d.name)
 		}
 	}
@@ -66,14 +67,37 @@ func jsonResponse(desc string, schema map[string]any) map[string]any {
 // contour.
 func openAPIPaths(contour, keyRules string) map[string]any {
 	exampleKey := contour + ":invoice.create:order-48291:v1"
-	replayed := map[string]any{"Idempotent-Replayed": header("IdempotentReplayed")}
-	retry := map[string]any{"Retry-After": header("RetryAfter")}
-	unauthenticated := problemResponse("No, unknown or revoked bearer token ("+codes.Unauthenticated+").", nil)
-	rateLimited := problemResponse("state rejected: too many requests for this token ("+codes.RateLimited+"); nothing bound. Send again after Retry-After.", retry)
-	internal := problemResponse("Internal error ("+codes.Internal+"); no internal detail is given. The same request may be sent again with the same key.", nil)
-	public := []any{}
+	r := sharedResponses()
+	paths := map[string]any{
+		"/v1/operations":       map[string]any{"post": openAPICreate(exampleKey, keyRules, r)},
+		"/v1/operations/{key}": map[string]any{"get": openAPIGet(exampleKey, r)},
+	}
+	maps.Copy(paths, openAPIMeta(r))
+	return paths
+}
 
-	create := map[string]any{
+// openAPIResponses are the headers and responses several endpoints share.
+type openAPIResponses struct {
+	replayed, retry                        map[string]any // headers
+	unauthenticated, rateLimited, internal map[string]any
+}
+
+// sharedResponses builds the shared headers and responses.
+func sharedResponses() openAPIResponses {
+	retry := map[string]any{"Retry-After": header("RetryAfter")}
+	return openAPIResponses{
+		replayed:        map[string]any{"Idempotent-Replayed": header("IdempotentReplayed")},
+		retry:           retry,
+		unauthenticated: problemResponse("No, unknown or revoked bearer token ("+codes.Unauthenticated+").", nil),
+		rateLimited:     problemResponse("state rejected: too many requests for this token ("+codes.RateLimited+"); nothing bound. Send again after Retry-After.", retry),
+		internal:        problemResponse("Internal error ("+codes.Internal+"); no internal detail is given. The same request may be sent again with the same key.", nil),
+	}
+}
+
+// openAPICreate is POST /v1/operations.
+func openAPICreate(exampleKey, keyRules string, r openAPIResponses) map[string]any {
+	replayed, retry := r.replayed, r.retry
+	return map[string]any{
 		"operationId": "createOperation",
 		"tags":        []any{"operations"},
 		"summary":     "Submit an intent",
@@ -111,19 +135,22 @@ func openAPIPaths(contour, keyRules string) map[string]any {
 			"200": answerResponse("state succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; state valid in validate mode; the result of a read-only intent.", replayed),
 			"202": answerResponse("state awaiting_approval ("+codes.ApprovalRequired+": a money intent waits for a person; "+codes.DuplicateReviewRequired+": another key about the same business event, the intent's duplicate rule holds it for a person) or unknown ("+codes.OutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
 			"400": problemResponse("state rejected, nothing bound: "+codesOf(http.StatusBadRequest)+".", nil),
-			"401": unauthenticated,
+			"401": r.unauthenticated,
 			"403": problemResponse("state rejected: the token lacks the intent's scope ("+codes.PermissionDenied+").", nil),
 			"409": problemResponse("The key is used by another agent identity ("+codes.KeyForeign+", rejected); another attempt holds a live lease ("+codes.KeyInUse+", state started, with Retry-After); the plan changed since validate ("+codes.PlanChanged+", rejected, nothing ran); the intent's definition changed or is gone since the key was first accepted ("+codes.IntentChanged+", rejected, nothing ran); or another key about the same business event as a live operation under a duplicate rule that blocks ("+codes.DuplicateSuspected+", rejected, nothing journaled, the key stays free).", retry),
 			"413": problemResponse("state rejected: the body is larger than 64 KiB ("+codes.PayloadTooLarge+").", nil),
 			"415": problemResponse("state rejected: the body is not application/json ("+codes.UnsupportedMedia+").", nil),
 			"422": problemResponse("The same key with a different request ("+codes.KeyMismatch+", rejected); a business limit of this gateway's configuration ("+codes.LimitExceeded+", "+codes.CurrencyNotAllowed+", "+codes.UnitNotAllowed+", rejected, field named, nothing journaled); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. REFERENCE_NOT_FOUND or INSUFFICIENT_FUNDS); approval denied or expired ("+codes.ApprovalDenied+" / "+codes.ApprovalExpired+", failed_final); a suspected duplicate a person confirmed ("+codes.DuplicateConfirmed+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
-			"429": rateLimited,
-			"500": internal,
+			"429": r.rateLimited,
+			"500": r.internal,
 			"503": problemResponse("state failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+codes.TargetUnavailable+"); or state rejected: the journal could not record the request durably, nothing was sent ("+codes.JournalUnavailable+"). Send the same request again after Retry-After.", retry),
 		},
 	}
+}
 
-	get := map[string]any{
+// openAPIGet is GET /v1/operations/{key}.
+func openAPIGet(exampleKey string, r openAPIResponses) map[string]any {
+	return map[string]any{
 		"operationId": "getOperation",
 		"tags":        []any{"operations"},
 		"summary":     "Current state of an operation",
@@ -137,17 +164,20 @@ func openAPIPaths(contour, keyRules string) map[string]any {
 			"example":     exampleKey,
 		}},
 		"responses": map[string]any{
-			"200": answerResponse("The operation's current state. Retry-After is set while it is not settled (started, awaiting_approval, unknown, failed_retryable).", retry),
-			"401": unauthenticated,
+			"200": answerResponse("The operation's current state. Retry-After is set while it is not settled (started, awaiting_approval, unknown, failed_retryable).", r.retry),
+			"401": r.unauthenticated,
 			"404": problemResponse("No operation with this key for this agent ("+codes.OperationNotFound+").", nil),
-			"429": rateLimited,
-			"500": internal,
+			"429": r.rateLimited,
+			"500": r.internal,
 		},
 	}
+}
 
+// openAPIMeta are the endpoints besides the operations: the whitelist,
+// this document, liveness and readiness.
+func openAPIMeta(r openAPIResponses) map[string]any {
+	public := []any{}
 	return map[string]any{
-		"/v1/operations":       map[string]any{"post": create},
-		"/v1/operations/{key}": map[string]any{"get": get},
 		"/v1/intents": map[string]any{"get": map[string]any{
 			"operationId": "listIntents",
 			"tags":        []any{"intents"},
@@ -155,9 +185,9 @@ func openAPIPaths(contour, keyRules string) map[string]any {
 			"description": "Each intent's name, target, scope, money flag, whether it needs a key, and the JSON Schema of its payload.",
 			"responses": map[string]any{
 				"200": jsonResponse("The whitelist.", schemaRef("IntentList")),
-				"401": unauthenticated,
-				"429": rateLimited,
-				"500": internal,
+				"401": r.unauthenticated,
+				"429": r.rateLimited,
+				"500": r.internal,
 			},
 		}},
 		"/v1/openapi.json": map[string]any{"get": map[string]any{

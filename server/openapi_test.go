@@ -457,7 +457,7 @@ func TestOpenAPI_ResponsesNameTheirCodes(t *testing.T) {
 		case codes.OperationNotFound, codes.NotFound, codes.MethodNotAllowed: // not answers of this route
 			continue
 		}
-		status := strconv.Itoa(statusOf(d.name))
+		status := strconv.Itoa(codes.Status(d.name))
 		desc, _ := at(t, post, status, "description").(string)
 		if !strings.Contains(desc, d.name) {
 			t.Errorf("POST /v1/operations %s does not name %s: %q", status, d.name, desc)

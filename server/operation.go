@@ -33,7 +33,7 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 	if len(hv) > 1 {
 		// Which line did the client mean? Proxies and clients disagree on
 		// which of two wins; the request is ambiguous and binds nothing.
-		return refuse(codes.KeyInvalid, contract.KeyField, "the request carries the Idempotency-Key header more than once; send the operation key in one Idempotency-Key line")
+		return codes.New(codes.KeyInvalid, contract.KeyField, "the request carries the Idempotency-Key header more than once; send the operation key in one Idempotency-Key line")
 	}
 	sub := engine.Submission{Token: token(c), HasKeyHeader: hasKey, Body: body}
 	if hasKey {
@@ -76,12 +76,12 @@ func noteRequest(c echo.Context, out engine.Outcome) {
 func (s *Server) handleOperationGet(c echo.Context) error {
 	key, err := url.PathUnescape(c.Param("key"))
 	if err != nil {
-		return refuse(codes.OperationNotFound, "", "no operation with this key")
+		return codes.New(codes.OperationNotFound, "", "no operation with this key")
 	}
 	op, err := s.engine.Operation(c.Request().Context(), token(c).Agent, key)
 	if errors.Is(err, store.ErrNotFound) {
 		// Another agent's key is not found either: keys are not shared.
-		return refuse(codes.OperationNotFound, "", "no operation with this key")
+		return codes.New(codes.OperationNotFound, "", "no operation with this key")
 	}
 	if err != nil {
 		return err
@@ -98,17 +98,17 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 // type (415) or a body over the limit (413).
 func readJSON(c echo.Context) ([]byte, error) {
 	if !isJSON(c.Request().Header.Values(echo.HeaderContentType)) {
-		return nil, refuse(codes.UnsupportedMedia, "", "send the request with one Content-Type: application/json (UTF-8)")
+		return nil, codes.New(codes.UnsupportedMedia, "", "send the request with one Content-Type: application/json (UTF-8)")
 	}
 	if c.Request().ContentLength > maxBody {
-		return nil, refuse(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
+		return nil, codes.New(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
 	}
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxBody+1))
 	if err != nil {
-		return nil, refuse(codes.Validation, "", "the body could not be read")
+		return nil, codes.New(codes.Validation, "", "the body could not be read")
 	}
 	if len(body) > maxBody {
-		return nil, refuse(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
+		return nil, codes.New(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
 	}
 	return body, nil
 }
@@ -131,23 +131,6 @@ func readAnswer(out engine.Outcome) (answer, error) {
 	var err error
 	a.Result, err = json.Marshal(out.Read.Data)
 	return a, err
-}
-
-// targetRefusalAnswer is the answer to a check at the target that failed
-// before anything was journaled: a business refusal is 422 rejected with
-// the target's code; a target that could not be asked is API.md's row for
-// a transient target failure, 503 failed_retryable, the key still free
-// for the retry.
-func targetRefusalAnswer(r *engine.TargetRefusal) (status, retryAfter int, a answer) {
-	a = answer{OperationKey: r.Key, RequestID: r.Key, Operation: r.Intent.Name, TargetSystem: nullable(r.Intent.Target),
-		Fingerprint: nullable(r.Fingerprint), Result: json.RawMessage("null"), State: "rejected"}
-	if !r.Unavailable {
-		a.Errors = []ErrorItem{{Code: r.Code, Field: r.Field, Message: r.Message}}
-		return http.StatusUnprocessableEntity, 0, a
-	}
-	a.State = string(store.StatusFailedRetryable)
-	a.Errors = []ErrorItem{{Code: codes.TargetUnavailable, Message: "the target could not be asked; send the same request again later", Retryable: true}}
-	return http.StatusServiceUnavailable, 5, a
 }
 
 // isJSON reports whether a request's Content-Type lines name JSON in

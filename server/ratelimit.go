@@ -46,7 +46,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		r := lim.Reserve()
 		if d := r.Delay(); d > 0 {
 			r.Cancel()
-			e := refuse(codes.RateLimited, "", "too many requests for this token; slow down and send the same request again after Retry-After")
+			e := codes.New(codes.RateLimited, "", "too many requests for this token; slow down and send the same request again after Retry-After")
 			e.RetryAfter = max(1, int(math.Ceil(d.Seconds())))
 			return e
 		}

@@ -33,5 +33,5 @@ func (s *Server) routeOAuthDiscovery() {
 // handleOAuthDiscovery serves GET /.well-known/oauth-* and
 // /.well-known/openid-configuration: 404, no OAuth here.
 func handleOAuthDiscovery(echo.Context) error {
-	return refuse(codes.NotFound, "", "oncegate does not use OAuth: agents authenticate with a static agent token (og_…) that an admin creates with oncegate token create, sent as Authorization: Bearer <token>")
+	return codes.New(codes.NotFound, "", "oncegate does not use OAuth: agents authenticate with a static agent token (og_…) that an admin creates with oncegate token create, sent as Authorization: Bearer <token>")
 }

@@ -185,7 +185,7 @@ func (c *Client) GoString() string { return c.String() }
 // Name implements adapters.Target.
 func (c *Client) Name() string { return "bitrix24" }
 
-// LookupCalls implements adapters.Pager: a look-up by key follows up to
+// LookupCalls implements adapters.PagedLookup: a look-up by key follows up to
 // maxPages pages of crm.activity.list, then, when it found nothing, asks
 // whether the webhook's user sees everything (user.admin).
 func (c *Client) LookupCalls() int { return maxPages + 1 }

@@ -314,65 +314,91 @@ func (b *bitrix24Sim) activityAdd(w http.ResponseWriter, params map[string]json.
 	}
 	originID := b24Scalar(fields["ORIGIN_ID"])
 	b.s.Call(Bitrix24, originID)
+	a, refused := checkB24Activity(fields)
+	if refused != "" {
+		b24Error(w, http.StatusBadRequest, "", refused)
+		return
+	}
+	id, ok := b.addActivity(fields, a, originID)
+	if !ok {
+		b24Error(w, http.StatusBadRequest, "", "Could not build binding. Please ensure that owner info and communications are defined correctly.")
+		return
+	}
+	if f.After(w) {
+		return
+	}
+	n, _ := strconv.Atoi(id)
+	WriteJSON(w, http.StatusOK, map[string]any{"result": n, "time": c.time()})
+}
 
-	typeID, ok := b24PositiveInt(fields["TYPE_ID"])
-	if !ok || typeID > 6 {
-		b24Error(w, http.StatusBadRequest, "", "The field TYPE_ID is not defined or invalid.")
-		return
+// b24Activity is what crm.activity.add checked of an activity's fields.
+type b24Activity struct {
+	typeID, responsible, ownerType, ownerID int
+	subject                                 string
+	comms                                   []map[string]any
+	times                                   map[string]any // START_TIME and END_TIME in the portal's format, or nil
+	deadline                                any
+}
+
+// checkB24Activity checks an activity's fields as crm.activity.add
+// does; refused is the portal's message when it refuses them.
+func checkB24Activity(fields map[string]any) (a b24Activity, refused string) {
+	var ok bool
+	a.typeID, ok = b24PositiveInt(fields["TYPE_ID"])
+	if !ok || a.typeID > 6 {
+		return a, "The field TYPE_ID is not defined or invalid."
 	}
-	subject := strings.TrimSpace(b24Scalar(fields["SUBJECT"]))
-	if subject == "" {
-		b24Error(w, http.StatusBadRequest, "", "The field SUBJECT is not defined or empty.")
-		return
+	a.subject = strings.TrimSpace(b24Scalar(fields["SUBJECT"]))
+	if a.subject == "" {
+		return a, "The field SUBJECT is not defined or empty."
 	}
-	responsible, ok := b24PositiveInt(fields["RESPONSIBLE_ID"])
-	if !ok {
-		b24Error(w, http.StatusBadRequest, "", "The field RESPONSIBLE_ID is not defined or invalid.")
-		return
+	if a.responsible, ok = b24PositiveInt(fields["RESPONSIBLE_ID"]); !ok {
+		return a, "The field RESPONSIBLE_ID is not defined or invalid."
 	}
-	comms, ok := b24Communications(fields["COMMUNICATIONS"])
-	if !ok {
-		b24Error(w, http.StatusBadRequest, "", "The field COMMUNICATIONS is not defined or invalid.")
-		return
+	if a.comms, ok = b24Communications(fields["COMMUNICATIONS"]); !ok {
+		return a, "The field COMMUNICATIONS is not defined or invalid."
 	}
-	if typeID == 2 && len(comms) > 1 {
-		b24Error(w, http.StatusBadRequest, "", "The only one communication is allowed for activity of specified type.")
-		return
+	if a.typeID == 2 && len(a.comms) > 1 {
+		return a, "The only one communication is allowed for activity of specified type."
 	}
-	times := map[string]any{}
+	a.times = map[string]any{}
 	for _, name := range []string{"START_TIME", "END_TIME"} {
 		v, present := fields[name]
 		if !present || v == nil || v == "" {
-			times[name] = nil
+			a.times[name] = nil
 			continue
 		}
 		t, err := time.Parse(time.RFC3339, b24Scalar(v))
 		if err != nil {
-			b24Error(w, http.StatusBadRequest, "", "The field "+name+" has an invalid date and time.")
-			return
+			return a, "The field " + name + " has an invalid date and time."
 		}
-		times[name] = t.In(b24Zone).Format(b24DateTime)
+		a.times[name] = t.In(b24Zone).Format(b24DateTime)
 	}
-	deadline := times["START_TIME"] // calls and meetings
-	if typeID == 3 {
-		deadline = times["END_TIME"] // tasks
+	a.deadline = a.times["START_TIME"] // calls and meetings
+	if a.typeID == 3 {
+		a.deadline = a.times["END_TIME"] // tasks
 	}
-	ownerType, _ := b24PositiveInt(fields["OWNER_TYPE_ID"])
-	ownerID, _ := b24PositiveInt(fields["OWNER_ID"])
+	a.ownerType, _ = b24PositiveInt(fields["OWNER_TYPE_ID"])
+	a.ownerID, _ = b24PositiveInt(fields["OWNER_ID"])
+	return a, ""
+}
 
+// addActivity commits the checked activity a, with the rest of fields,
+// and counts the effect under originID; not ok when its owner does not
+// exist. It returns the activity's id.
+func (b *bitrix24Sim) addActivity(fields map[string]any, a b24Activity, originID string) (id string, ok bool) {
 	b.mu.Lock()
-	if b.owner(ownerType, strconv.Itoa(ownerID)) == nil {
-		b.mu.Unlock()
-		b24Error(w, http.StatusBadRequest, "", "Could not build binding. Please ensure that owner info and communications are defined correctly.")
-		return
+	defer b.mu.Unlock()
+	if b.owner(a.ownerType, strconv.Itoa(a.ownerID)) == nil {
+		return "", false
 	}
-	id := strconv.Itoa(b.nextActivity)
+	id = strconv.Itoa(b.nextActivity)
 	b.nextActivity++
 	now := time.Now().In(b24Zone).Format(b24DateTime)
-	for i, c := range comms {
+	for i, c := range a.comms {
 		c["ID"] = strconv.Itoa(1000 + len(b.activities)*10 + i)
 		c["ACTIVITY_ID"] = id
-		if typeID == 2 {
+		if a.typeID == 2 {
 			c["TYPE"] = "PHONE"
 		}
 	}
@@ -381,25 +407,20 @@ func (b *bitrix24Sim) activityAdd(w http.ResponseWriter, params map[string]json.
 		completed = "Y"
 	}
 	b.activities = append(b.activities, b24Record{
-		"ID": id, "OWNER_ID": strconv.Itoa(ownerID), "OWNER_TYPE_ID": strconv.Itoa(ownerType),
-		"TYPE_ID": strconv.Itoa(typeID), "PROVIDER_ID": "CRM_CALL", "PROVIDER_TYPE_ID": "CALL",
-		"PROVIDER_GROUP_ID": nil, "ASSOCIATED_ENTITY_ID": "0", "SUBJECT": subject,
-		"CREATED": now, "LAST_UPDATED": now, "START_TIME": times["START_TIME"], "END_TIME": times["END_TIME"],
-		"DEADLINE": deadline, "COMPLETED": completed, "STATUS": "1", "RESPONSIBLE_ID": strconv.Itoa(responsible),
+		"ID": id, "OWNER_ID": strconv.Itoa(a.ownerID), "OWNER_TYPE_ID": strconv.Itoa(a.ownerType),
+		"TYPE_ID": strconv.Itoa(a.typeID), "PROVIDER_ID": "CRM_CALL", "PROVIDER_TYPE_ID": "CALL",
+		"PROVIDER_GROUP_ID": nil, "ASSOCIATED_ENTITY_ID": "0", "SUBJECT": a.subject,
+		"CREATED": now, "LAST_UPDATED": now, "START_TIME": a.times["START_TIME"], "END_TIME": a.times["END_TIME"],
+		"DEADLINE": a.deadline, "COMPLETED": completed, "STATUS": "1", "RESPONSIBLE_ID": strconv.Itoa(a.responsible),
 		"PRIORITY": b24Default(fields["PRIORITY"], "2"), "NOTIFY_TYPE": "0", "NOTIFY_VALUE": "0",
 		"DESCRIPTION": b24Scalar(fields["DESCRIPTION"]), "DESCRIPTION_TYPE": b24Default(fields["DESCRIPTION_TYPE"], "1"),
 		"DIRECTION": b24Default(fields["DIRECTION"], "0"), "LOCATION": "", "SETTINGS": []any{},
 		"ORIGINATOR_ID": b24Nullable(fields["ORIGINATOR_ID"]), "ORIGIN_ID": b24Nullable(fields["ORIGIN_ID"]),
 		"AUTHOR_ID": "1", "EDITOR_ID": "1", "RESULT_MARK": "0", "RESULT_STATUS": "0", "RESULT_STREAM": "0",
-		"AUTOCOMPLETE_RULE": "0", "COMMUNICATIONS": comms,
+		"AUTOCOMPLETE_RULE": "0", "COMMUNICATIONS": a.comms,
 	})
 	b.s.Effect(Bitrix24, originID) // under b.mu: an activity a lookup sees is always counted
-	b.mu.Unlock()
-	if f.After(w) {
-		return
-	}
-	n, _ := strconv.Atoi(id)
-	WriteJSON(w, http.StatusOK, map[string]any{"result": n, "time": c.time()})
+	return id, true
 }
 
 // b24Communications checks COMMUNICATIONS: a non-empty array of objects

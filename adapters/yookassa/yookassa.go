@@ -163,7 +163,7 @@ func (c *Client) KeyWindow() time.Duration { return KeyWindow }
 // ReadTimeout implements adapters.ReadTimer.
 func (c *Client) ReadTimeout() time.Duration { return c.readTimeout }
 
-// LookupCalls implements adapters.Pager: a look-up by key scans up to
+// LookupCalls implements adapters.PagedLookup: a look-up by key scans up to
 // lookupPages pages of the provider's list.
 func (c *Client) LookupCalls() int { return lookupPages }
 

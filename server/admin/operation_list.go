@@ -70,7 +70,35 @@ func (h *Handler) intentTitle(c echo.Context, name string) string {
 // and target are chosen from lists; a value not on its list is refused
 // with a message, like a bad date, rather than ignored.
 func (h *Handler) handleOperationList(c echo.Context) error {
+	v, f, limit := h.operationFilter(c)
+	if v.Error != "" {
+		return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+	}
+	// One more than a page tells whether an older page exists.
+	f.Limit = limit + 1
+	ops, err := h.d.Store.ListOperations(c.Request().Context(), f)
+	if err != nil {
+		return fmt.Errorf("operations: %w", err)
+	}
+	ops = operationPages(&v, ops, limit, !f.BeforeCreated.IsZero())
 	l, lg := labels(c), lang(c)
+	for _, op := range ops {
+		v.Rows = append(v.Rows, views.OperationRow{
+			Key: op.Key, Href: operationHref(op.Key), Intent: op.Intent,
+			Status: string(op.Status), StatusLabel: l.StatusLabel(string(op.Status)),
+			Target: l.TargetLabel(op.TargetSystem), Agent: op.Agent, Attempts: op.AttemptCount,
+			Created: formatTime(op.CreatedAt, h.d.Location, lg), Updated: formatTime(op.UpdatedAt, h.d.Location, lg),
+			ObjectID: op.TargetObjectID, Flagged: op.NeedsReview,
+		})
+	}
+	return Render(c, http.StatusOK, views.OperationList(v))
+}
+
+// operationFilter reads the list's filter from the query: the page with
+// the filter's form and its lists, the journal's filter, and the page's
+// size. A value the filter refuses is the page's Error.
+func (h *Handler) operationFilter(c echo.Context) (views.OperationListView, store.OperationFilter, int) {
+	l := labels(c)
 	q := c.QueryParams()
 	form := views.OperationFilterForm{
 		Status: strings.TrimSpace(q.Get("status")), Intent: strings.TrimSpace(q.Get("intent")), Target: strings.TrimSpace(q.Get("target")),
@@ -109,33 +137,34 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 		v.Error = l.ErrBadTarget
 	}
 	if v.Error != "" {
-		return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+		return v, f, 0
 	}
 	var err error
 	if f.From, f.To, err = h.dateRange(form.From, form.To); err != nil {
 		v.Error = l.ErrBadDate
-		return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+		return v, f, 0
 	}
 	limit, ok := h.limit(form.Limit)
 	if !ok {
 		v.Error = l.ErrBadLimit
-		return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+		return v, f, 0
 	}
 	if at := q.Get("before_at"); at != "" {
 		t, err := time.Parse(time.RFC3339Nano, at)
 		if err != nil {
 			v.Error = l.ErrBadBefore
-			return Render(c, http.StatusUnprocessableEntity, views.OperationList(v))
+			return v, f, 0
 		}
 		f.BeforeCreated, f.BeforeKey = t, q.Get("before_key")
 	}
-	// One more than a page tells whether an older page exists.
-	f.Limit = limit + 1
-	ops, err := h.d.Store.ListOperations(c.Request().Context(), f)
-	if err != nil {
-		return fmt.Errorf("operations: %w", err)
-	}
+	return v, f, limit
+}
 
+// operationPages cuts ops, read one over a page of limit, to the page,
+// and links v to the older page, if there is one, and back to the first
+// when this one (older) is not it.
+func operationPages(v *views.OperationListView, ops []store.Operation, limit int, older bool) []store.Operation {
+	form := v.Filter
 	base := url.Values{}
 	for k, val := range map[string]string{"status": form.Status, "intent": form.Intent, "target": form.Target,
 		"agent": form.Agent, "key": form.KeyPrefix, "from": form.From, "to": form.To, "limit": form.Limit} {
@@ -151,22 +180,13 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 		next.Set("before_key", last.Key)
 		v.OlderHref = "/admin/operations?" + next.Encode()
 	}
-	if !f.BeforeCreated.IsZero() {
+	if older {
 		v.FirstHref = "/admin/operations"
 		if len(base) > 0 {
 			v.FirstHref += "?" + base.Encode()
 		}
 	}
-	for _, op := range ops {
-		v.Rows = append(v.Rows, views.OperationRow{
-			Key: op.Key, Href: operationHref(op.Key), Intent: op.Intent,
-			Status: string(op.Status), StatusLabel: l.StatusLabel(string(op.Status)),
-			Target: l.TargetLabel(op.TargetSystem), Agent: op.Agent, Attempts: op.AttemptCount,
-			Created: formatTime(op.CreatedAt, h.d.Location, lg), Updated: formatTime(op.UpdatedAt, h.d.Location, lg),
-			ObjectID: op.TargetObjectID, Flagged: op.NeedsReview,
-		})
-	}
-	return Render(c, http.StatusOK, views.OperationList(v))
+	return ops
 }
 
 // dateRange reads the From and To dates (YYYY-MM-DD, To inclusive) as

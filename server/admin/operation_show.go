@@ -47,9 +47,36 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	if op.Status == store.StatusUnknown {
 		v.ReviewHref = "/admin/review"
 	}
-
+	if v.Summary, err = h.operationSummary(c, op); err != nil {
+		return err
+	}
+	// The request as the agent sent it, to whoever decides on it; masked
+	// for the others. Each field under the definition's title for it.
 	p := parsePayload(op.Payload)
-	v.Summary = []views.Field{
+	in := h.definition(op)
+	v.Amount = p.amount(lg)
+	v.Request, v.Lines = newRequestView(in, p, lg, canDecide(c)).show(p)
+	v.Result = plainJSON(op.Result)
+	if err := h.operationApproval(c, op, &v); err != nil {
+		return err
+	}
+	v.Reconciliation = h.operationReconciliation(c, op)
+	// The first attempt is recorded with the start (by the claim or the
+	// executor), later ones each by an attempt event.
+	for _, e := range evs {
+		if e.Event == "operation.started" || e.Event == "operation.attempt" {
+			v.Attempts = append(v.Attempts, e)
+		}
+	}
+	v.Transitions = evs
+	return Render(c, http.StatusOK, views.OperationShow(v))
+}
+
+// operationSummary is the summary of op: who asked for what, when, with
+// what outcome, and the other operations of its business event.
+func (h *Handler) operationSummary(c echo.Context, op store.Operation) ([]views.Field, error) {
+	l, lg := labels(c), lang(c)
+	summary := []views.Field{
 		{Label: l.OperationKey, Value: op.Key, Mono: true, TestID: "summary-key"},
 		{Label: l.Intent, Value: op.Intent + " — " + h.intentTitle(c, op.Intent)},
 		{Label: l.Status, Value: l.StatusLabel(string(op.Status)), TestID: "summary-status"},
@@ -67,51 +94,59 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	// The journal keeps the API's English message; people read the
 	// code's text in their language, and the code to search by.
 	if op.ErrorCode != "" {
-		v.Summary = append(v.Summary,
+		summary = append(summary,
 			views.Field{Label: l.ErrorCode, Value: op.ErrorCode, Mono: true, TestID: "error-code"},
 			views.Field{Label: l.ErrorMessage, Value: l.ErrorText(op.ErrorCode, op.ErrorMessage), TestID: "error-message"})
 		if op.ErrorField != "" {
-			v.Summary = append(v.Summary, views.Field{Label: l.ErrorField, Value: op.ErrorField, Mono: true, TestID: "error-field"})
+			summary = append(summary, views.Field{Label: l.ErrorField, Value: op.ErrorField, Mono: true, TestID: "error-field"})
 		}
 	}
 	// A duplicate rule's business event: the earlier operation this one
 	// was suspected to duplicate, and every other operation of the event.
 	if op.DuplicateOf != "" {
-		v.Summary = append(v.Summary, views.Field{Label: l.DuplicateOf, Value: op.DuplicateOf, Href: operationHref(op.DuplicateOf), Mono: true, TestID: "duplicate-of"})
+		summary = append(summary, views.Field{Label: l.DuplicateOf, Value: op.DuplicateOf, Href: operationHref(op.DuplicateOf), Mono: true, TestID: "duplicate-of"})
 	}
-	same, err := h.d.Store.SameBusinessEvent(ctx, op, 20)
+	same, err := h.d.Store.SameBusinessEvent(c.Request().Context(), op, 20)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, o := range same {
-		v.Summary = append(v.Summary, views.Field{Label: l.SameEvent, Value: o.Key + " (" + l.StatusLabel(string(o.Status)) + ")", Href: operationHref(o.Key), Mono: true, TestID: "same-event"})
+		summary = append(summary, views.Field{Label: l.SameEvent, Value: o.Key + " (" + l.StatusLabel(string(o.Status)) + ")", Href: operationHref(o.Key), Mono: true, TestID: "same-event"})
 	}
-	// The request as the agent sent it, to whoever decides on it; masked
-	// for the others. Each field under the definition's title for it.
-	in := h.definition(op)
-	v.Amount = p.amount(lg)
-	v.Request, v.Lines = newRequestView(in, p, lg, canDecide(c)).show(p)
-	v.Result = plainJSON(op.Result)
+	return summary, nil
+}
 
-	a, err := h.d.Store.ApprovalByKey(ctx, key)
+// operationApproval adds to v op's approval, if it has one: its state and
+// who decided, and, while it waits, the form to decide it.
+func (h *Handler) operationApproval(c echo.Context, op store.Operation, v *views.OperationView) error {
+	l, lg := labels(c), lang(c)
+	a, err := h.d.Store.ApprovalByKey(c.Request().Context(), op.Key)
 	switch {
-	case err == nil:
-		a.Operation = op
-		if a.Status == store.ApprovalPending && a.ExpiresAt.After(h.now()) {
-			row := h.approvalRow(c, a)
-			v.Pending, v.CanDecide = &row, canDecide(c)
-		}
-		v.Approval = []views.Field{
-			{Label: l.ApprovalStatus, Value: l.ApprovalStateLabel(string(a.Status), string(op.Status)), TestID: "approval-status"},
-			{Label: l.Expires, Value: formatTime(a.ExpiresAt, h.d.Location, lg)},
-			{Label: l.DecidedBy, Value: orDash(a.DecidedBy), TestID: "approval-decided-by"},
-			{Label: l.DecidedAt, Value: formatSeconds(a.DecidedAt, h.d.Location, lg)},
-			{Label: l.Comment, Value: orDash(a.Comment)},
-		}
-	case !errors.Is(err, store.ErrNotFound):
-		return fmt.Errorf("operation %q: %w", key, err)
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("operation %q: %w", op.Key, err)
 	}
+	a.Operation = op
+	if a.Status == store.ApprovalPending && a.ExpiresAt.After(h.now()) {
+		row := h.approvalRow(c, a)
+		v.Pending, v.CanDecide = &row, canDecide(c)
+	}
+	v.Approval = []views.Field{
+		{Label: l.ApprovalStatus, Value: l.ApprovalStateLabel(string(a.Status), string(op.Status)), TestID: "approval-status"},
+		{Label: l.Expires, Value: formatTime(a.ExpiresAt, h.d.Location, lg)},
+		{Label: l.DecidedBy, Value: orDash(a.DecidedBy), TestID: "approval-decided-by"},
+		{Label: l.DecidedAt, Value: formatSeconds(a.DecidedAt, h.d.Location, lg)},
+		{Label: l.Comment, Value: orDash(a.Comment)},
+	}
+	return nil
+}
 
+// operationReconciliation is how op's outcome is being established: the
+// failed look-ups, whether a person reviews it, the next check and the
+// lease.
+func (h *Handler) operationReconciliation(c echo.Context, op store.Operation) []views.Field {
+	l, lg := labels(c), lang(c)
 	review := l.No
 	if op.NeedsReview {
 		review = l.Yes
@@ -120,21 +155,12 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	if op.LeaseOwner != "" {
 		lease = op.LeaseOwner + " → " + formatSeconds(op.LeaseUntil, h.d.Location, lg)
 	}
-	v.Reconciliation = []views.Field{
+	return []views.Field{
 		{Label: l.LookupFailures, Value: strconv.Itoa(op.LookupFailures)},
 		{Label: l.NeedsReview, Value: review, TestID: "needs-review"},
 		{Label: l.NextCheckTitle, Value: formatSeconds(op.NextCheckAt, h.d.Location, lg)},
 		{Label: l.Lease, Value: lease, Mono: true},
 	}
-	// The first attempt is recorded with the start (by the claim or the
-	// executor), later ones each by an attempt event.
-	for _, e := range evs {
-		if e.Event == "operation.started" || e.Event == "operation.attempt" {
-			v.Attempts = append(v.Attempts, e)
-		}
-	}
-	v.Transitions = evs
-	return Render(c, http.StatusOK, views.OperationShow(v))
 }
 
 func orDash(s string) string {

@@ -345,6 +345,8 @@ var (
 	receiptEnumPattern = regexp.MustCompile(`^[a-z_]{1,64}$`)
 )
 
+// validate checks every setting, naming each that is wrong; currencies
+// are the ISO 4217 codes the gateway knows.
 func (c Config) validate(currencies []string) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
@@ -361,6 +363,24 @@ func (c Config) validate(currencies []string) error {
 	}
 	c.validateTargets(bad)
 	checkEnv(bad, "journal.url_env", c.Journal.URLEnv)
+	c.validateRetry(bad)
+	c.validateKeeping(bad)
+	if c.Reconciler.IntervalMS < 10 || c.Reconciler.IntervalMS > 600000 {
+		bad("reconciler.interval_ms", "%d must be between 10 and 600000", c.Reconciler.IntervalMS)
+	}
+	if c.Reconciler.ReviewAfter < 1 {
+		bad("reconciler.review_after", "must be at least 1")
+	}
+	c.validateListener(bad)
+	c.validateLimits(bad, currencies)
+	if c.Reconciler.MaxBackoffMS < c.Reconciler.IntervalMS {
+		bad("reconciler.max_backoff_ms", "must be at least interval_ms")
+	}
+	return errors.Join(errs...)
+}
+
+// validateRetry checks the retry policy's bounds.
+func (c Config) validateRetry(bad func(key, format string, args ...any)) {
 	r := c.Retry
 	if r.MaxAttempts < 1 || r.MaxAttempts > 20 {
 		bad("retry.max_attempts", "%d must be between 1 and 20", r.MaxAttempts)
@@ -374,6 +394,10 @@ func (c Config) validate(currencies []string) error {
 	if r.MaxDelayMS < r.InitialDelayMS || r.MaxDelayMS > 300000 {
 		bad("retry.max_delay_ms", "%d must be between initial_delay_ms and 300000", r.MaxDelayMS)
 	}
+}
+
+// validateKeeping checks how long approvals wait and keys are kept.
+func (c Config) validateKeeping(bad func(key, format string, args ...any)) {
 	if c.Approval.TTL <= 0 {
 		bad("approval.ttl", "must be positive")
 	}
@@ -385,12 +409,11 @@ func (c Config) validate(currencies []string) error {
 			bad("retention."+name, "must be at least 24h (or unset for retention.default): a retry that comes after its key was purged runs again")
 		}
 	}
-	if c.Reconciler.IntervalMS < 10 || c.Reconciler.IntervalMS > 600000 {
-		bad("reconciler.interval_ms", "%d must be between 10 and 600000", c.Reconciler.IntervalMS)
-	}
-	if c.Reconciler.ReviewAfter < 1 {
-		bad("reconciler.review_after", "must be at least 1")
-	}
+}
+
+// validateListener checks what stands in front of the API: trusted
+// proxies, TLS and the rate limit.
+func (c Config) validateListener(bad func(key, format string, args ...any)) {
 	if _, err := c.ProxyNets(); err != nil {
 		bad("trusted_proxies", "%v", err)
 	}
@@ -405,6 +428,11 @@ func (c Config) validate(currencies []string) error {
 	if c.RateLimit.PerSecond <= 0 || c.RateLimit.Burst < 1 {
 		bad("rate_limit", "per_second must be positive and burst at least 1")
 	}
+}
+
+// validateLimits checks the intents' business limits against the
+// currencies the gateway knows.
+func (c Config) validateLimits(bad func(key, format string, args ...any), currencies []string) {
 	// Currency codes are compared with requests' codes, which normalization
 	// upper-cases: any spelling of a known code is accepted here (and
 	// upper-cased by normalizeLimits), anything else is refused, so that a
@@ -433,10 +461,6 @@ func (c Config) validate(currencies []string) error {
 			spelled[strings.ToUpper(cur)] = cur
 		}
 	}
-	if c.Reconciler.MaxBackoffMS < c.Reconciler.IntervalMS {
-		bad("reconciler.max_backoff_ms", "must be at least interval_ms")
-	}
-	return errors.Join(errs...)
 }
 
 // RetryPolicy is the configured retry policy.

@@ -55,38 +55,78 @@ type Envelope struct {
 // order; then each field in API.md's order. Whether the intent exists is the caller's
 // question (Lookup). request_id, when present, must not be empty.
 func DecodeEnvelope(body []byte) (Envelope, error) {
+	obj, err := decodeObject(body)
+	if err != nil {
+		return Envelope{}, err
+	}
+	if err := checkVersionAndFields(obj); err != nil {
+		return Envelope{}, err
+	}
+	var env Envelope
+	if err := env.readStrings(obj); err != nil {
+		return Envelope{}, err
+	}
+	if err := checkPayload(obj); err != nil {
+		return Envelope{}, err
+	}
+	if err := env.readPlanHash(obj); err != nil {
+		return Envelope{}, err
+	}
+	// The payload raw, as sent: the body is known to be valid and duplicate-free.
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return Envelope{}, fmt.Errorf("decode envelope: %w", err) // unreachable: checked above
+	}
+	env.Payload = raw["payload"]
+	return env, nil
+}
+
+// decodeObject decodes body strictly (well-formed, no duplicate member
+// names) as one JSON object.
+func decodeObject(body []byte) (map[string]any, error) {
 	v, err := decodeStrict(body)
 	if err != nil {
-		return Envelope{}, bodyError(err)
+		return nil, bodyError(err)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return Envelope{}, badRequest(codes.Validation, "",
+		return nil, codes.Refusef(codes.Validation, "",
 			"the body is not a JSON object (got %s); send one object such as "+
 				`{"schema_version":"1.0","intent":"invoice.create","payload":{…}}`, jsonType(v))
 	}
+	return obj, nil
+}
 
+// checkVersionAndFields refuses an unsupported schema_version, then a
+// member the envelope does not define (the first in sorted order), then a
+// missing schema_version.
+func checkVersionAndFields(obj map[string]any) error {
 	// "1.0" is the only version; anything else, a missing one or one that
 	// is not a string included, is unsupported (API.md section 3).
 	if sv, present := obj["schema_version"]; present && sv != SchemaVersion {
 		if str, ok := sv.(string); ok {
-			return Envelope{}, badRequest(codes.UnsupportedSchema, "schema_version",
+			return codes.Refusef(codes.UnsupportedSchema, "schema_version",
 				"schema_version %s is not supported; this gateway speaks %q only", quoteShort(str), SchemaVersion)
 		}
-		return Envelope{}, badRequest(codes.UnsupportedSchema, "schema_version",
+		return codes.Refusef(codes.UnsupportedSchema, "schema_version",
 			"schema_version must be the string %q (got %s)", SchemaVersion, jsonType(sv))
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if !slices.Contains(envelopeFields, k) {
-			return Envelope{}, unknownField(truncate(k, maxEcho), k, "the request body", envelopeFields)
+			return unknownField(truncate(k, maxEcho), k, "the request body", envelopeFields)
 		}
 	}
-
 	if _, present := obj["schema_version"]; !present {
-		return Envelope{}, badRequest(codes.UnsupportedSchema, "schema_version",
+		return codes.Refusef(codes.UnsupportedSchema, "schema_version",
 			"schema_version is missing; send \"schema_version\": %q", SchemaVersion)
 	}
-	var env Envelope
+	return nil
+}
+
+// readStrings reads the envelope's string fields in API.md's order, then
+// checks request_id is not empty and mode is one this gateway knows
+// (execute when absent).
+func (env *Envelope) readStrings(obj map[string]any) error {
 	steps := []struct {
 		name     string
 		dst      *string
@@ -101,51 +141,52 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 	}
 	for _, s := range steps {
 		if err := envelopeString(obj, s.name, s.dst, s.required, s.max); err != nil {
-			return Envelope{}, err
+			return err
 		}
 	}
 	if _, ok := obj["request_id"]; ok && env.RequestID == "" {
-		return Envelope{}, badRequest(codes.Validation, "request_id",
+		return codes.Refusef(codes.Validation, "request_id",
 			"request_id is empty; send the operation key (the same as the Idempotency-Key header) or leave request_id out")
 	}
 	if _, ok := obj["mode"]; !ok {
 		env.Mode = ModeExecute
 	} else if env.Mode != ModeExecute && env.Mode != ModeValidate {
-		return Envelope{}, badRequest(codes.Validation, "mode",
+		return codes.Refusef(codes.Validation, "mode",
 			"mode must be %q (the default) or %q (got %s)", ModeExecute, ModeValidate, quoteShort(env.Mode))
 	}
+	return nil
+}
 
+// checkPayload refuses a payload that is missing or not a JSON object.
+func checkPayload(obj map[string]any) error {
 	switch p := obj["payload"].(type) {
 	case map[string]any:
+		return nil
 	case nil:
 		if _, present := obj["payload"]; !present {
-			return Envelope{}, badRequest(codes.Validation, "payload",
+			return codes.Refusef(codes.Validation, "payload",
 				"payload is missing; send the intent's fields as a JSON object in \"payload\" (GET /v1/intents lists them)")
 		}
-		return Envelope{}, badRequest(codes.Validation, "payload", "payload must be a JSON object (got null)")
+		return codes.Refusef(codes.Validation, "payload", "payload must be a JSON object (got null)")
 	default:
-		return Envelope{}, badRequest(codes.Validation, "payload", "payload must be a JSON object (got %s)", jsonType(p))
+		return codes.Refusef(codes.Validation, "payload", "payload must be a JSON object (got %s)", jsonType(p))
 	}
+}
 
+// readPlanHash reads plan_hash, when present: not empty, and a plan hash.
+func (env *Envelope) readPlanHash(obj map[string]any) error {
 	if err := envelopeString(obj, "plan_hash", &env.PlanHash, false, MaxStringLen); err != nil {
-		return Envelope{}, err
+		return err
 	}
 	if _, ok := obj["plan_hash"]; ok && env.PlanHash == "" {
-		return Envelope{}, badRequest(codes.Validation, "plan_hash",
+		return codes.Refusef(codes.Validation, "plan_hash",
 			"plan_hash is empty; send the plan_hash that validate mode returned, or leave it out")
 	}
 	if env.PlanHash != "" && !isHex64(env.PlanHash) {
-		return Envelope{}, badRequest(codes.Validation, "plan_hash",
+		return codes.Refusef(codes.Validation, "plan_hash",
 			"plan_hash is not a plan hash (64 lowercase hex digits); send the plan_hash that validate mode returned, as it was")
 	}
-
-	// The payload raw, as sent: the body is known to be valid and duplicate-free.
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return Envelope{}, fmt.Errorf("decode envelope: %w", err) // unreachable: checked above
-	}
-	env.Payload = raw["payload"]
-	return env, nil
+	return nil
 }
 
 // envelopeString reads the string field name of obj into dst.
@@ -153,19 +194,19 @@ func envelopeString(obj map[string]any, name string, dst *string, required bool,
 	v, present := obj[name]
 	if !present {
 		if required {
-			return badRequest(codes.Validation, name, "%s is missing; it is a required string", name)
+			return codes.Refusef(codes.Validation, name, "%s is missing; it is a required string", name)
 		}
 		return nil
 	}
 	s, ok := v.(string)
 	if !ok {
-		return badRequest(codes.Validation, name, "%s must be a string (got %s)", name, jsonType(v))
+		return codes.Refusef(codes.Validation, name, "%s must be a string (got %s)", name, jsonType(v))
 	}
 	if required && strings.TrimSpace(s) == "" {
-		return badRequest(codes.Validation, name, "%s must not be empty", name)
+		return codes.Refusef(codes.Validation, name, "%s must not be empty", name)
 	}
 	if n := utf8.RuneCountInString(s); n > max {
-		return badRequest(codes.Validation, name, "%s is too long: at most %d characters (got %d)", name, max, n)
+		return codes.Refusef(codes.Validation, name, "%s is too long: at most %d characters (got %d)", name, max, n)
 	}
 	*dst = s
 	return nil
@@ -173,7 +214,7 @@ func envelopeString(obj map[string]any, name string, dst *string, required bool,
 
 // bodyError maps a decodeStrict error on a request body. Duplicate fields inside the
 // payload are named relative to the payload, like every payload field.
-func bodyError(err error) *Error {
+func bodyError(err error) *codes.Refusal {
 	var dup *dupKeyError
 	var ctl *controlError
 	switch {
@@ -190,14 +231,14 @@ func bodyError(err error) *Error {
 		} else if dup.Path != "" {
 			where = dup.Path
 		}
-		return badRequest(codes.Validation, truncate(field, MaxStringLen),
+		return codes.Refusef(codes.Validation, truncate(field, MaxStringLen),
 			"duplicate field %s in %s; each field may appear only once, the input is ambiguous", quoteShort(dup.Key), where)
 	case errors.Is(err, errNotUTF8):
-		return badRequest(codes.Validation, "", "the body is not a JSON object: it is not valid UTF-8")
+		return codes.Refusef(codes.Validation, "", "the body is not a JSON object: it is not valid UTF-8")
 	case errors.Is(err, errTooDeep):
-		return badRequest(codes.Validation, "", "the body is not a valid request: it is nested more than %d levels deep", maxDepth)
+		return codes.Refusef(codes.Validation, "", "the body is not a valid request: it is nested more than %d levels deep", maxDepth)
 	default:
-		return badRequest(codes.Validation, "",
+		return codes.Refusef(codes.Validation, "",
 			"the body is not a JSON object: it is not valid JSON, or has data after the object; send exactly one object such as "+
 				`{"schema_version":"1.0","intent":"invoice.create","payload":{…}}`)
 	}
@@ -205,12 +246,12 @@ func bodyError(err error) *Error {
 
 // unknownField is the refusal of member name (shown as shown) at field in where, which
 // allows allowed.
-func unknownField(shown, field, where string, allowed []string) *Error {
+func unknownField(shown, field, where string, allowed []string) *codes.Refusal {
 	msg := fmt.Sprintf("unknown field %q in %s; allowed: %s", shown, where, strings.Join(allowed, ", "))
 	if slices.Contains(forbiddenFields, field[strings.LastIndex(field, ".")+1:]) {
 		msg += "; oncegate takes declarative intents only, never methods, queries, scripts or flags such as posted or privileged_mode"
 	}
-	return badRequest(codes.UnknownField, truncate(field, MaxStringLen), "%s", msg)
+	return codes.Refusef(codes.UnknownField, truncate(field, MaxStringLen), "%s", msg)
 }
 
 // jsonType names the JSON type of a decoded value.

@@ -167,16 +167,16 @@ func TestDecodeEnvelope_Messages(t *testing.T) {
 	}
 }
 
-// errCode and errField read a *contract.Error's code and field ("" otherwise).
+// errCode and errField read a *codes.Refusal's code and field ("" otherwise).
 func errCode(err error) string {
-	if ce, ok := err.(*contract.Error); ok {
+	if ce, ok := err.(*codes.Refusal); ok {
 		return ce.Code
 	}
 	return ""
 }
 
 func errField(err error) string {
-	if ce, ok := err.(*contract.Error); ok {
+	if ce, ok := err.(*codes.Refusal); ok {
 		return ce.Field
 	}
 	return ""

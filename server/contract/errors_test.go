@@ -35,21 +35,3 @@ func TestErrKeyMissing(t *testing.T) {
 		t.Fatalf("message %q does not say where the key goes", ce.Message)
 	}
 }
-
-func TestError_Error(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		err  *contract.Error
-		want string
-	}{
-		{&contract.Error{Status: 400, Code: "VALIDATION_ERROR", Field: "items[0].quantity", Message: "must be greater than 0"},
-			"VALIDATION_ERROR (items[0].quantity): must be greater than 0"},
-		{&contract.Error{Status: 400, Code: "VALIDATION_ERROR", Message: "the body is not a JSON object"},
-			"VALIDATION_ERROR: the body is not a JSON object"},
-	}
-	for _, tt := range tests {
-		if got := tt.err.Error(); got != tt.want {
-			t.Errorf("Error() = %q, want %q", got, tt.want)
-		}
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/contract"
 )
 
@@ -26,8 +27,8 @@ func FuzzCheckKey(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, key, contour, intent string) {
 		if err := contract.CheckKey(key, contour, intent); err != nil {
-			if _, ok := err.(*contract.Error); !ok {
-				t.Fatalf("error %T is not *contract.Error", err)
+			if _, ok := err.(*codes.Refusal); !ok {
+				t.Fatalf("error %T is not *codes.Refusal", err)
 			}
 			return
 		}
@@ -106,8 +107,8 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		env, err := contract.DecodeEnvelope(body)
 		if err != nil {
-			if _, ok := err.(*contract.Error); !ok {
-				t.Fatalf("error %T is not *contract.Error", err)
+			if _, ok := err.(*codes.Refusal); !ok {
+				t.Fatalf("error %T is not *codes.Refusal", err)
 			}
 			return
 		}

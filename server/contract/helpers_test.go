@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
-// mustRefuse asserts err is a 400 *contract.Error with the given code and field.
-func mustRefuse(tb testing.TB, err error, code, field string) *contract.Error {
+// mustRefuse asserts err is a 400 *codes.Refusal with the given code and field.
+func mustRefuse(tb testing.TB, err error, code, field string) *codes.Refusal {
 	tb.Helper()
-	var ce *contract.Error
+	var ce *codes.Refusal
 	if !errors.As(err, &ce) {
-		tb.Fatalf("got error %v (%T), want *contract.Error %s", err, err, code)
+		tb.Fatalf("got error %v (%T), want *codes.Refusal %s", err, err, code)
 	}
 	if got, want := ce.Code, code; got != want {
 		tb.Fatalf("code = %s, want %s (%v)", got, want, ce)

@@ -29,17 +29,17 @@ func KeyFromRequest(header string, hasHeader bool, requestID string) (string, er
 		h := strings.Trim(header, " \t")
 		switch {
 		case h == "":
-			return "", badRequest(codes.KeyInvalid, KeyField,
+			return "", codes.Refusef(codes.KeyInvalid, KeyField,
 				"the Idempotency-Key header is empty; send the operation key, e.g. prod:invoice.create:order-48291:v1, or leave the header out")
 		case h[0] == '"':
 			k, ok := parseSFString(h)
 			if !ok {
-				return "", badRequest(codes.KeyInvalid, KeyField,
+				return "", codes.Refusef(codes.KeyInvalid, KeyField,
 					`the Idempotency-Key header starts with a quote but is not a valid RFC 8941 quoted string; `+
 						`send the key bare (prod:invoice.create:order-48291:v1) or quoted as a whole, with only \" and \\ escapes`)
 			}
 			if k == "" {
-				return "", badRequest(codes.KeyInvalid, KeyField,
+				return "", codes.Refusef(codes.KeyInvalid, KeyField,
 					"the Idempotency-Key header holds an empty quoted string; send the operation key, e.g. prod:invoice.create:order-48291:v1")
 			}
 			key = k
@@ -52,7 +52,7 @@ func KeyFromRequest(header string, hasHeader bool, requestID string) (string, er
 			return requestID, nil
 		}
 		if key != requestID {
-			return "", badRequest(codes.KeyInvalid, "request_id",
+			return "", codes.Refusef(codes.KeyInvalid, "request_id",
 				"the Idempotency-Key header and request_id carry different keys; they must be equal: send the same operation key in both, or only one of them")
 		}
 	}
@@ -102,13 +102,13 @@ func parseSFString(s string) (string, bool) {
 func CheckKey(key, contour, intent string) error {
 	// Shape: length and alphabet.
 	if n := utf8.RuneCountInString(key); n < MinKeyLen || n > MaxKeyLen {
-		return badRequest(codes.KeyInvalid, KeyField,
+		return codes.Refusef(codes.KeyInvalid, KeyField,
 			"the operation key must be %d to %d characters long (got %d), e.g. prod:invoice.create:order-48291:v1",
 			MinKeyLen, MaxKeyLen, n)
 	}
 	for i := 0; i < len(key); i++ {
 		if !isKeyChar(key[i]) {
-			return badRequest(codes.KeyInvalid, KeyField,
+			return codes.Refusef(codes.KeyInvalid, KeyField,
 				"the operation key has a character that is not allowed at position %d; use only A-Z a-z 0-9 . _ : -",
 				utf8.RuneCountInString(key[:i])+1)
 		}
@@ -116,7 +116,7 @@ func CheckKey(key, contour, intent string) error {
 
 	// Secrets before anything that might quote a part of the key.
 	if what := secretIn(key); what != "" {
-		return badRequest(codes.KeyInvalid, KeyField,
+		return codes.Refusef(codes.KeyInvalid, KeyField,
 			"the operation key looks like it carries %s; keys are stored and logged in clear and must never hold "+
 				"card numbers, tokens, passwords or other secrets: build the key from business ids only, "+
 				"e.g. prod:invoice.create:order-48291:v1", what)
@@ -125,27 +125,27 @@ func CheckKey(key, contour, intent string) error {
 	// Structure: <contour>:<operation…>:<intent-id>:v<digits>.
 	segs := strings.Split(key, ":")
 	if len(segs) < 4 {
-		return badRequest(codes.KeyInvalid, KeyField,
+		return codes.Refusef(codes.KeyInvalid, KeyField,
 			"the operation key must have at least four ':'-separated segments, <contour>:<operation>:<intent-id>:<version>, "+
 				"e.g. %s:%s:order-48291:v1 (got %d)", contour, exampleOperation(intent), len(segs))
 	}
 	for i, s := range segs {
 		if s == "" {
-			return badRequest(codes.KeyInvalid, KeyField,
+			return codes.Refusef(codes.KeyInvalid, KeyField,
 				"segment %d of the operation key is empty; every ':'-separated segment must be non-empty", i+1)
 		}
 	}
 	if segs[0] != contour {
-		return badRequest(codes.KeyInvalid, KeyField,
+		return codes.Refusef(codes.KeyInvalid, KeyField,
 			"the operation key must start with this gateway's contour %q (got %s); e.g. %s:%s:order-48291:v1",
 			contour, quoteShort(segs[0]), contour, exampleOperation(intent))
 	}
 	if v := segs[len(segs)-1]; !isVersion(v) {
-		return badRequest(codes.KeyInvalid, KeyField,
+		return codes.Refusef(codes.KeyInvalid, KeyField,
 			"the last segment of the operation key must be the key version v<digits>, e.g. v1 (got %s)", quoteShort(v))
 	}
 	if op := strings.Join(segs[1:len(segs)-2], "."); op != intent {
-		return badRequest(codes.KeyInvalid, KeyField,
+		return codes.Refusef(codes.KeyInvalid, KeyField,
 			"the operation key names the operation %s but the intent is %q; the segments between the contour and "+
 				"the last two, joined with '.', must equal the intent, e.g. %s:%s:order-48291:v1",
 			quoteShort(op), intent, contour, intent)

@@ -35,7 +35,7 @@ func DecodePayload(intent string, payload json.RawMessage) (map[string]any, erro
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, badRequest(codes.Validation, "payload",
+		return nil, codes.Refusef(codes.Validation, "payload",
 			"the payload must be a JSON object with the fields of %s (got %s)", intent, jsonType(v))
 	}
 	if err := checkNumbers(obj, obj, nil); err != nil {
@@ -71,7 +71,7 @@ func Seal(intent string, obj map[string]any) (Normalized, error) {
 }
 
 // payloadError maps a decodeStrict error on a payload.
-func payloadError(err error) *Error {
+func payloadError(err error) *codes.Refusal {
 	var dup *dupKeyError
 	var ctl *controlError
 	switch {
@@ -80,24 +80,24 @@ func payloadError(err error) *Error {
 		if dup.Path != "" {
 			where = dup.Path
 		}
-		return badRequest(codes.Validation, truncate(dup.Field(), MaxStringLen),
+		return codes.Refusef(codes.Validation, truncate(dup.Field(), MaxStringLen),
 			"duplicate field %s in %s; each field may appear only once, the input is ambiguous", quoteShort(dup.Key), where)
 	case errors.As(err, &ctl):
 		return controlRefusal(ctl.Field, ctl.Rune)
 	case errors.Is(err, errTooDeep):
-		return badRequest(codes.Validation, "payload", "the payload is nested more than %d levels deep", maxDepth)
+		return codes.Refusef(codes.Validation, "payload", "the payload is nested more than %d levels deep", maxDepth)
 	case errors.Is(err, errNotUTF8):
-		return badRequest(codes.Validation, "payload", "the payload is not valid UTF-8")
+		return codes.Refusef(codes.Validation, "payload", "the payload is not valid UTF-8")
 	}
-	return badRequest(codes.Validation, "payload", "the payload is missing or is not valid JSON; send one JSON object")
+	return codes.Refusef(codes.Validation, "payload", "the payload is missing or is not valid JSON; send one JSON object")
 }
 
 // controlRefusal is the refusal of a control character r in field.
-func controlRefusal(field string, r rune) *Error {
+func controlRefusal(field string, r rune) *codes.Refusal {
 	if field == "" {
 		field = "payload"
 	}
-	return badRequest(codes.Validation, truncate(field, MaxStringLen),
+	return codes.Refusef(codes.Validation, truncate(field, MaxStringLen),
 		"%s holds a control character (U+%04X); send plain one-line text, without line breaks, tabs, NUL or escapes", truncate(field, MaxStringLen), r)
 }
 
@@ -133,7 +133,7 @@ func checkNumbers(root, v any, loc []string) error {
 	case json.Number:
 		if !saneNumber(string(t)) {
 			field := fieldPath(root, loc)
-			return badRequest(codes.Validation, field,
+			return codes.Refusef(codes.Validation, field,
 				"%s is out of range: send a plain decimal number within the schema's bounds", field)
 		}
 	case map[string]any:
@@ -180,7 +180,7 @@ func normalizeNumbers(root, v any, loc []string) (any, error) {
 		f, err := numberValue(t)
 		if err != nil {
 			field := fieldPath(root, loc)
-			return nil, badRequest(codes.Validation, field,
+			return nil, codes.Refusef(codes.Validation, field,
 				"%s cannot be represented exactly; send a plain decimal number within the schema's bounds", field)
 		}
 		return json.Number(formatNumber(f)), nil

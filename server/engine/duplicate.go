@@ -60,9 +60,9 @@ func earlierText(earlier store.Operation, at time.Time, agent string) string {
 // duplicateBlocked is the refusal of a new key whose business event a
 // live operation has already, under a rule that blocks.
 func duplicateBlocked(in *intent.Intent, earlier store.Operation, agent string) error {
-	return &Refusal{Code: codes.DuplicateSuspected, Message: fmt.Sprintf(
+	return codes.Refusef(codes.DuplicateSuspected, "",
 		"another operation of %s about the same business event (the same %s) %s; this intent's rule refuses a second one within %s: nothing was journaled and this key stays free",
-		in.Name, fieldsOf(in), earlierText(earlier, earlier.CreatedAt, agent), in.Duplicates.Window)}
+		in.Name, fieldsOf(in), earlierText(earlier, earlier.CreatedAt, agent), in.Duplicates.Window)
 }
 
 // DuplicateWarning is the warning an answer about op carries when its

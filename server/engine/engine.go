@@ -81,8 +81,8 @@ type Engine struct {
 	inflight work
 	// wake pokes the executor when an approval was decided.
 	wake    chan struct{}
-	finals  finalCache // final rows, for replays
-	plans   planCache  // validate mode only
+	replays replayCache // final rows, for replays
+	plans   planCache   // validate mode only
 	signals TestSignals
 }
 
@@ -104,7 +104,7 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 		e.targets[system] = t
 	}
 	e.redact = adapters.Redactor(e.targets)
-	e.finals.stale = e.purgeable
+	e.replays.stale = e.purgeable
 	return e
 }
 

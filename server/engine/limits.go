@@ -30,7 +30,7 @@ func (e *Engine) checkLimits(in *intent.Intent, norm contract.Normalized) error 
 	}
 	// Limit codes are not in the status table: they answer 422.
 	bad := func(code, field, format string, args ...any) error {
-		return &Refusal{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+		return codes.Refusef(code, field, format, args...)
 	}
 	currency, _ := p[lim.CurrencyField].(string)
 	if currency != "" && len(lim.Currencies) > 0 && !slices.Contains(lim.Currencies, currency) {

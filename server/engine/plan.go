@@ -90,7 +90,7 @@ func (e *Engine) precheck(ctx context.Context, in *intent.Intent, norm contract.
 	case err != nil:
 		return nil, e.refusalByTarget(in, norm, key, err)
 	case planHash != "" && hash != planHash:
-		return nil, &Refusal{Code: codes.PlanChanged, Field: "plan_hash", Message: "the plan changed since it was validated; validate again and review the new plan"}
+		return nil, codes.New(codes.PlanChanged, "plan_hash", "the plan changed since it was validated; validate again and review the new plan")
 	}
 	return nil, nil
 }
@@ -117,20 +117,17 @@ func (e *Engine) readAt(ctx context.Context, in *intent.Intent, norm contract.No
 }
 
 // refusalByTarget turns a failed check at the target, before anything was
-// journaled, into a TargetRefusal: a business refusal keeps the target's
+// journaled, into a target refusal: a business refusal keeps the target's
 // code and the adapter's safe message; anything else is a target that
 // could not be asked. The target's own text goes to the log only.
 func (e *Engine) refusalByTarget(in *intent.Intent, norm contract.Normalized, key string, err error) error {
-	r := &TargetRefusal{Intent: in, Key: key, Fingerprint: norm.Fingerprint}
 	var ae *adapters.Error
 	if errors.As(err, &ae) && ae.Class == adapters.Final {
 		e.log.Info("target refused a check", "intent", in.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", e.detail(ae.Err))
-		r.Code, r.Field, r.Message = ae.Code, ae.Field, ae.Message
-		return r
+		return targetRefusal(in, key, norm.Fingerprint, false, ae.Code, ae.Field, ae.Message)
 	}
 	e.log.Warn("target check failed", "intent", in.Name, "key", key, "err", e.detail(err))
-	r.Unavailable = true
-	return r
+	return targetRefusal(in, key, norm.Fingerprint, true, "", "", "")
 }
 
 func errText(err error) string {

@@ -26,12 +26,12 @@ type Submission struct {
 	Body         []byte
 }
 
-// Kind is what an Outcome reports.
-type Kind int
+// OutcomeKind is what an Outcome reports: a journal row, a validation, or a read.
+type OutcomeKind int
 
 const (
 	// KindOperation: a journal row (Op), replayed or driven now.
-	KindOperation Kind = iota
+	KindOperation OutcomeKind = iota
 	// KindValidated: mode validate passed every check (Plan, PlanHash).
 	KindValidated
 	// KindRead: a read-only intent's answer (Read).
@@ -50,7 +50,7 @@ type Outcome struct {
 	// RequestID is the request id to echo.
 	RequestID string
 
-	Kind Kind
+	Kind OutcomeKind
 	// Op is the journal row; Replayed reports that the effect was made
 	// before this request (a replay, or found at the target by key).
 	Op       store.Operation
@@ -81,7 +81,7 @@ type request struct {
 func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
 	tok := sub.Token
 	seen := &seenRequest{digest: requestDigest(tok.Agent, sub.KeyHeader, sub.HasKeyHeader, sub.Body)}
-	if final, req, ok := e.finals.byRequest(seen.digest); ok && tok.Has(req.intent.Scope) {
+	if final, req, ok := e.replays.byRequest(seen.digest); ok && tok.Has(req.intent.Scope) {
 		// These very bytes were checked and replayed from this row before.
 		e.decided(req.intent.Name, store.DecisionReplay)
 		return Outcome{Intent: req.intent, Key: final.Key, Fingerprint: final.Fingerprint, RequestID: req.requestID,
@@ -147,7 +147,7 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 	}
 	r.in, out.Intent = in, in
 	if !sub.Token.Has(in.Scope) {
-		return request{}, &Refusal{Code: codes.PermissionDenied, Message: fmt.Sprintf("this token lacks the %q scope that %s needs", in.Scope, in.Name)}
+		return request{}, codes.Refusef(codes.PermissionDenied, "", "this token lacks the %q scope that %s needs", in.Scope, in.Name)
 	}
 	if r.key, err = contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, r.env.RequestID); err != nil {
 		return request{}, err
@@ -180,8 +180,8 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 	env, in, key, norm := r.env, r.in, r.key, r.norm
 	var refused *adapters.Error
 	var dup *store.DuplicateCheck
-	if final, ok := e.finals.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
-		e.finals.remember(key, seen)
+	if final, ok := e.replays.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
+		e.replays.remember(key, seen)
 		e.decided(in.Name, store.DecisionReplay)
 		return final, true, nil
 	}
@@ -192,8 +192,8 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		// replayed from a read, without taking the journal's writer. Final
 		// rows never change, so the read is as good as the claim's; the
 		// row is kept for the next replay.
-		e.finals.put(existing)
-		e.finals.remember(key, seen)
+		e.replays.put(existing)
+		e.replays.remember(key, seen)
 		e.decided(in.Name, store.DecisionReplay)
 		return existing, true, nil
 	case err == nil && existing.Agent == tok.Agent:
@@ -388,8 +388,8 @@ func (e *Engine) acceptedUnder(op store.Operation) (*intent.Intent, error) {
 
 // intentChanged is the refusal of a retry whose definition changed.
 func intentChanged(name string, version int, what string) error {
-	return &Refusal{Code: codes.IntentChanged, Field: "intent", Message: fmt.Sprintf(
-		"this key was first accepted under version %d of %s, whose definition %s; nothing ran: the operation is left for a person to settle, and a new request needs a new key", version, name, what)}
+	return codes.Refusef(codes.IntentChanged, "intent",
+		"this key was first accepted under version %d of %s, whose definition %s; nothing ran: the operation is left for a person to settle, and a new request needs a new key", version, name, what)
 }
 
 // decided tells OnDecision what the journal decided for intent.

@@ -48,12 +48,12 @@ func (e *Engine) purgeable(op store.Operation) bool {
 
 // lookupBudget is the longest one look-up at system's target may take: a
 // call timeout for each call it may make, which for a target that pages
-// through a list (adapters.Pager) is one per page it may read. A target
+// through a list (adapters.PagedLookup) is one per page it may read. A target
 // whose reads have a shorter timeout of their own (adapters.ReadTimer) is
 // given that per call.
 func (e *Engine) lookupBudget(system string) time.Duration {
 	calls := 1
-	if p, ok := e.targets[system].(adapters.Pager); ok {
+	if p, ok := e.targets[system].(adapters.PagedLookup); ok {
 		calls = max(p.LookupCalls(), 1)
 	}
 	per := e.timeout(system)

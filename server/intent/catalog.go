@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/contract"
 )
@@ -126,7 +127,7 @@ func (c *Catalog) Names() []string {
 }
 
 // NotAllowed is the refusal of an intent name the catalog does not serve.
-func (c *Catalog) NotAllowed(name string) *contract.Error {
+func (c *Catalog) NotAllowed(name string) *codes.Refusal {
 	return contract.ErrIntentNotAllowed(name, c.Names())
 }
 

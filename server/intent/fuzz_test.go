@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/adapters/codes"
 )
 
 // FuzzNormalize: Normalize never panics; an accepted payload's normalized form is
@@ -28,8 +28,8 @@ func FuzzNormalize(f *testing.F) {
 		}
 		n, err := in.Normalize(payload)
 		if err != nil {
-			if _, ok := err.(*contract.Error); !ok {
-				t.Fatalf("error %T is not *contract.Error: %v", err, err)
+			if _, ok := err.(*codes.Refusal); !ok {
+				t.Fatalf("error %T is not *codes.Refusal: %v", err, err)
 			}
 			return
 		}
@@ -68,8 +68,8 @@ func FuzzNormalizeFields(f *testing.F) {
 			in := mustLookup(t, name)
 			n, err := in.Normalize([]byte(p))
 			if err != nil {
-				if _, ok := err.(*contract.Error); !ok {
-					t.Fatalf("%s: error %T is not *contract.Error: %v", name, err, err)
+				if _, ok := err.(*codes.Refusal); !ok {
+					t.Fatalf("%s: error %T is not *codes.Refusal: %v", name, err, err)
 				}
 				continue
 			}

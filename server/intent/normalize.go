@@ -73,12 +73,12 @@ func (in *Intent) Normalize(payload json.RawMessage) (contract.Normalized, error
 		}
 		t, err := time.Parse(time.RFC3339, strings.ToUpper(s))
 		if err != nil {
-			return contract.Normalized{}, contract.Refuse(codes.Validation, name,
+			return contract.Normalized{}, codes.Refusef(codes.Validation, name,
 				"%s must be an RFC 3339 date-time with a time zone, e.g. 2026-12-03T10:00:00+03:00 (leap seconds are not accepted)", name)
 		}
 		t = t.UTC()
 		if y := t.Year(); y < 1 || y > 9999 {
-			return contract.Normalized{}, contract.Refuse(codes.Validation, name, "%s is out of range: the year in UTC must be 0001 to 9999", name)
+			return contract.Normalized{}, codes.Refusef(codes.Validation, name, "%s is out of range: the year in UTC must be 0001 to 9999", name)
 		}
 		obj[name] = t.Format(time.RFC3339Nano)
 	}

@@ -138,15 +138,15 @@ func (sh *shape) at(root any, loc []string) *shape {
 
 // candidate is one refusal read off the validator's error tree.
 type candidate struct {
-	err  *contract.Error
+	err  *codes.Refusal
 	loc  []string // instance location of the field at fault
 	rank int      // precedence among refusals of the same field: the most telling first
 }
 
-// schemaError turns the validator's error tree into one deterministic *contract.Error: an
+// schemaError turns the validator's error tree into one deterministic *codes.Refusal: an
 // unknown field anywhere wins (UNKNOWN_FIELD); otherwise the first violation by field
 // location (VALIDATION_ERROR). Messages never carry schema URLs or client values.
-func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *contract.Error {
+func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *codes.Refusal {
 	var leaves []*jsonschema.ValidationError
 	var walk func(*jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -164,7 +164,7 @@ func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *contr
 		cands = append(cands, in.candidates(root, e)...)
 	}
 	if len(cands) == 0 { // defensive: the validator always names a reason
-		return contract.Refuse(codes.Validation, "", "the payload does not match the schema of %s (GET /v1/intents)", in.Name)
+		return codes.Refusef(codes.Validation, "", "the payload does not match the schema of %s (GET /v1/intents)", in.Name)
 	}
 	best := slices.MinFunc(cands, func(a, b candidate) int {
 		if a.err.Code != b.err.Code {
@@ -201,7 +201,7 @@ func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidat
 	}
 	child := func(name string) []string { return append(slices.Clip(loc), name) }
 	one := func(rank int, format string, args ...any) []candidate {
-		return []candidate{{err: contract.Refuse(codes.Validation, field, subject+" "+format, args...), loc: loc, rank: rank}}
+		return []candidate{{err: codes.Refusef(codes.Validation, field, subject+" "+format, args...), loc: loc, rank: rank}}
 	}
 
 	switch k := e.ErrorKind.(type) {
@@ -221,7 +221,7 @@ func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidat
 		for _, m := range k.Missing {
 			f := contract.FieldPathIn(root, loc, m)
 			msg := fmt.Sprintf("missing required field %q in %s", m, where)
-			out = append(out, candidate{err: contract.Refuse(codes.Validation, f, "%s", msg), loc: child(m), rank: 0})
+			out = append(out, candidate{err: codes.Refusef(codes.Validation, f, "%s", msg), loc: child(m), rank: 0})
 		}
 		return out
 	case *kind.Type:

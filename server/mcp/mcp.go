@@ -53,9 +53,9 @@ type Config struct {
 	Scopes func(r *http.Request) []string
 	// InProcess marks the context of a request a tool call makes to API.
 	InProcess func(context.Context) context.Context
-	// Refusal is a refusal made before the API is asked, as the API's
-	// own JSON answer.
-	Refusal func(code, field, message string) []byte
+	// Refusal renders a refusal made before the API is asked as the API
+	// renders its own: the HTTP status and the JSON answer.
+	Refusal func(*codes.Refusal) (status int, body []byte)
 }
 
 type endpoint struct{ Config }
@@ -373,12 +373,12 @@ func (s *endpoint) callAPI(ctx context.Context, req *mcp.CallToolRequest, method
 // refused is a refusal made before the API is asked, in the API's own
 // answer shape.
 func (s *endpoint) refused(code, field, message string) *mcp.CallToolResult {
-	body := s.Refusal(code, field, message)
+	status, body := s.Refusal(codes.New(code, field, message))
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
 		StructuredContent: json.RawMessage(body),
 		IsError:           true,
-		Meta:              mcp.Meta{"http_status": http.StatusBadRequest},
+		Meta:              mcp.Meta{"http_status": status},
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-// finalCache keeps final journal rows for replays. A final row never
+// replayCache keeps final journal rows for replays. A final row never
 // changes, so a replay answered from here is the one the journal would
 // give; only a retention purge removes final rows, and it removes only
 // rows past their target's retention. Such a row (stale) is never
@@ -22,17 +22,17 @@ import (
 // the token's scopes, which are checked again), so a request with the
 // same digest would pass every check and reach this row again; it is
 // answered without decoding, validating or canonicalizing its body.
-type finalCache struct {
+type replayCache struct {
 	stale func(store.Operation) bool // nil: no row is
 
 	mu    sync.Mutex
-	rows  map[string]finalEntry
+	rows  map[string]replayEntry
 	seen  map[digest]string // request digest → key of its row
 	bytes int
 }
 
-// finalEntry is a kept row and the request last replayed from it.
-type finalEntry struct {
+// replayEntry is a kept row and the request last replayed from it.
+type replayEntry struct {
 	op  store.Operation
 	req *seenRequest
 }
@@ -76,7 +76,7 @@ func finalSize(op store.Operation) int {
 }
 
 // get returns the final row of key, if kept.
-func (f *finalCache) get(key string) (store.Operation, bool) {
+func (f *replayCache) get(key string) (store.Operation, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.rows[key]
@@ -89,7 +89,7 @@ func (f *finalCache) get(key string) (store.Operation, bool) {
 
 // byRequest returns the row a request with digest d was last replayed
 // from, and that request.
-func (f *finalCache) byRequest(d digest) (store.Operation, *seenRequest, bool) {
+func (f *replayCache) byRequest(d digest) (store.Operation, *seenRequest, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	key, ok := f.seen[d]
@@ -105,7 +105,7 @@ func (f *finalCache) byRequest(d digest) (store.Operation, *seenRequest, bool) {
 }
 
 // put keeps op, a final row, evicting arbitrary rows to stay in bounds.
-func (f *finalCache) put(op store.Operation) {
+func (f *replayCache) put(op store.Operation) {
 	if !op.Status.Terminal() {
 		return
 	}
@@ -117,7 +117,7 @@ func (f *finalCache) put(op store.Operation) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.rows == nil {
-		f.rows, f.seen = map[string]finalEntry{}, map[digest]string{}
+		f.rows, f.seen = map[string]replayEntry{}, map[digest]string{}
 	}
 	if _, ok := f.rows[op.Key]; ok {
 		return
@@ -128,7 +128,7 @@ func (f *finalCache) put(op store.Operation) {
 		}
 		f.drop(k, old)
 	}
-	f.rows[op.Key] = finalEntry{op: op}
+	f.rows[op.Key] = replayEntry{op: op}
 	f.bytes += size
 }
 
@@ -136,7 +136,7 @@ func (f *finalCache) put(op store.Operation) {
 // next request with its digest is answered from the row directly. Only
 // the last request of a row is remembered: an agent's retries repeat
 // their bytes.
-func (f *finalCache) remember(key string, req *seenRequest) {
+func (f *replayCache) remember(key string, req *seenRequest) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	e, ok := f.rows[key]
@@ -152,7 +152,7 @@ func (f *finalCache) remember(key string, req *seenRequest) {
 }
 
 // drop forgets the row of key. f.mu is held.
-func (f *finalCache) drop(key string, e finalEntry) {
+func (f *replayCache) drop(key string, e replayEntry) {
 	delete(f.rows, key)
 	if e.req != nil {
 		delete(f.seen, e.req.digest)

@@ -32,13 +32,13 @@ func TestFinalCacheForgetsPurgeableRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.finals.put(final)
+		e.replays.put(final)
 		seen := &seenRequest{digest: requestDigest("agent-a", "", false, []byte(c.key))}
-		e.finals.remember(c.key, seen)
-		if _, _, ok := e.finals.byRequest(seen.digest); ok != c.kept {
+		e.replays.remember(c.key, seen)
+		if _, _, ok := e.replays.byRequest(seen.digest); ok != c.kept {
 			t.Errorf("%s: a request replayed from memory: %v, want %v", c.key, ok, c.kept)
 		}
-		if _, ok := e.finals.get(c.key); ok != c.kept {
+		if _, ok := e.replays.get(c.key); ok != c.kept {
 			t.Errorf("%s: replayed from memory: %v, want %v", c.key, ok, c.kept)
 		}
 	}

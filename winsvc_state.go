@@ -6,10 +6,12 @@ import (
 	"time"
 )
 
-// The Windows service handler's state machine, written against these
-// small types rather than the svc package's (which builds on Windows
-// only), so that a test on any system drives it. service_windows.go maps
-// svc.ChangeRequest and svc.Status onto them.
+// The Windows service's state machine: the requests of the service
+// manager, the states the service reports, and the handler that walks
+// between them. It is written against these small types rather than the
+// svc package's (which builds on Windows only), so that a test on any
+// system drives it; service_windows.go maps svc.ChangeRequest and
+// svc.Status onto them.
 
 // svcCmd is a request of the service manager.
 type svcCmd int

@@ -13,7 +13,7 @@ import (
 // The replay cache keeps final rows only, without their payload, within
 // its bounds in rows and bytes.
 func TestFinalCacheBounds(t *testing.T) {
-	var f finalCache
+	var f replayCache
 	f.put(store.Operation{Key: "open", Status: store.StatusStarted})
 	if _, ok := f.get("open"); ok {
 		t.Fatal("a row that is not final was kept")
@@ -58,18 +58,18 @@ func TestPurgeClearsFinalCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.finals.put(final)
+	e.replays.put(final)
 	seen := &seenRequest{digest: requestDigest("agent-a", "", false, []byte(`{}`))}
-	e.finals.remember(key, seen)
-	e.finals.put(store.Operation{Key: "test:payment.charge:other:v1", Status: store.StatusSucceeded})
+	e.replays.remember(key, seen)
+	e.replays.put(store.Operation{Key: "test:payment.charge:other:v1", Status: store.StatusSucceeded})
 	e.purge(ctx)
 	if _, err := st.Get(ctx, key); err == nil {
 		t.Fatal("the old row was not purged")
 	}
-	if _, ok := e.finals.get(key); ok {
+	if _, ok := e.replays.get(key); ok {
 		t.Fatal("the purged row is still replayed from the cache")
 	}
-	if _, _, ok := e.finals.byRequest(seen.digest); ok {
+	if _, _, ok := e.replays.byRequest(seen.digest); ok {
 		t.Fatal("a request of the purged row is still replayed from the cache")
 	}
 }
@@ -78,7 +78,7 @@ func TestPurgeClearsFinalCache(t *testing.T) {
 // remembers go with it when it is evicted or cleared, and a digest tells
 // apart the agent, the key header (present, absent) and the body.
 func TestFinalCacheRemembersRequests(t *testing.T) {
-	var f finalCache
+	var f replayCache
 	body := []byte(`{"intent":"invoice.create"}`)
 	digests := map[digest]string{}
 	for name, d := range map[string]digest{
