@@ -137,6 +137,14 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
+	// The address is taken before the first run makes its secrets: a bad
+	// or busy address stops serve before they are printed, so the next
+	// start prints them instead of a log that scrolled past.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
 	firstCtx := store.WithActor(ctx, store.Actor{Kind: store.ActorSystem, Name: "first-run"})
 	if c.config == "" && env("ONCEGATE_CONFIG") == "" {
 		if err := firstRunToken(firstCtx, st, stdout); err != nil {
@@ -145,11 +153,6 @@ func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Wr
 	}
 	if err := firstAdmin(firstCtx, st, stdout); err != nil {
 		return err
-	}
-
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
 	}
 	scheme := "http://"
 	if cfg.TLS.Enabled() {

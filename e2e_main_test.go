@@ -623,3 +623,26 @@ func TestMigrateRefusedWhileServing(t *testing.T) {
 		t.Fatalf("the gateway after a refused migrate: %d %v %v", code, body, err)
 	}
 }
+
+// A first run on a busy address stops before it makes its one-time
+// secrets: nothing is printed that would be lost, and the next start on a
+// free address prints them.
+func TestFirstRunSecretsAfterListen(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	data := filepath.Join(t.TempDir(), "data")
+	out, code := runCommand(t, nil, "serve", "--data", data, "--listen", busy.Addr().String())
+	if code == 0 || !strings.Contains(out, "listen") || strings.Contains(out, "First run") || strings.Contains(out, "og_") {
+		t.Fatalf("serve on a busy address (exit %d) printed:\n%s", code, out)
+	}
+	addr := freeAddr(t)
+	p := start(t, nil, "serve", "--data", data, "--listen", addr)
+	waitHTTP(t, "http://"+addr+"/readyz")
+	if o := p.output(); !strings.Contains(o, "First run: made agent token") || !strings.Contains(o, `First run: admin user "admin"`) {
+		t.Fatalf("the next start did not print the first run's secrets:\n%s", o)
+	}
+}
