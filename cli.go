@@ -55,6 +55,7 @@ var commands = []command{
 	serviceStatusCommand,
 	benchCommand,
 	simCommand,
+	versionCommand,
 }
 
 // errUsage marks a command line that was not understood.
@@ -141,7 +142,18 @@ func (cl cli) run(args []string) error {
 		fmt.Fprint(cl.stderr, usage())
 		return badUsage("", "say which command")
 	}
+	if len(args) == 2 && isHelp(args[1]) {
+		if g := groupUsage(args[0]); g != "" {
+			fmt.Fprint(cl.stdout, g)
+			return nil
+		}
+	}
 	switch args[0] {
+	case "version", "-version", "--version":
+		if len(args) == 1 {
+			fmt.Fprintln(cl.stdout, versionLine())
+			return nil
+		}
 	case "help", "-h", "-help", "--help":
 		if len(args) == 1 {
 			fmt.Fprint(cl.stdout, usage())
@@ -168,6 +180,31 @@ func (cl cli) run(args []string) error {
 		return badUsage(c.name, "%v", err)
 	}
 	return body(cl, fs.Args())
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
+}
+
+// groupUsage is the usage of a group of commands (token, user, audit,
+// intents, service): each subcommand with its summary; "" when name is
+// no group.
+func groupUsage(name string) string {
+	var b strings.Builder
+	for _, c := range commands {
+		if group, _, ok := strings.Cut(c.name, " "); ok && group == name {
+			if b.Len() == 0 {
+				fmt.Fprintf(&b, "Usage: oncegate %s SUBCOMMAND …\n\n", name)
+			}
+			fmt.Fprintf(&b, "  %-44s %s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	fmt.Fprintf(&b, "\n'oncegate %s SUBCOMMAND -h' prints a subcommand's flags.\n", name)
+	return b.String()
 }
 
 // flagSet makes the command's flags and its body.

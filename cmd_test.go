@@ -190,6 +190,22 @@ func TestCommandHelp(t *testing.T) {
 	if out, err := runCmd("help"); err != nil || !strings.Contains(out, "oncegate token revoke") {
 		t.Fatalf("help: %v\n%s", err, out)
 	}
+	// A group asked for help lists its subcommands.
+	for _, group := range []string{"token", "user", "audit", "intents", "service"} {
+		for _, h := range []string{"-h", "--help", "help"} {
+			out, err := runCmd(group, h)
+			if err != nil || !strings.HasPrefix(out, "Usage: oncegate "+group+" SUBCOMMAND") || !strings.Contains(out, "  "+group+" ") {
+				t.Errorf("%s %s: %v\n%s", group, h, err, out)
+			}
+		}
+	}
+	// The version, as an upgrade needs it.
+	for _, v := range []string{"version", "--version", "-version"} {
+		out, err := runCmd(v)
+		if err != nil || !strings.HasPrefix(out, "oncegate ") || !strings.Contains(out, fmt.Sprintf("journal schema %d", store.LatestVersion())) {
+			t.Errorf("%s: %v\n%s", v, err, out)
+		}
+	}
 	if _, err := os.Stat(missing); err == nil {
 		t.Fatal("asking for help created the data directory")
 	}
