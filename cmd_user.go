@@ -38,7 +38,11 @@ var userAddCommand = command{
 			if *role == "" {
 				return badUsage("user add", "--role is required (%s)", strings.Join(store.Roles, ", "))
 			}
-			password, err := readUserPassword(cl.stdin, cl.env)
+			// The name and role are checked before a password is asked for.
+			if err := store.CheckNewUser(args[0], *role); err != nil {
+				return fmt.Errorf("user add: %w", err)
+			}
+			password, err := readUserPassword(cl.stdin, cl.stderr, cl.env)
 			if err != nil {
 				return fmt.Errorf("user add: %w", err)
 			}
@@ -65,7 +69,7 @@ var userPasswdCommand = command{
 			if len(args) != 1 {
 				return badUsage("user passwd", "name one user")
 			}
-			password, err := readUserPassword(cl.stdin, cl.env)
+			password, err := readUserPassword(cl.stdin, cl.stderr, cl.env)
 			if err != nil {
 				return fmt.Errorf("user passwd: %w", err)
 			}
@@ -153,11 +157,14 @@ func withUserStore(c common, cl cli, create bool, do func(context.Context, *stor
 	return do(ctx, st)
 }
 
-// readUserPassword takes the password from ONCEGATE_PASSWORD, else from
-// the first line of stdin. At a terminal it prompts on stderr, twice,
+// readUserPassword takes the password from ONCEGATE_PASSWORD (saying so
+// on stderr), else from the first line of stdin. At a terminal it prompts on stderr, twice,
 // reads without echo, and the two must match.
-func readUserPassword(stdin io.Reader, env func(string) string) (string, error) {
+func readUserPassword(stdin io.Reader, stderr io.Writer, env func(string) string) (string, error) {
 	if pw := env("ONCEGATE_PASSWORD"); pw != "" {
+		// Said, so a password piped on stdin as well is not taken for
+		// the one set.
+		fmt.Fprintln(stderr, "the password is the one in $ONCEGATE_PASSWORD; stdin is not read")
 		return pw, checkUserPassword(pw)
 	}
 	f, tty := stdin.(*os.File)

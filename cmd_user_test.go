@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/views"
 	"github.com/oncegate/oncegate/store/storetest"
 )
 
@@ -111,8 +112,37 @@ func TestUserCommands(t *testing.T) {
 		if _, err := userCmd(t, "correct horse battery\n", nil, "add", "--data", dir, "--role", "root", "alice"); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("unknown role: %v, want ErrInvalid", err)
 		}
+		// (A refused add makes no journal; a user is added to make one.)
+		mustUserCmd(t, "correct horse battery\n", nil, "add", "--data", dir, "--role", "admin", "carol")
 		if _, err := userCmd(t, "", nil, "disable", "--data", dir, "nobody"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("disable unknown: %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("NameAndRoleBeforePassword", func(t *testing.T) {
+		// With no password at hand, what is wrong with the name or the
+		// role is said first, in the words the admin UI uses too.
+		dir := t.TempDir()
+		if _, err := userCmd(t, "", nil, "add", "--data", dir, "--role", "root", "alice"); err == nil || !strings.Contains(err.Error(), `unknown role "root"`) {
+			t.Errorf("an unknown role with no password: %v, want the role named", err)
+		}
+		_, err := userCmd(t, "", nil, "add", "--data", dir, "--role", "admin", "анна")
+		if err == nil || !strings.Contains(err.Error(), "Latin letters A-Z a-z") || !strings.Contains(err.Error(), "starting with a letter or digit") {
+			t.Errorf("a Cyrillic name: %v, want the naming rule", err)
+		}
+		for _, l := range []string{views.LabelsFor("ru").ErrUserName, views.LabelsFor("en").ErrUserName} {
+			if !strings.Contains(l, "A–Z a–z") || !strings.Contains(l, "anna.petrova") {
+				t.Errorf("the admin UI's rule %q differs from the command's", l)
+			}
+		}
+	})
+	t.Run("PasswordFromEnvironmentSaid", func(t *testing.T) {
+		dir := t.TempDir()
+		out := mustUserCmd(t, "a piped passphrase\n", map[string]string{"ONCEGATE_PASSWORD": "the environment's passphrase"}, "add", "--data", dir, "--role", "operator", "bob")
+		if !strings.Contains(out, "the password is the one in $ONCEGATE_PASSWORD; stdin is not read") {
+			t.Fatalf("add with both a variable and stdin said:\n%s", out)
+		}
+		if _, err := openUserStore(t, dir).Authenticate(ctx, "bob", "the environment's passphrase"); err != nil {
+			t.Fatalf("the variable's password: %v", err)
 		}
 	})
 }

@@ -59,9 +59,18 @@ var userName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 func validateUserName(name string) error {
 	if !userName.MatchString(name) {
-		return fmt.Errorf("%w: user name must be 1-64 characters of A-Z a-z 0-9 . _ @ - starting with a letter or digit", ErrInvalid)
+		return fmt.Errorf("%w: user name must be 1-64 characters: Latin letters A-Z a-z, digits 0-9 and . _ @ -, starting with a letter or digit (e.g. anna.petrova)", ErrInvalid)
 	}
 	return nil
+}
+
+// CheckNewUser refuses what CreateUser would refuse of a name and role,
+// so a command can say so before it asks for a password.
+func CheckNewUser(name, role string) error {
+	if err := validateUserName(name); err != nil {
+		return err
+	}
+	return validateRole(role)
 }
 
 func validateRole(role string) error {

@@ -92,7 +92,7 @@ var english = Labels{
 	AddUser: "Add", PasswordChanged: "Password changed", ChangeRole: "Change role",
 	Enable: "Enable", Disable: "Disable", Enabled: "enabled", Disabled: "disabled", NewPassword: "New password",
 	SetPassword:  "Set password",
-	ErrUserName:  "Name: 1–64 characters of A–Z a–z 0–9 . _ @ -, starting with a letter.",
+	ErrUserName:  "Name: 1–64 characters: Latin letters A–Z a–z, digits 0–9 and . _ @ -, starting with a letter or digit (e.g. anna.petrova).",
 	ErrUserTaken: "That name is taken.", ErrPasswordRules: "Passwords have at least 12 characters (and at most 1024 bytes).",
 	ErrRole: "Choose a role from the list.", ErrLastAdmin: "This is the last enabled admin: make another admin first.",
 	ErrTokenGone: "No such valid token.",

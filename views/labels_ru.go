@@ -92,7 +92,7 @@ var russian = Labels{
 	AddUser: "Добавить", PasswordChanged: "Пароль изменён", ChangeRole: "Сменить роль",
 	Enable: "Включить", Disable: "Отключить", Enabled: "активен", Disabled: "отключён", NewPassword: "Новый пароль",
 	SetPassword:  "Задать пароль",
-	ErrUserName:  "Имя: 1–64 символа A–Z a–z 0–9 . _ @ -, начиная с буквы.",
+	ErrUserName:  "Имя: 1–64 символа — латинские буквы A–Z a–z, цифры 0–9 и . _ @ -, начиная с буквы или цифры (например, anna.petrova).",
 	ErrUserTaken: "Такое имя уже занято.", ErrPasswordRules: "Пароль — от 12 символов (и не длиннее 1024 байт).",
 	ErrRole: "Выберите роль из списка.", ErrLastAdmin: "Это последний активный администратор: сначала назначьте другого.",
 	ErrTokenGone: "Такого действующего токена нет.",
