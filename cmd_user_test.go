@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/store"
-	"github.com/oncegate/oncegate/views"
 	"github.com/oncegate/oncegate/store/storetest"
+	"github.com/oncegate/oncegate/views"
 )
 
 // userCmd runs a user command with stdin and the environment vars, and returns
