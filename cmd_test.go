@@ -19,12 +19,18 @@ func runCmd(args ...string) (string, error) {
 	return out.String(), err
 }
 
-// Commands that only read refuse a data directory without a journal, so
-// a mistyped --data is never answered from a new, empty journal.
+// Commands that read or add to a journal refuse a data directory without
+// one, so a mistyped or forgotten --data is never answered from, or adds
+// a user or token to, a new, empty journal that serve would not use; only
+// serve and migrate up make one.
 func TestCommandsNeedAJournal(t *testing.T) {
 	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "typo")
+	if _, err := userCmd(t, "correct horse battery\n", nil, "add", "--data", missing, "--role", "accountant", "anna"); err == nil || !strings.Contains(err.Error(), "no journal at") {
+		t.Errorf("user add: %v, want a refusal naming the missing journal", err)
+	}
 	for _, args := range [][]string{
+		{"token", "create", "--data", missing, "--name", "agent-a", "--scopes", "read"},
 		{"migrate", "version", "--data", missing},
 		{"migrate", "down", "--data", missing},
 		{"token", "list", "--data", missing},

@@ -34,7 +34,7 @@ var tokenCreateCommand = command{
 				return fmt.Errorf("token create: --scopes: %w", err)
 			}
 			ctx := cliContext()
-			st, err := c.open(ctx, cl.env, true)
+			st, err := c.open(ctx, cl.env, false)
 			if err != nil {
 				return err
 			}

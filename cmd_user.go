@@ -46,7 +46,7 @@ var userAddCommand = command{
 			if err != nil {
 				return fmt.Errorf("user add: %w", err)
 			}
-			return withUserStore(c, cl, true, func(ctx context.Context, st *store.Store) error {
+			return withUserStore(c, cl, false, func(ctx context.Context, st *store.Store) error {
 				u, err := st.CreateUser(ctx, args[0], *role, password)
 				if err != nil {
 					return err

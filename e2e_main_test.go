@@ -271,6 +271,7 @@ targets:
 		r.journal = journalURL
 		r.env = append(r.env, "ONCEGATE_JOURNAL_URL="+journalURL)
 	}
+	runBinary(t, r.env, "migrate", "up", "--config", r.config, "--data", r.dataDir)
 	out := runBinary(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "e2e-agent", "--scopes", "read,draft,write,post,pay")
 	r.token = lastLine(out)
 	if !strings.HasPrefix(r.token, "og_") {

@@ -247,6 +247,7 @@ func TestServeSimulatorPublishesDeclaredIntents(t *testing.T) {
 	}
 	data := filepath.Join(t.TempDir(), "data")
 	r := &rig{t: t, config: cfg, dataDir: data}
+	runBinary(t, nil, "migrate", "up", "--config", cfg, "--data", data)
 	r.token = lastLine(runBinary(t, nil, "token", "create", "--config", cfg, "--data", data, "--name", "demo", "--scopes", "draft"))
 	r.startGateway()
 	const key = "test:purchase_order.create_draft:po-demo-1:v1"

@@ -149,6 +149,7 @@ targets:
 	}
 
 	// serve, with an operation at each target.
+	runBinary(t, env, "migrate", "up", "--config", config, "--data", dataDir)
 	token := lastLine(runBinary(t, env, "token", "create", "--config", config, "--data", dataDir, "--name", "echo-agent", "--scopes", "read,draft,write,post,pay"))
 	addr := freeAddr(t)
 	gw := start(t, env, "serve", "--config", config, "--data", dataDir, "--listen", addr)

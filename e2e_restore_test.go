@@ -200,6 +200,7 @@ func TestRestoreRefusesBadBackups(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
+	runBinary(t, nil, "migrate", "up", "--data", data)
 	runBinary(t, nil, "token", "create", "--data", data, "--name", "kept-agent", "--scopes", "read")
 	good := filepath.Join(dir, "good.db")
 	runBinary(t, nil, "backup", "--data", data, good)

@@ -95,13 +95,15 @@ func (c common) open(ctx context.Context, env func(string) string, create bool) 
 	if err != nil {
 		return nil, err
 	}
+	// A journal that was there and is gone says so first (and how to
+	// restore it); then one that never was.
+	if err := journalNotLost(ctx, cfg.DataDir, journal); err != nil {
+		return nil, err
+	}
 	if !create {
 		if err := journalExists(journal); err != nil {
 			return nil, err
 		}
-	}
-	if err := journalNotLost(ctx, cfg.DataDir, journal); err != nil {
-		return nil, err
 	}
 	// Opening applies pending migrations; the schema must not change under
 	// a running gateway, so a journal behind this binary needs serve

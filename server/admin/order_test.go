@@ -24,7 +24,7 @@ func TestApprovalNamesShopAndInvoice(t *testing.T) {
 	a := newApp(t, func(d *admin.Deps) { d.ShopNames = map[string]string{"payments": shop} })
 	ctx := context.Background()
 	key := a.uniq("test:payment.charge:inv-001:v1")
-	order := "order-" + key[len(key)-6:]
+	order := orderOf(key)
 	invKey := a.uniq("test:invoice.create:inv-001:v1")
 	a.claim(invKey, "invoice.create", "onec", false, map[string]any{
 		"order_id": order, "organization_id": "org-main", "customer_id": "customer-1042", "currency": "RUB",

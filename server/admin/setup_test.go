@@ -293,7 +293,7 @@ func (a *app) claim(key, intent, target string, money bool, payload map[string]a
 // charge journals a payment.charge awaiting approval and returns its approval.
 func (a *app) charge(key string, amount int, description string) store.Approval {
 	a.tb.Helper()
-	p := map[string]any{"account_id": "merchant-account-17", "order_id": "order-" + key[len(key)-6:], "amount_minor": amount, "currency": "RUB", "customer_id": "customer-1042"}
+	p := map[string]any{"account_id": "merchant-account-17", "order_id": orderOf(key), "amount_minor": amount, "currency": "RUB", "customer_id": "customer-1042"}
 	if description != "" {
 		p["description"] = description
 	}
@@ -351,6 +351,15 @@ func (a *app) uniq(s string) string {
 		return strings.TrimSuffix(s, ":v1") + suffix + ":v1"
 	}
 	return s + suffix
+}
+
+// orderOf is the order a test's charge under key is for: one of its own,
+// named by the key's id (test:payment.charge:<id>:v1).
+func orderOf(key string) string {
+	if parts := strings.Split(key, ":"); len(parts) == 4 {
+		return "order-" + parts[2]
+	}
+	return "order-" + key
 }
 
 // keyPath is key escaped as a path segment, as the UI links it.
