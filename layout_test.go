@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -233,5 +234,19 @@ func TestOneRefusal(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("%s is allowed to carry a code and a message but no longer exists", name)
 		}
+	}
+}
+
+// The binary carries the IANA zone database (time/tzdata): a Windows
+// server has none Go can read, and the configured time zones of 1C bases
+// and portals must load there too.
+func TestBinaryCarriesZoneDatabase(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	if !slices.Contains(strings.Fields(string(out)), "time/tzdata") {
+		t.Fatal("the binary does not embed time/tzdata: time_zone: Europe/Moscow would not load on Windows")
 	}
 }

@@ -27,6 +27,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	// The IANA zone database inside the binary: a Windows server beside
+	// 1C has none that Go can read, and a 1C base's or a portal's
+	// time_zone (Europe/Moscow) must load there as on Linux.
+	_ "time/tzdata"
 
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config"
