@@ -31,9 +31,12 @@ import (
 // never appear in it: keys ending in _env name the environment variable
 // that holds them.
 type Config struct {
-	Listen     string           `yaml:"listen"`
-	DataDir    string           `yaml:"data_dir"`
-	Contour    string           `yaml:"contour"`
+	Listen  string `yaml:"listen"`
+	DataDir string `yaml:"data_dir"`
+	Contour string `yaml:"contour"`
+	// TimeZone is where the people who decide are: the admin pages and
+	// their exports show times in it ("" = the system's).
+	TimeZone   string           `yaml:"time_zone"`
 	Targets    TargetsConfig    `yaml:"targets"`
 	Retry      RetryConfig      `yaml:"retry"`
 	Approval   ApprovalConfig   `yaml:"approval"`
@@ -361,6 +364,7 @@ func (c Config) validate(currencies []string) error {
 	if !contourPattern.MatchString(c.Contour) {
 		bad("contour", "%q must be 1-32 characters of A-Z a-z 0-9 _ -", c.Contour)
 	}
+	checkZone(bad, "time_zone", c.TimeZone)
 	c.validateTargets(bad)
 	checkEnv(bad, "journal.url_env", c.Journal.URLEnv)
 	c.validateRetry(bad)
@@ -377,6 +381,15 @@ func (c Config) validate(currencies []string) error {
 		bad("reconciler.max_backoff_ms", "must be at least interval_ms")
 	}
 	return errors.Join(errs...)
+}
+
+// Location is where the admin pages show times: time_zone, or the
+// system's zone when it names none.
+func (c Config) Location() *time.Location {
+	if loc, err := time.LoadLocation(c.TimeZone); err == nil && c.TimeZone != "" {
+		return loc
+	}
+	return time.Local
 }
 
 // validateRetry checks the retry policy's bounds.

@@ -164,3 +164,21 @@ func TestDuplicatesOverride(t *testing.T) {
 		t.Fatal("an unknown key under duplicates was accepted")
 	}
 }
+
+// time_zone names where the people who decide are; unset, the system's.
+func TestTimeZone(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(writeConfig(t, "time_zone: Europe/Moscow\n"), noEnv, currencies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Location().String(); got != "Europe/Moscow" {
+		t.Fatalf("location %q", got)
+	}
+	if cfg, _ := config.Load(writeConfig(t, "contour: test\n"), noEnv, currencies); cfg.Location() != time.Local {
+		t.Fatalf("unset: %v, want the system's", cfg.Location())
+	}
+	if _, err := config.Load(writeConfig(t, "time_zone: Moscow/Kremlin\n"), noEnv, currencies); err == nil || !strings.Contains(err.Error(), "time_zone") {
+		t.Fatalf("an unknown zone: %v", err)
+	}
+}
