@@ -142,7 +142,7 @@ func (cl cli) run(args []string) error {
 		fmt.Fprint(cl.stderr, usage())
 		return badUsage("", "say which command")
 	}
-	if len(args) == 2 && isHelp(args[1]) {
+	if len(args) == 2 && isHelp(args[1]) && !isCommand(args[0]) {
 		if g := groupUsage(args[0]); g != "" {
 			fmt.Fprint(cl.stdout, g)
 			return nil
@@ -180,6 +180,12 @@ func (cl cli) run(args []string) error {
 		return badUsage(c.name, "%v", err)
 	}
 	return body(cl, fs.Args())
+}
+
+// isCommand reports whether name is a command of its own (service is,
+// besides the group of its subcommands).
+func isCommand(name string) bool {
+	return slices.ContainsFunc(commands, func(c command) bool { return c.name == name })
 }
 
 // isHelp reports whether arg asks for help.

@@ -97,7 +97,7 @@ func TestCommandErrors(t *testing.T) {
 // earlier verify printed catches the cut.
 func TestAuditVerifyHead(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := journalDir(t)
 	for _, name := range []string{"agent-a", "agent-b", "agent-c"} {
 		if _, err := runCmd("token", "create", "--data", dir, "--name", name, "--scopes", "read"); err != nil {
 			t.Fatal(err)
@@ -197,7 +197,7 @@ func TestCommandHelp(t *testing.T) {
 		t.Fatalf("help: %v\n%s", err, out)
 	}
 	// A group asked for help lists its subcommands.
-	for _, group := range []string{"token", "user", "audit", "intents", "service"} {
+	for _, group := range []string{"token", "user", "audit", "intents"} {
 		for _, h := range []string{"-h", "--help", "help"} {
 			out, err := runCmd(group, h)
 			if err != nil || !strings.HasPrefix(out, "Usage: oncegate "+group+" SUBCOMMAND") || !strings.Contains(out, "  "+group+" ") {
