@@ -90,6 +90,10 @@ type Labels struct {
 
 	// Names for people.
 	Statuses map[string]string // operation statuses
+	// Finals says who ended a failed_final operation: "target" (refused
+	// it), "person" (denied it, or confirmed a duplicate), "expired" (no
+	// one approved it in time).
+	Finals   map[string]string
 	Roles    map[string]string
 	Intents  map[string]string
 	Targets  map[string]string // target systems by the gateway's names
@@ -113,6 +117,22 @@ func LabelsFor(lang string) *Labels {
 
 // StatusLabel is the name of an operation status for people.
 func (l *Labels) StatusLabel(s string) string { return orRaw(l.Statuses, s) }
+
+// OutcomeLabel is an operation's status for people, a failed_final one
+// told apart by who ended it: the target, a person, or the approval's
+// time running out (its error code says which).
+func (l *Labels) OutcomeLabel(status, code string) string {
+	if status != "failed_final" {
+		return l.StatusLabel(status)
+	}
+	switch code {
+	case "APPROVAL_DENIED", "DUPLICATE_CONFIRMED":
+		return orRaw(l.Finals, "person")
+	case "APPROVAL_EXPIRED":
+		return orRaw(l.Finals, "expired")
+	}
+	return orRaw(l.Finals, "target")
+}
 
 // RoleLabel is the name of a role for people.
 func (l *Labels) RoleLabel(r string) string { return orRaw(l.Roles, r) }

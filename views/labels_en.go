@@ -121,6 +121,7 @@ var english = Labels{
 
 	Day: "d", Hour: "h", Minute: "min", UnderMinute: "under a minute", Ago: "%s ago",
 
+	Finals: map[string]string{"target": "refused by the target", "person": "denied by a person", "expired": "approval expired"},
 	Statuses: map[string]string{
 		"awaiting_approval": "awaiting approval", "started": "running", "succeeded": "succeeded",
 		"failed_retryable": "failed, retryable", "failed_final": "failed", "unknown": "outcome unknown",

@@ -121,6 +121,7 @@ var russian = Labels{
 
 	Day: "дн", Hour: "ч", Minute: "мин", UnderMinute: "меньше минуты", Ago: "%s назад",
 
+	Finals: map[string]string{"target": "отказ системы", "person": "отклонено человеком", "expired": "не согласовано вовремя"},
 	Statuses: map[string]string{
 		"awaiting_approval": "ждёт согласования", "started": "выполняется", "succeeded": "выполнена",
 		"failed_retryable": "сбой, можно повторить", "failed_final": "отказ", "unknown": "исход неизвестен",

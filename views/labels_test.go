@@ -95,3 +95,23 @@ func TestEveryLabelSet(t *testing.T) {
 		t.Errorf("TargetKinds: Russian has %v, English %v", r, e)
 	}
 }
+
+// A failed_final operation says who ended it: the target, a person, or
+// the approval's time running out.
+func TestOutcomeLabel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ lang, status, code, want string }{
+		{"ru", "failed_final", "REFERENCE_NOT_FOUND", "отказ системы"},
+		{"ru", "failed_final", "APPROVAL_DENIED", "отклонено человеком"},
+		{"ru", "failed_final", "DUPLICATE_CONFIRMED", "отклонено человеком"},
+		{"ru", "failed_final", "APPROVAL_EXPIRED", "не согласовано вовремя"},
+		{"en", "failed_final", "POSTING_REFUSED", "refused by the target"},
+		{"en", "failed_final", "APPROVAL_DENIED", "denied by a person"},
+		{"en", "succeeded", "", "succeeded"},
+		{"ru", "unknown", "OUTCOME_UNKNOWN", "исход неизвестен"},
+	} {
+		if got := LabelsFor(tc.lang).OutcomeLabel(tc.status, tc.code); got != tc.want {
+			t.Errorf("%s %s %s: %q, want %q", tc.lang, tc.status, tc.code, got, tc.want)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 	for _, op := range ops {
 		v.Rows = append(v.Rows, views.OperationRow{
 			Key: op.Key, Href: operationHref(op.Key), Intent: op.Intent,
-			Status: string(op.Status), StatusLabel: l.StatusLabel(string(op.Status)),
+			Status: string(op.Status), StatusLabel: l.OutcomeLabel(string(op.Status), op.ErrorCode),
 			Target: l.TargetLabel(op.TargetSystem), Agent: op.Agent, Attempts: op.AttemptCount,
 			Created: formatTime(op.CreatedAt, h.d.Location, lg), Updated: formatTime(op.UpdatedAt, h.d.Location, lg),
 			ObjectID: op.TargetObjectID, Flagged: op.NeedsReview,

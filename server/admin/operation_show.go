@@ -41,7 +41,7 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 
 	v := views.OperationView{
 		Page: h.page(c, "operations", key), Key: op.Key,
-		Status: string(op.Status), StatusLabel: l.StatusLabel(string(op.Status)),
+		Status: string(op.Status), StatusLabel: l.OutcomeLabel(string(op.Status), op.ErrorCode),
 		AuditHref: "/admin/audit?key=" + url.QueryEscape(key),
 	}
 	if op.Status == store.StatusUnknown {
@@ -79,7 +79,7 @@ func (h *Handler) operationSummary(c echo.Context, op store.Operation) ([]views.
 	summary := []views.Field{
 		{Label: l.OperationKey, Value: op.Key, Mono: true, TestID: "summary-key"},
 		{Label: l.Intent, Value: op.Intent + " — " + h.intentTitle(c, op.Intent)},
-		{Label: l.Status, Value: l.StatusLabel(string(op.Status)), TestID: "summary-status"},
+		{Label: l.Status, Value: l.OutcomeLabel(string(op.Status), op.ErrorCode), TestID: "summary-status"},
 		{Label: l.Target, Value: op.TargetSystem},
 		{Label: l.Agent, Value: op.Agent, TestID: "summary-agent"},
 		{Label: l.ActorID, Value: orDash(op.ActorID)},

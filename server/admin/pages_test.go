@@ -66,7 +66,7 @@ func TestPayloadShowsAsText(t *testing.T) {
 	if got, want := full.text("field-comment"), xss+" call back"; got != want || strings.Contains(full.Body, "<scr") {
 		t.Fatalf("the accountant's comment %q, want %q escaped", got, want)
 	}
-	if got := p.text("summary-status"); got != "отказ" {
+	if got := p.text("summary-status"); got != "отклонено человеком" {
 		t.Fatalf("status %q", got)
 	}
 	if p.text("approval-decided-by") != "test-accountant" {
