@@ -352,3 +352,23 @@ func TestBinaryODataReferencesAndIgnoredKeys(t *testing.T) {
 		t.Fatalf("documents %d → %d: a create was sent to a base known to ignore keys", before, after)
 	}
 }
+
+// INTENTS.md (fixed): the instance onec given kind onec_odata and nothing
+// else is served by serve's built-in OData simulator, and the built-in 1C
+// intents run on it through the shipped mapping: the answer's
+// target_object_id is the document's Ref_Key, result.number its number.
+func TestServeOwnODataSimulator(t *testing.T) {
+	t.Parallel()
+	r := onOwnSimulators(t, "contour: test\ntargets:\n  onec: { kind: onec_odata }\n", "write")
+	const key = "test:invoice.create:o-own-1:v1"
+	code, body, err := r.post(key, fmt.Sprintf(e2eInvoice, "o-own-1", 2))
+	if err != nil || code != 200 || body["state"] != "succeeded" {
+		t.Fatalf("invoice.create on serve's own OData simulator: %d %v %v", code, body, err)
+	}
+	if got, want := body["target_object_id"], onecodata.RefKey("onec", "invoice.create", key); got != want {
+		t.Fatalf("target_object_id %v, want the document's Ref_Key %s", got, want)
+	}
+	if res, _ := body["result"].(map[string]any); res == nil || res["number"] == "" || res["number"] == nil {
+		t.Fatalf("result %v carries no document number", body["result"])
+	}
+}

@@ -241,18 +241,27 @@ func TestCheckDeclaredOneCIntent(t *testing.T) {
 func TestServeSimulatorPublishesDeclaredIntents(t *testing.T) {
 	t.Parallel()
 	dir := intentsDir(t, "purchase_order.create_draft.v1.yaml", purchaseOrderDefinition)
-	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(cfg, []byte("contour: test\nintents_dir: "+dir+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(t.TempDir(), "data")
-	r := &rig{t: t, config: cfg, dataDir: data}
-	runBinary(t, nil, "migrate", "up", "--config", cfg, "--data", data)
-	r.token = lastLine(runBinary(t, nil, "token", "create", "--config", cfg, "--data", data, "--name", "demo", "--scopes", "draft"))
-	r.startGateway()
+	r := onOwnSimulators(t, "contour: test\nintents_dir: "+dir+"\n", "draft")
 	const key = "test:purchase_order.create_draft:po-demo-1:v1"
 	code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 2))
 	if err != nil || code != 200 || body["state"] != "succeeded" {
 		t.Fatalf("a declared 1C intent on serve's own simulator: %d %v %v", code, body, err)
 	}
+}
+
+// onOwnSimulators starts serve with the configuration config, whose
+// targets are left to serve's built-in simulators, and an agent token
+// with scopes.
+func onOwnSimulators(t *testing.T, config, scopes string) *rig {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	r := &rig{t: t, config: cfg, dataDir: data}
+	runBinary(t, nil, "migrate", "up", "--config", cfg, "--data", data)
+	r.token = lastLine(runBinary(t, nil, "token", "create", "--config", cfg, "--data", data, "--name", "demo", "--scopes", scopes))
+	r.startGateway()
+	return r
 }

@@ -386,10 +386,14 @@ func (c Config) validate(currencies []string) error {
 // Location is where the admin pages show times: time_zone, or the
 // system's zone when it names none.
 func (c Config) Location() *time.Location {
-	if loc, err := time.LoadLocation(c.TimeZone); err == nil && c.TimeZone != "" {
-		return loc
+	if c.TimeZone == "" {
+		return time.Local
 	}
-	return time.Local
+	loc, err := time.LoadLocation(c.TimeZone)
+	if err != nil {
+		return time.Local // refused at load (validate): not reached
+	}
+	return loc
 }
 
 // validateRetry checks the retry policy's bounds.
