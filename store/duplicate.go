@@ -65,6 +65,26 @@ const liveDuplicateQuery = `SELECT ` + operationColumns + ` FROM operations
 	WHERE intent = ? AND business_key = ? AND created_at > ? AND status <> 'failed_final' AND operation_key <> ?
 	ORDER BY created_at, operation_key LIMIT 1`
 
+// liveOriginalQuery is liveDuplicateQuery among the operations that were
+// not themselves suspected: the business event's original. Times are
+// taken before a claim waits for the business key's lock, so on a shared
+// journal a held operation may carry an earlier time than the one that
+// went on; a later duplicate names the original all the same.
+const liveOriginalQuery = `SELECT ` + operationColumns + ` FROM operations
+	WHERE intent = ? AND business_key = ? AND created_at > ? AND status <> 'failed_final' AND operation_key <> ? AND duplicate_of IS NULL
+	ORDER BY created_at, operation_key LIMIT 1`
+
+// earliestLive is the business event's live original, or else its
+// earliest live operation (the original failed or is past the window).
+func (s *Store) earliestLive(ctx context.Context, q rowQuerier, intent string, r DuplicateCheck, key string) (Operation, error) {
+	since := formatTime(s.now().Add(-r.Window))
+	op, err := scanOperation(q.QueryRowContext(ctx, liveOriginalQuery, intent, r.BusinessKey, since, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		op, err = scanOperation(q.QueryRowContext(ctx, liveDuplicateQuery, intent, r.BusinessKey, since, key))
+	}
+	return op, err
+}
+
 // findDuplicate is the earlier live operation of the same business event
 // as a claim of key, or nil. lock takes the business key's lock first.
 func (s *Store) findDuplicate(ctx context.Context, tx *txn, intent string, r DuplicateCheck, key string, lock bool) (*Operation, error) {
@@ -73,8 +93,7 @@ func (s *Store) findDuplicate(ctx context.Context, tx *txn, intent string, r Dup
 			return nil, fmt.Errorf("lock business key: %w", err)
 		}
 	}
-	since := formatTime(s.now().Add(-r.Window))
-	op, err := scanOperation(tx.QueryRowContext(ctx, liveDuplicateQuery, intent, r.BusinessKey, since, key))
+	op, err := s.earliestLive(ctx, tx, intent, r, key)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -111,8 +130,7 @@ func keyExists(ctx context.Context, tx *txn, key string) (bool, error) {
 // as a request with key under intent and the rule r, or ErrNotFound. It
 // reads only and decides nothing (validate mode); the claim decides.
 func (s *Store) FindDuplicate(ctx context.Context, intent string, r DuplicateCheck, key string) (Operation, error) {
-	since := formatTime(s.now().Add(-r.Window))
-	op, err := scanOperation(s.rdb.QueryRowContext(ctx, liveDuplicateQuery, intent, r.BusinessKey, since, key))
+	op, err := s.earliestLive(ctx, s.rdb, intent, r, key)
 	if err != nil {
 		return Operation{}, fmt.Errorf("find duplicate: %w", interpretError(err))
 	}

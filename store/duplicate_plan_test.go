@@ -17,7 +17,7 @@ func TestDuplicateQuerySearchesTheBusinessKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for _, q := range []string{liveDuplicateQuery} {
+	for _, q := range []string{liveOriginalQuery, liveDuplicateQuery} {
 		rows, err := s.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, "invoice.create", "bk", "2026-01-01T00:00:00Z", "k")
 		if err != nil {
 			t.Fatal(err)
