@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/onecodata"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server/admin"
@@ -50,6 +52,48 @@ func TestApprovalNamesTheCustomer(t *testing.T) {
 	p = a.signIn(store.RoleAuditor).get("/admin/approvals").expect(t, http.StatusOK)
 	if c := approvalCard(p.Body, other); strings.Contains(c, "Вектор") || strings.Contains(c, "customer-1042") {
 		t.Fatalf("the auditor reads the customer:\n%s", c)
+	}
+}
+
+// The card names the customer whichever target can tell: the firm's 1C
+// HTTP service (its id register and catalog) or the CRM (the contact and
+// its requisites), each read when the card is shown.
+func TestApprovalNamesTheCustomerFromEachTarget(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(sim.New())
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		target, customer, name, inn string
+		describer                   func(t *testing.T) adapters.Describer
+	}{
+		{"onec", "customer-1042", "ООО «Вектор»", "7702104200", func(t *testing.T) adapters.Describer {
+			c, err := onec.New(onec.Config{BaseURL: srv.URL + "/onec", Username: "oncegate", Password: "sim"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}},
+		{"crm", "customer-2001", "Соколов Андрей Викторович", "770220010001", func(t *testing.T) adapters.Describer {
+			c, err := bitrix24.New(bitrix24.Config{WebhookURL: srv.URL + "/bitrix24" + sim.Bitrix24WebhookPath()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}},
+	} {
+		t.Run(tc.target, func(t *testing.T) {
+			t.Parallel()
+			d := tc.describer(t)
+			a := newApp(t, func(deps *admin.Deps) { deps.Describers = map[string]adapters.Describer{tc.target: d} })
+			key := a.uniq("test:payment.charge:party-" + tc.target + ":v1")
+			a.claim(key, "payment.charge", "payments", true, map[string]any{"account_id": "merchant-account-17",
+				"order_id": orderOf(key), "amount_minor": 125000, "currency": "RUB", "customer_id": tc.customer})
+			p := a.signIn(store.RoleAccountant).get("/admin/approvals").expect(t, http.StatusOK)
+			c := approvalCard(p.Body, key)
+			if !strings.Contains(c, tc.name) || !strings.Contains(c, tc.inn) || !strings.Contains(c, tc.customer) {
+				t.Fatalf("the card does not name %s as %s knows them (%s, ИНН %s):\n%s", tc.customer, tc.target, tc.name, tc.inn, c)
+			}
+		})
 	}
 }
 
