@@ -356,7 +356,7 @@ type benchPath struct {
 // first reference's and the forwarding's rates and the journal's batches.
 func benchTable(stdout io.Writer, client *http.Client, token string, paths []benchPath, writeStats func() store.WriteStats, b benchSetup) error {
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tjournal batches/s × writes\t")
+	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tCPU/req\tjournal batches/s × writes\t")
 	var ref, fwdRate float64
 	for _, p := range paths {
 		if b.only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(b.only)) && !strings.Contains(p.name, "reference") {
@@ -367,7 +367,7 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
 		}
-		before := writeStats()
+		before, cpu0 := writeStats(), processCPU()
 		var (
 			r   loadResult
 			err error
@@ -375,6 +375,10 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 		labeled("client", func() { r, err = load(client, p.urls, token, p.key, b.conns, b.dur) })
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		cpu := "-"
+		if used := processCPU() - cpu0; used > 0 {
+			cpu = (used / time.Duration(r.n)).Round(time.Microsecond).String()
 		}
 		if ref == 0 {
 			ref = r.rate
@@ -391,7 +395,7 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 		case p.kind == benchGatewayPath && fwdRate > 0:
 			vsFwd = fmt.Sprintf("%.2f×", r.rate/fwdRate)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, vsFwd, journal)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t%s\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, vsFwd, cpu, journal)
 	}
 	return tw.Flush()
 }
