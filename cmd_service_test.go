@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/oncegate/oncegate/server/config/configtest"
 )
 
 // fakeSystemctl records the systemctl calls of a systemd manager.
@@ -24,17 +26,7 @@ func (f *fakeSystemctl) manager(unitDir string) systemd {
 
 func testCLI() (cli, *bytes.Buffer) {
 	var out bytes.Buffer
-	return cli{strings.NewReader(""), &out, &out, func(string) string { return "" }}, &out
-}
-
-// writeConfig writes a configuration file into dir and returns its path.
-func writeConfig(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return cli{strings.NewReader(""), &out, &out, configtest.NoEnv}, &out
 }
 
 const secretValue = "s3cr3t-webhook-value"
@@ -174,8 +166,8 @@ func TestServiceInstall(t *testing.T) {
 	t.Parallel()
 	const exe = "/usr/local/bin/oncegate"
 	confDir := t.TempDir()
-	config := writeConfig(t, confDir, "config.yaml", "contour: test\n")
-	envFile := writeConfig(t, confDir, "secrets.env", "BITRIX24_WEBHOOK_URL="+secretValue+"\n")
+	config := configtest.WriteFile(t, confDir, "config.yaml", "contour: test\n", 0o644)
+	envFile := configtest.WriteFile(t, confDir, "secrets.env", "BITRIX24_WEBHOOK_URL="+secretValue+"\n", 0o644)
 	opts := func(unitDir string) serviceOptions {
 		return serviceOptions{config: config, data: "/var/lib/oncegate-test", envFile: envFile, name: "oncegate-test", user: "oncegate", unitDir: unitDir, set: map[string]bool{}}
 	}
@@ -271,7 +263,7 @@ func TestServiceInstall(t *testing.T) {
 		}
 	})
 	t.Run("ErrRefused", func(t *testing.T) {
-		bad := writeConfig(t, t.TempDir(), "bad.yaml", "lisen: 127.0.0.1:8080\n")
+		bad := configtest.WriteFile(t, t.TempDir(), "bad.yaml", "lisen: 127.0.0.1:8080\n", 0o644)
 		for name, c := range map[string]struct {
 			edit   func(*serviceOptions)
 			exe    string
@@ -370,7 +362,7 @@ func TestServiceCommandLine(t *testing.T) {
 		return
 	}
 	unitDir := t.TempDir()
-	bad := writeConfig(t, t.TempDir(), "bad.yaml", "listen: [\n")
+	bad := configtest.WriteFile(t, t.TempDir(), "bad.yaml", "listen: [\n", 0o644)
 	for _, c := range []struct {
 		args []string
 		msg  string

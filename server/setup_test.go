@@ -9,19 +9,14 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/adapters/bitrix24"
-	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/sim"
-	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
@@ -101,18 +96,6 @@ func await(tb testing.TB, what string, e *event, cond func() bool) {
 	}
 }
 
-func noEnv(string) string { return "" }
-
-// writeConfig writes a configuration file of body, removed at cleanup.
-func writeConfig(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // testConfig is the default configuration with timeouts and delays small
 // enough for tests.
 func testConfig() config.Config {
@@ -138,26 +121,15 @@ func openJournal(tb testing.TB) *store.Store {
 	return storetest.Open(tb)
 }
 
-// simTargets are the three targets talking to the simulators at url with
-// cfg's call timeouts and the simulators' credentials: what main builds
-// for a configuration that points at no real system.
-func simTargets(tb testing.TB, cfg config.Config, url string) map[string]adapters.Target {
+// simulated serves the simulators over loopback and builds the three
+// targets at them with cfg's call timeouts: what serve builds for a
+// configuration that points at no real system.
+func simulated(tb testing.TB, cfg config.Config) adapterstest.Simulated {
 	tb.Helper()
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	t := cfg.Targets
-	one, err := onec.New(onec.Config{BaseURL: url + "/onec", Timeout: ms(t["onec"].TimeoutMS)})
-	if err != nil {
-		tb.Fatal(err)
+	ms := func(target string) time.Duration {
+		return time.Duration(cfg.Targets[target].TimeoutMS) * time.Millisecond
 	}
-	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/1/sim-webhook/", Timeout: ms(t["crm"].TimeoutMS)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pay, err := yookassa.New(yookassa.Config{BaseURL: url + "/yookassa/v3", ShopID: t["payments"].ShopID, SecretKey: sim.YooKassaSecret(), Timeout: ms(t["payments"].TimeoutMS)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return map[string]adapters.Target{"onec": one, "crm": crm, "payments": pay}
+	return adapterstest.Start(tb, adapterstest.Timeouts{OneC: ms("onec"), CRM: ms("crm"), Payments: ms("payments")})
 }
 
 // mustCatalog loads the whitelist cfg names (intents_dir,
@@ -178,16 +150,8 @@ func mustCatalog(tb testing.TB, cfg config.Config, targets map[string]adapters.T
 func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	tb.Helper()
 	ctx := context.Background()
-	simulators := sim.New()
-	// The targets here are not paced: the portal's rate limit is tested
-	// with the adapter and the binary, not in every server test.
-	portal := sim.DefaultBitrix24Portal()
-	portal.PerSecond = 0
-	simulators.SetBitrix24Portal(portal)
-	simHTTP := httptest.NewServer(simulators)
-	tb.Cleanup(simHTTP.Close)
-
-	targets := simTargets(tb, cfg, simHTTP.URL)
+	sims := simulated(tb, cfg)
+	targets := sims.Targets
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(cfg, st, targets, mustCatalog(tb, cfg, targets), log)
 	signals := srv.InitTestSignals()
@@ -225,7 +189,7 @@ func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &gateway{t: tb, srv: srv, store: st, sim: simulators, simURL: simHTTP.URL, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown,
+	return &gateway{t: tb, srv: srv, store: st, sim: sims.Sim, simURL: sims.URL, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown,
 		reconciled: reconciled, executed: executed, expired: expired, purged: purged}
 }
 
@@ -326,17 +290,12 @@ func (g *gateway) post(key string, envelope map[string]any) reply {
 	return g.do("POST", "/v1/operations", g.token, h, body)
 }
 
-// invoice is an invoice.create envelope for order with quantity.
+// invoice is an invoice.create envelope for order with quantity, its
+// currency spelt in lower case as in API.md's example.
 func invoice(order string, quantity float64) map[string]any {
-	return map[string]any{
-		"schema_version": "1.0",
-		"intent":         "invoice.create",
-		"actor_id":       "user-42",
-		"payload": map[string]any{
-			"order_id": order, "organization_id": "org-main", "customer_id": "customer-1042", "currency": "rub",
-			"items": []any{map[string]any{"product_id": "product-778", "quantity": quantity, "unit": "pcs", "price_minor": 62500}},
-		},
-	}
+	payload := adapterstest.InvoicePayload(order, quantity)
+	payload["currency"] = "rub"
+	return map[string]any{"schema_version": "1.0", "intent": "invoice.create", "actor_id": "user-42", "payload": payload}
 }
 
 // row reads the journal row of key.
