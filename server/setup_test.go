@@ -38,9 +38,8 @@ type gateway struct {
 	// stop shuts the gateway down gracefully and returns Serve's error.
 	stop func() error
 	// The workers' events: the reconciler settled a row, the executor ran
-	// an approved operation or ended an expired approval, retention
-	// finished a pass over a target.
-	reconciled, executed, expired, purged *event
+	// an approved operation or ended an expired approval.
+	reconciled, executed, expired *event
 }
 
 // event tells every test waiting on one kind of worker event that one
@@ -108,6 +107,53 @@ func testConfig() config.Config {
 	return cfg
 }
 
+// fastConfig makes the background workers and timeouts quick.
+func fastConfig() config.Config {
+	cfg := testConfig()
+	cfg.Targets["onec"].TimeoutMS = 300
+	cfg.Targets["payments"].TimeoutMS = 300
+	cfg.Reconciler.IntervalMS = 50
+	cfg.Reconciler.MaxBackoffMS = 100
+	cfg.Reconciler.ReviewAfter = 2
+	return cfg
+}
+
+// eventually polls cond until it holds or the time is up, for what no
+// worker reports (await waits for a worker).
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func charge(order string, amount int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"schema_version": "1.0", "intent": "payment.charge",
+		"payload": map[string]any{"account_id": "merchant-account-17", "order_id": order, "amount_minor": amount, "currency": "RUB"},
+	})
+	return b
+}
+
+// payer submits a charge with a pay token.
+func (g *gateway) charge(token, key, order string, amount int) reply {
+	g.t.Helper()
+	return g.do("POST", "/v1/operations", token, map[string]string{"Idempotency-Key": key}, charge(order, amount))
+}
+
+func (g *gateway) approval(key string) store.Approval {
+	g.t.Helper()
+	a, err := g.store.ApprovalByKey(context.Background(), key)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return a
+}
+
 func setup(tb testing.TB) *gateway { return setupWith(tb, testConfig()) }
 
 func setupWith(tb testing.TB, cfg config.Config) *gateway {
@@ -158,13 +204,12 @@ func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	if err := srv.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	reconciled, executed, expired, purged := newEvent(), newEvent(), newEvent(), newEvent()
+	reconciled, executed, expired := newEvent(), newEvent(), newEvent()
 	relaying := make(chan struct{})
 	tb.Cleanup(func() { close(relaying) })
 	go relay(signals.Reconciled, reconciled, relaying)
 	go relay(signals.Executed, executed, relaying)
 	go relay(signals.Expired, expired, relaying)
-	go relay(signals.Purged, purged, relaying)
 	// Serve for real: the HTTP server and the background workers.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -190,7 +235,7 @@ func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 		tb.Fatal(err)
 	}
 	return &gateway{t: tb, srv: srv, store: st, sim: sims.Sim, simURL: sims.URL, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown,
-		reconciled: reconciled, executed: executed, expired: expired, purged: purged}
+		reconciled: reconciled, executed: executed, expired: expired}
 }
 
 // MustToken makes another agent token.
