@@ -16,7 +16,7 @@ import (
 // runCmd runs a command line in process and returns its output and error.
 func runCmd(args ...string) (string, error) {
 	var out bytes.Buffer
-	err := cli{strings.NewReader(""), &out, &out, configtest.NoEnv}.run(args)
+	err := invocation{strings.NewReader(""), &out, &out, configtest.NoEnv}.run(args)
 	return out.String(), err
 }
 
