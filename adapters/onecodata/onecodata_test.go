@@ -37,7 +37,9 @@ const (
 	postMap    = `{"post":{"entity":"Document_СчетНаОплатуПокупателю","document":"order_id"}}`
 )
 
-func invoicePayload(customer, product string) json.RawMessage {
+// declaredInvoice is the payload of the declared invoice.create the OData
+// client is bound to, for customer and product.
+func declaredInvoice(customer, product string) json.RawMessage {
 	return json.RawMessage(`{"order_id":"order-1","organization_id":"org-main","customer_id":"` + customer +
 		`","currency":"RUB","due_date":"2026-12-04T07:00:00Z","items":[{"product_id":"` + product + `","quantity":2,"price_minor":62500}]}`)
 }
@@ -89,7 +91,7 @@ func bindings() []adapters.Binding {
 }
 
 func invoiceOp(key string) adapters.Op {
-	return adapters.Op{Key: key, Intent: "invoice.create", Version: 1, Payload: invoicePayload("customer-1042", "product-778"), Attempt: 1}
+	return adapters.Op{Key: key, Intent: "invoice.create", Version: 1, Payload: declaredInvoice("customer-1042", "product-778"), Attempt: 1}
 }
 
 func TestRefKey(t *testing.T) {
@@ -298,7 +300,7 @@ func TestExecute_References(t *testing.T) {
 		{"customer-1042", "product-deleted-1", codes.ReferenceInactive, "items[0].product_id"},
 		{"customer-blocked-1", "product-778", codes.ReferenceInactive, "customer_id"},
 	} {
-		op := adapters.Op{Key: "k-" + tc.customer + tc.product, Intent: "invoice.create", Version: 1, Payload: invoicePayload(tc.customer, tc.product)}
+		op := adapters.Op{Key: "k-" + tc.customer + tc.product, Intent: "invoice.create", Version: 1, Payload: declaredInvoice(tc.customer, tc.product)}
 		_, err := f.c.Execute(ctx, op)
 		if ae := adapterstest.WantError(t, err, adapters.Final, tc.code, tc.field); ae.Field != tc.field {
 			t.Errorf("%s: field %q, want %q", tc.code, ae.Field, tc.field)
@@ -311,11 +313,11 @@ func TestExecute_References(t *testing.T) {
 	// By ИНН, the branches of one firm are ambiguous; by ИНН+КПП, one.
 	refs["customer"] = onecodata.Reference{Catalog: "Catalog_Контрагенты", By: []string{"ИНН"}}
 	f = setup(t, 2*time.Second, refs)
-	_, err := f.c.Execute(ctx, adapters.Op{Key: "k-amb", Intent: "invoice.create", Version: 1, Payload: invoicePayload("7707083893", "product-778")})
+	_, err := f.c.Execute(ctx, adapters.Op{Key: "k-amb", Intent: "invoice.create", Version: 1, Payload: declaredInvoice("7707083893", "product-778")})
 	adapterstest.WantError(t, err, adapters.Final, codes.ReferenceAmbiguous, "customer_id")
 	refs["customer"] = onecodata.Reference{Catalog: "Catalog_Контрагенты", By: []string{"ИНН", "КПП"}}
 	f = setup(t, 2*time.Second, refs)
-	plan, err := f.c.Validate(ctx, adapters.Op{Key: "k-kpp", Intent: "invoice.create", Version: 1, Payload: invoicePayload("7707083893:165502001", "product-778")})
+	plan, err := f.c.Validate(ctx, adapters.Op{Key: "k-kpp", Intent: "invoice.create", Version: 1, Payload: declaredInvoice("7707083893:165502001", "product-778")})
 	if err != nil || plan.Data["body"].(map[string]any)["Контрагент_Key"] != sim.ODataRef("Catalog_Контрагенты", "customer-branch-b") {
 		t.Fatalf("by ИНН+КПП: %v %v", plan.Data, err)
 	}
