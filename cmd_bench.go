@@ -131,12 +131,20 @@ func bench(stdout io.Writer, b benchSetup) error {
 		journal = filepath.Join(dir, "journal.db")
 		journalName = journal + " (WAL, synchronous=FULL)"
 	}
-	_, simHTTP, simURL, err := sim.Start("127.0.0.1:0")
+	// Each part runs under a profile label (part=gateway, simulator,
+	// reference, forwarding, client), which the goroutines it starts
+	// inherit: pprof -tagfocus part=gateway shows the gateway's own share.
+	var (
+		simHTTP *http.Server
+		simURL  string
+	)
+	labeled("simulator", func() { _, simHTTP, simURL, err = sim.Start("127.0.0.1:0") })
 	if err != nil {
 		return err
 	}
 	defer simHTTP.Close()
-	gw, err := startBenchGateways(ctx, cfg, simURL, journal, b.instances)
+	var gw *benchGateways
+	labeled("gateway", func() { gw, err = startBenchGateways(ctx, cfg, simURL, journal, b.instances) })
 	defer gw.stop()
 	if err != nil {
 		return err
@@ -145,7 +153,11 @@ func bench(stdout io.Writer, b benchSetup) error {
 	if err != nil {
 		return err
 	}
-	refURL, stopRef, err := serveEcho(benchReference())
+	var (
+		refURL, fwdURL   string
+		stopRef, stopFwd func()
+	)
+	labeled("reference", func() { refURL, stopRef, err = serveEcho(benchReference()) })
 	if err != nil {
 		return err
 	}
@@ -154,7 +166,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 	if err != nil {
 		return err
 	}
-	fwdURL, stopFwd, err := serveEcho(fwd)
+	labeled("forwarding", func() { fwdURL, stopFwd, err = serveEcho(fwd) })
 	if err != nil {
 		return err
 	}
@@ -356,7 +368,11 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 			}
 		}
 		before := writeStats()
-		r, err := load(client, p.urls, token, p.key, b.conns, b.dur)
+		var (
+			r   loadResult
+			err error
+		)
+		labeled("client", func() { r, err = load(client, p.urls, token, p.key, b.conns, b.dur) })
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -378,6 +394,12 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, vsFwd, journal)
 	}
 	return tw.Flush()
+}
+
+// labeled runs f with the profile label part=part, which the goroutines
+// f starts keep.
+func labeled(part string, f func()) {
+	pprof.Do(context.Background(), pprof.Labels("part", part), func(context.Context) { f() })
 }
 
 // listenAndServe serves on a new loopback port and returns its URL and a

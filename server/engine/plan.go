@@ -95,6 +95,18 @@ func (e *Engine) precheck(ctx context.Context, def *intent.Intent, norm contract
 	return nil, nil
 }
 
+// checksBeforeClaim says whether a new key's request is checked at the
+// target before it is claimed: yes, but where the target's execute makes
+// the same checks in the transaction that makes the effect
+// (adapters.Rechecker) and nothing stands between the claim and that
+// call — no plan the agent pinned to compare, no person to decide first
+// (an accountant is not asked to approve what the target would refuse).
+// The skipped round trip is one of the two calls a new operation made to 1C.
+func (e *Engine) checksBeforeClaim(def *intent.Intent, planHash string) bool {
+	r, ok := e.targets[def.Target].(adapters.Rechecker)
+	return !ok || !r.ChecksOnExecute() || planHash != "" || def.Money
+}
+
 // read is a read-only intent (sales_order.get_status): no key, not
 // journaled.
 func (e *Engine) read(ctx context.Context, def *intent.Intent, norm contract.Normalized) (adapters.Result, error) {

@@ -210,15 +210,18 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		}
 	case errors.Is(err, store.ErrNotFound):
 		// A key never seen: the business limits, then every check at the
-		// target (references, business rules), which writes nothing. The
+		// target (references, business rules), which writes nothing — unless
+		// the target's execute makes the same checks itself. The
 		// target's refusal is journaled failed_final below, before anything
 		// was sent to execute. (A key seen before was accepted then: its
 		// retries and replays are not refused by limits changed since.)
 		if err := e.checkLimits(def, norm); err != nil {
 			return store.Operation{}, false, err
 		}
-		if refused, err = e.precheck(ctx, def, norm, key, env.PlanHash); err != nil {
-			return store.Operation{}, false, err
+		if e.checksBeforeClaim(def, env.PlanHash) {
+			if refused, err = e.precheck(ctx, def, norm, key, env.PlanHash); err != nil {
+				return store.Operation{}, false, err
+			}
 		}
 		// The duplicate rule is decided by the claim, in its transaction.
 		if dup, err = duplicateCheck(def, norm); err != nil {
