@@ -39,7 +39,7 @@ var benchCommand = command{
 	name:    "bench",
 	args:    "[--connections N] [--duration D] [--fill N] [--journal-url-env VAR [--instances N]]",
 	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request and one that forwards it to 1C once",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
 		dur := fs.Duration("duration", 8*time.Second, "how long each path is loaded (`D`)")
 		profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
@@ -47,7 +47,7 @@ var benchCommand = command{
 		urlEnv := fs.String("journal-url-env", "", "the environment variable `VAR` holding a postgres:// URL of a scratch database to bench the shared journal on (default: a new SQLite journal)")
 		instances := fs.Int("instances", 1, "`N` gateways on the one journal (PostgreSQL only), the load spread over them")
 		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("bench", "takes no arguments")
 			}
@@ -56,7 +56,7 @@ var benchCommand = command{
 			}
 			journal := ""
 			if *urlEnv != "" {
-				if journal = cl.env(*urlEnv); !store.IsPostgres(journal) {
+				if journal = inv.env(*urlEnv); !store.IsPostgres(journal) {
 					return badUsage("bench", "%s must hold a postgres:// URL", *urlEnv)
 				}
 			}
@@ -74,7 +74,7 @@ var benchCommand = command{
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench(cl.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill})
+			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill})
 		}
 	},
 }

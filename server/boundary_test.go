@@ -16,6 +16,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -384,7 +385,7 @@ func TestCurrencyLimitsAnySpelling(t *testing.T) {
 		if err := os.WriteFile(p, []byte("limits:\n  payment.charge: "+limits+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		loaded, err := config.Load(p, func(string) string { return "" }, yookassa.Currencies())
+		loaded, err := config.Load(p, configtest.NoEnv, yookassa.Currencies())
 		if err != nil {
 			t.Fatal(err)
 		}
