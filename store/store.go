@@ -51,6 +51,7 @@ type Store struct {
 	beforeCommit atomic.Pointer[func() error] // SetBeforeCommit
 	batches      atomic.Int64                 // batches committed or failed
 	batched      atomic.Int64                 // writes those batches held
+	reruns       atomic.Int64                 // batches run again with savepoints
 	queued       atomic.Int64                 // writes waiting for the writer
 }
 

@@ -88,6 +88,8 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if after := s.WriteStats(); after.Batches-before.Batches != 1 || after.Writes-before.Writes != n {
 		t.Errorf("%d queued writes took %d batches holding %d writes, want 1 holding %d", n, after.Batches-before.Batches, after.Writes-before.Writes, n)
+	} else if after.Reruns-before.Reruns != 1 {
+		t.Errorf("the batch with failing writes ran %d more times, want once more, each write in its savepoint", after.Reruns-before.Reruns)
 	}
 
 	executes, held2, mismatches := 0, 0, 0
@@ -257,4 +259,46 @@ func TestSecondWriterGetsItsTurn(t *testing.T) {
 		t.Fatalf("audit chain with two writers: %+v, %v", rep, err)
 	}
 	t.Logf("%d claims beside 20 writes of a second handle", n.Load())
+}
+
+// A batch in which no write fails runs once, without a savepoint per
+// write: on PostgreSQL each savepoint costs two round trips.
+func TestGroupCommitWithoutFailures(t *testing.T) {
+	store.OneWriter(t)
+	s := MustOpenStore(t)
+	ctx := context.Background()
+	held, release := holdWriter(s)
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := s.Claim(ctx, claimReq("test:invoice.create:first:v1", fp1, "run-1"))
+		first <- err
+	}()
+	<-held
+	before := s.WriteStats()
+	const n = 20
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, _, errs[i] = s.Claim(ctx, claimReq(fmt.Sprintf("test:invoice.create:plain-%d:v1", i), fp1, "run-1"))
+		})
+	}
+	waitQueued(t, s, n)
+	release()
+	wg.Wait()
+	if err := errors.Join(append(errs, <-first)...); err != nil {
+		t.Fatal(err)
+	}
+	after := s.WriteStats()
+	if after.Batches-before.Batches != 1 || after.Reruns != before.Reruns {
+		t.Errorf("%d good writes: %d batches, %d run again; want 1 batch, run once", n, after.Batches-before.Batches, after.Reruns-before.Reruns)
+	}
+	for i := range n {
+		if op, err := s.Get(ctx, fmt.Sprintf("test:invoice.create:plain-%d:v1", i)); err != nil || op.Status != store.StatusStarted {
+			t.Fatalf("plain-%d: %+v, %v", i, op, err)
+		}
+	}
+	if rep, err := s.VerifyAudit(ctx); err != nil || rep.BrokenAt != 0 {
+		t.Fatalf("audit chain: %+v, %v", rep, err)
+	}
 }
