@@ -7,12 +7,13 @@ type Records struct {
 	Search, SearchHint, Filters, ColAmount, ColCustomer string
 
 	AnyEvent, ExportExcel, ChainHead, ChainHeadNone string
+	ChainHeadHint                                   string // %s: the command that checks it later
 	DetailNone                                      string
 	// DetailFields names the fields of an event's detail.
 	DetailFields map[string]string
 
 	// Excel export columns.
-	XTime, XActor, XEvent, XEventName, XOperation, XDetail, XHash string
+	XNumber, XTime, XActor, XEvent, XEventName, XOperation, XAmount, XDetail string
 
 	RepeatedFmt string // %d: how many times the same events repeated
 
@@ -20,6 +21,10 @@ type Records struct {
 	// target; ErrObjectFormat refuses one that is not (%s: the format).
 	ObjectFormats   map[string]string
 	ErrObjectFormat string
+	ErrBadEvent     string
+	// EventGroups names the choice of all events of one kind (the part
+	// of their name before the dot).
+	EventGroups map[string]string
 }
 
 func init() {
@@ -34,20 +39,23 @@ func init() {
 		ExportExcel:   "Выгрузить для Excel",
 		ChainHead:     "Вершина цепочки",
 		ChainHeadNone: "событий нет",
+		ChainHeadHint: "Запишите её: позже команда %s покажет, не удалены ли события после неё.",
 		DetailNone:    "—",
 		DetailFields: map[string]string{
-			"intent": "Намерение", "fingerprint": "Отпечаток", "target": "Система", "request_id": "Запрос",
-			"actor_id": "Инициатор", "attempt": "Попытка", "code": "Код", "error_code": "Код ошибки",
-			"message": "Сообщение", "error_message": "Сообщение", "field": "Поле", "error_field": "Поле",
-			"target_object_id": "Объект в системе", "object": "Объект", "comment": "Комментарий",
-			"reason": "Причина", "found": "Найдено", "approval_id": "Согласование", "decided_by": "Решил",
-			"duplicate_of": "Дубль операции", "duplicate_action": "Правило дублей", "name": "Имя",
-			"agent": "Агент", "role": "Роль", "scopes": "Права", "user": "Пользователь", "count": "Количество",
-			"ref": "Токен", "target_detail": "Ответ системы", "kind": "Вид", "lookup_failures": "Сверок без ответа",
-			"status": "Состояние", "by": "Кто", "from": "Было", "to": "Стало",
+			"intent": "Намерение", "fingerprint": "Отпечаток запроса", "target": "Система", "request_id": "Запрос агента",
+			"actor_id": "Инициатор у агента", "attempt": "Попытка", "code": "Код", "field": "Поле",
+			"object_id": "Объект в системе", "target_detail": "Ответ системы", "comment": "Комментарий",
+			"reason": "Причина", "found": "Найдена в системе", "approval_id": "Согласование №", "kind": "Вид",
+			"duplicate_of": "Дубль операции", "duplicate_action": "Правило дублей", "name": "Пользователь",
+			"agent": "Агент", "role": "Роль", "scopes": "Права", "count": "Количество", "ref": "Отозвал",
+			"token_id": "Токен №", "token_ids": "Токены №", "must_change": "Сменит пароль при входе",
+			"addr": "Адрес", "from": "Было", "next_check_at": "Следующая сверка", "lookup_failures": "Сверок без ответа",
+			"answer": "Ответ системы", "completed_before": "Завершены до", "oldest_key": "Самая старая",
+			"oldest_completed_at": "Завершена", "newest_key": "Самая новая", "newest_completed_at": "Завершена",
 		},
-		XTime: "Время", XActor: "Кто", XEvent: "Событие", XEventName: "Код события",
-		XOperation: "Операция", XDetail: "Подробности", XHash: "Хеш",
+
+		XNumber: "№", XTime: "Время", XActor: "Кто", XEvent: "Событие", XEventName: "Код события",
+		XOperation: "Операция", XAmount: "Сумма", XDetail: "Подробности",
 
 		RepeatedFmt: "повторилось %d раз",
 
@@ -58,6 +66,11 @@ func init() {
 			"yookassa":   "id платежа ЮKassa, например 2f8a1c3e-000f-5000-9000-1b2c3d4e5f60",
 		},
 		ErrObjectFormat: "Объект в системе указан не в её формате (нужен %s). Решение не принято.",
+		ErrBadEvent:     "Такого события нет: выберите его из списка.",
+		EventGroups: map[string]string{
+			"operation": "все события операций", "approval": "все согласования", "user": "все действия пользователей",
+			"token": "все события токенов", "retention": "удаление по сроку хранения",
+		},
 	}
 	english.Records = Records{
 		Search:      "Find",
@@ -70,20 +83,23 @@ func init() {
 		ExportExcel:   "Export for Excel",
 		ChainHead:     "Chain head",
 		ChainHeadNone: "no events",
+		ChainHeadHint: "Note it: later, %s shows whether events after it were removed.",
 		DetailNone:    "—",
 		DetailFields: map[string]string{
-			"intent": "Intent", "fingerprint": "Fingerprint", "target": "Target", "request_id": "Request",
-			"actor_id": "Initiator", "attempt": "Attempt", "code": "Code", "error_code": "Error code",
-			"message": "Message", "error_message": "Message", "field": "Field", "error_field": "Field",
-			"target_object_id": "Target object", "object": "Object", "comment": "Comment",
-			"reason": "Reason", "found": "Found", "approval_id": "Approval", "decided_by": "Decided by",
-			"duplicate_of": "Duplicate of", "duplicate_action": "Duplicate rule", "name": "Name",
-			"agent": "Agent", "role": "Role", "scopes": "Scopes", "user": "User", "count": "Count",
-			"ref": "Token", "target_detail": "Target's answer", "kind": "Kind", "lookup_failures": "Look-ups without an answer",
-			"status": "Status", "by": "By", "from": "From", "to": "To",
+			"intent": "Intent", "fingerprint": "Request fingerprint", "target": "Target", "request_id": "Agent's request",
+			"actor_id": "Initiator at the agent", "attempt": "Attempt", "code": "Code", "field": "Field",
+			"object_id": "Target object", "target_detail": "Target's answer", "comment": "Comment",
+			"reason": "Reason", "found": "Found at the target", "approval_id": "Approval no.", "kind": "Kind",
+			"duplicate_of": "Duplicate of", "duplicate_action": "Duplicate rule", "name": "User",
+			"agent": "Agent", "role": "Role", "scopes": "Scopes", "count": "Count", "ref": "Revoked by",
+			"token_id": "Token no.", "token_ids": "Token nos.", "must_change": "Changes password at sign-in",
+			"addr": "Address", "from": "Was", "next_check_at": "Next look-up", "lookup_failures": "Look-ups without an answer",
+			"answer": "Target's answer", "completed_before": "Completed before", "oldest_key": "Oldest",
+			"oldest_completed_at": "Completed", "newest_key": "Newest", "newest_completed_at": "Completed",
 		},
-		XTime: "Time", XActor: "Who", XEvent: "Event", XEventName: "Event code",
-		XOperation: "Operation", XDetail: "Details", XHash: "Hash",
+
+		XNumber: "No.", XTime: "Time", XActor: "Who", XEvent: "Event", XEventName: "Event code",
+		XOperation: "Operation", XAmount: "Amount", XDetail: "Details",
 
 		RepeatedFmt: "repeated %d times",
 
@@ -94,5 +110,10 @@ func init() {
 			"yookassa":   "a YooKassa payment id, e.g. 2f8a1c3e-000f-5000-9000-1b2c3d4e5f60",
 		},
 		ErrObjectFormat: "The target object is not in the target's format (%s). Nothing was decided.",
+		ErrBadEvent:     "No such event: choose one from the list.",
+		EventGroups: map[string]string{
+			"operation": "all operation events", "approval": "all approvals", "user": "all user actions",
+			"token": "all token events", "retention": "purges by retention",
+		},
 	}
 }
