@@ -57,7 +57,7 @@ func init() {
 		XNumber: "№", XTime: "Время", XActor: "Кто", XEvent: "Событие", XEventName: "Код события",
 		XOperation: "Операция", XAmount: "Сумма", XDetail: "Подробности",
 
-		RepeatedFmt: "повторилось %d раз",
+		RepeatedFmt: "повторов подряд: %d",
 
 		ObjectFormats: map[string]string{
 			"onec":       "номер документа 1С: INV-, SO- или DOC- и UUID, например INV-1f0e…",
