@@ -60,12 +60,12 @@ func init() {
 		RepeatedFmt: "повторов подряд: %d",
 
 		ObjectFormats: map[string]string{
-			"onec":       "номер документа 1С: INV-, SO- или DOC- и UUID, например INV-1f0e…",
-			"onec_odata": "Ref_Key документа: UUID, например 8f14e45f-ceea-567a-9a0e-3f5b0c2e1d4a",
+			"onec":       "вид документа (INV-, SO-, DOC-) и UUID ссылки, например INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71",
+			"onec_odata": "Ref_Key документа (UUID), например 8f14e45f-ceea-567a-9a0e-3f5b0c2e1d4a",
 			"bitrix24":   "числовой id в Битрикс24, например 1042",
 			"yookassa":   "id платежа ЮKassa, например 2f8a1c3e-000f-5000-9000-1b2c3d4e5f60",
 		},
-		ErrObjectFormat: "Объект в системе указан не в её формате (нужен %s). Решение не принято.",
+		ErrObjectFormat: "Объект в системе указан не в её формате: нужен %s. Решение не принято.",
 		ErrBadEvent:     "Такого события нет: выберите его из списка.",
 		EventGroups: map[string]string{
 			"operation": "все события операций", "approval": "все согласования", "user": "все действия пользователей",
@@ -104,12 +104,12 @@ func init() {
 		RepeatedFmt: "repeated %d times",
 
 		ObjectFormats: map[string]string{
-			"onec":       "a 1C document number: INV-, SO- or DOC- and a UUID, e.g. INV-1f0e…",
-			"onec_odata": "the document's Ref_Key: a UUID, e.g. 8f14e45f-ceea-567a-9a0e-3f5b0c2e1d4a",
+			"onec":       "the document's kind (INV-, SO-, DOC-) and its reference's UUID, e.g. INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71",
+			"onec_odata": "the document's Ref_Key (a UUID), e.g. 8f14e45f-ceea-567a-9a0e-3f5b0c2e1d4a",
 			"bitrix24":   "a numeric Bitrix24 id, e.g. 1042",
 			"yookassa":   "a YooKassa payment id, e.g. 2f8a1c3e-000f-5000-9000-1b2c3d4e5f60",
 		},
-		ErrObjectFormat: "The target object is not in the target's format (%s). Nothing was decided.",
+		ErrObjectFormat: "The target object is not in the target's format: it takes %s. Nothing was decided.",
 		ErrBadEvent:     "No such event: choose one from the list.",
 		EventGroups: map[string]string{
 			"operation": "all operation events", "approval": "all approvals", "user": "all user actions",

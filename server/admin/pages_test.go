@@ -574,9 +574,10 @@ func TestReviewResolve(t *testing.T) {
 	if got, _ := a.st.Get(ctx, op.Key); got.Status != store.StatusUnknown {
 		t.Fatalf("status after refused forms: %s", got.Status)
 	}
-	opr.post(path, url.Values{"outcome": {"found"}, "object_id": {"INV-7"}, "reason": {"seen in 1C by hand"}}).expect(t, http.StatusSeeOther)
+	const inv = "INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71"
+	opr.post(path, url.Values{"outcome": {"found"}, "object_id": {inv}, "reason": {"seen in 1C by hand"}}).expect(t, http.StatusSeeOther)
 	got, _ := a.st.Get(ctx, op.Key)
-	if got.Status != store.StatusSucceeded || got.TargetObjectID != "INV-7" {
+	if got.Status != store.StatusSucceeded || got.TargetObjectID != inv {
 		t.Fatalf("after resolving: %+v", got)
 	}
 	evs := a.events(store.AuditFilter{OperationKey: op.Key, Event: "operation.resolved_by_hand"})

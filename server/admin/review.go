@@ -89,8 +89,9 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		text:    strings.TrimSpace(c.FormValue("reason")),
 		rerun:   c.FormValue("confirm_rerun") == "yes",
 	}
-	money := false
+	money, target := false, ""
 	if op, err := h.d.Store.Get(c.Request().Context(), key); err == nil {
+		target = op.TargetSystem
 		if in := h.definition(op); in != nil {
 			money = in.Money
 		}
@@ -102,6 +103,10 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		f.msg = l.ErrReasonRequired
 	case f.outcome == "found" && f.object == "":
 		f.msg = l.ErrObjectRequired
+	case f.outcome == "found" && !h.objectFormatOK(target, f.object):
+		// An id that cannot be the target's would hand the agent an
+		// object that is not there.
+		f.msg = fmt.Sprintf(l.ErrObjectFormat, l.ObjectFormats[h.targetKind(target)])
 	case f.outcome == "not_found" && money && !f.rerun:
 		// Not found lets the next retry send the payment again: only on
 		// a deliberate word that the provider has none.
@@ -174,6 +179,7 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 			ReasonCode:   op.ErrorCode,
 			Reason:       l.ErrorText(op.ErrorCode, op.ErrorMessage),
 			ObjectID:     op.TargetObjectID,
+			ObjectFormat: l.ObjectFormats[h.targetKind(op.TargetSystem)],
 			History:      hist,
 			LastAnswer:   answer,
 			LastAnswerAt: formatSeconds(answerAt, h.d.Location, lg),
