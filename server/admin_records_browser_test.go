@@ -1,12 +1,15 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -70,14 +73,37 @@ func TestRecordsInBrowser(t *testing.T) {
 		"amount_minor": 1370125, "currency": "RUB"}})
 	expect(t, g.do("POST", "/v1/operations", payer, map[string]string{"Idempotency-Key": key}, body), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 
+	// An invoice whose 1C look-ups kept failing, for its history and its
+	// review card.
+	const unknownKey = "test:invoice.create:order-2024-000124:v1"
+	g.unknownByHand(t, unknownKey, "order-2024-000124")
+	for range 3 {
+		op, err := g.store.Get(context.Background(), unknownKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.store.TakeForReconcile(context.Background(), op, "a-dead-run", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.store.LookupFailed(context.Background(), unknownKey, "a-dead-run", "", "onec: HTTP 503 Service Unavailable", 1, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.mustUsers(t, map[string]string{"oleg": store.RoleOperator, "inna": store.RoleAuditor})
+
 	rita := g.newTab(t, root, shots)
 	rita.signIn("rita")
 	adam := g.newTab(t, root, shots)
 	adam.signIn("adam")
+	oleg := g.newTab(t, root, shots)
+	oleg.signIn("oleg")
+	inna := g.newTab(t, root, shots)
+	inna.signIn("inna")
 	for _, lang := range []string{"ru", "en"} {
 		if lang == "en" {
-			rita.open("/admin/lang/en?next=%2Fadmin%2F")
-			adam.open("/admin/lang/en?next=%2Fadmin%2F")
+			for _, b := range []*tab{rita, adam, oleg, inna} {
+				b.open("/admin/lang/en?next=%2Fadmin%2F")
+			}
 		}
 		amount := map[string]string{"ru": "13\u00a0701,25\u00a0₽", "en": "₽13,701.25"}[lang]
 		for _, vp := range viewports {
@@ -125,6 +151,70 @@ func TestRecordsInBrowser(t *testing.T) {
 				}
 				a.shot(pg.table + "-" + name)
 			}
+
+			// The audit trail: named events, details in words, the chain's
+			// head as the CLI prints it, the export for Excel.
+			au := inna
+			au.do(chromedp.EmulateViewport(vp.w, vp.h))
+			au.open("/admin/audit?event=approval.&verify=1")
+			au.do(chromedp.WaitVisible(tid("chain-head")))
+			if got := eval[string](au, `document.querySelector('[data-testid="filter-event"]').value`); got != "approval." {
+				t.Fatalf("%s: the event filter holds %q", name, got)
+			}
+			if head := au.text(tid("chain-head")); !regexp.MustCompile(`^[0-9]+:[0-9a-f]{64}$`).MatchString(head) {
+				t.Fatalf("%s: chain head %q", name, head)
+			}
+			au.open("/admin/audit?key=" + url.QueryEscape(key))
+			au.do(chromedp.WaitVisible(tid("event-detail")))
+			if n := au.count(`[data-testid="event-detail"] dt`); n == 0 || au.count(`code.detail`) != 0 {
+				t.Fatalf("%s: details are not labelled fields (%d labels)", name, n)
+			}
+			if want := map[string]string{"ru": "Выгрузить для Excel", "en": "Export for Excel"}[lang]; au.text(tid("audit-excel")) != want {
+				t.Fatalf("%s: the Excel export reads %q", name, au.text(tid("audit-excel")))
+			}
+			if phone {
+				if off := offScreen(au, `[data-testid="event-detail"], [data-testid="audit"] td`); len(off) > 0 {
+					t.Fatalf("%s: off screen: %v", name, off)
+				}
+			} else if clipped(au, "audit") {
+				t.Fatalf("%s: the audit table is clipped", name)
+			}
+			au.shot("audit-" + name)
+
+			// The operation's history: the failed look-ups as one counted line.
+			au.open("/admin/operations/" + url.PathEscape(unknownKey))
+			au.do(chromedp.WaitVisible(tid("transitions")))
+			if n := au.count(`[data-testid="transitions"] [data-event="operation.lookup_failed"]`); n != 1 {
+				t.Fatalf("%s: %d lines of failed look-ups", name, n)
+			}
+			if got := au.text(tid("event-repeat", `[data-testid="transitions"]`)); !strings.Contains(got, "3") {
+				t.Fatalf("%s: the repetition reads %q", name, got)
+			}
+			au.shot("operation-history-" + name)
+
+			// The review card: the object id's form, and an id not in it refused.
+			o := oleg
+			o.do(chromedp.EmulateViewport(vp.w, vp.h))
+			o.open("/admin/review")
+			scope := row("review-row", unknownKey)
+			o.do(chromedp.WaitVisible(chromedp.CSS(scope)))
+			if got := o.text(tid("resolve-object-format", scope)); !strings.Contains(got, "INV-") || !strings.Contains(got, "UUID") {
+				t.Fatalf("%s: the object's form reads %q", name, got)
+			}
+			o.do(
+				chromedp.Click(tid("resolve-found", scope)),
+				chromedp.SendKeys(tid("resolve-object", scope), "INV-7"),
+				chromedp.SendKeys(tid("resolve-reason", scope), "seen in 1C"),
+				chromedp.Click(tid("resolve", scope)),
+				chromedp.WaitVisible(tid("form-error", scope)),
+			)
+			if got := g.row(unknownKey); got.Status != store.StatusUnknown {
+				t.Fatalf("%s: an id not in 1C's form resolved the operation: %s", name, got.Status)
+			}
+			if off := offScreen(o, scope+` button, `+scope+` input, `+scope+` textarea`); len(off) > 0 {
+				t.Fatalf("%s: off screen: %v", name, off)
+			}
+			o.shot("review-format-" + name)
 		}
 	}
 }
