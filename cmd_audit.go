@@ -18,22 +18,22 @@ var auditVerifyCommand = command{
 	name:    "audit verify",
 	args:    "[--head ID:HASH]",
 	summary: "check the audit trail's hash chain and name the first broken link",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
 		head := fs.String("head", "", "`ID:HASH` of a head noted from an earlier verify, which must still be in the trail")
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("audit verify", "takes no arguments")
 			}
-			return auditVerify(c, *head, cl.stdout, cl.env)
+			return auditVerify(c, *head, inv.stdout, inv.env)
 		}
 	},
 }
 
 // auditVerify walks the hash chain of the audit trail and, given a head
 // noted earlier, checks that it is still there.
-func auditVerify(c common, head string, stdout io.Writer, env func(string) string) error {
+func auditVerify(c configFlags, head string, stdout io.Writer, env func(string) string) error {
 	var headID int64
 	var headHash string
 	if head != "" {

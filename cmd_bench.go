@@ -39,7 +39,7 @@ var benchCommand = command{
 	name:    "bench",
 	args:    "[--connections N] [--duration D] [--fill N] [--journal-url-env VAR [--instances N]]",
 	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request and one that forwards it to 1C once",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
 		dur := fs.Duration("duration", 8*time.Second, "how long each path is loaded (`D`)")
 		profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
@@ -47,7 +47,7 @@ var benchCommand = command{
 		urlEnv := fs.String("journal-url-env", "", "the environment variable `VAR` holding a postgres:// URL of a scratch database to bench the shared journal on (default: a new SQLite journal)")
 		instances := fs.Int("instances", 1, "`N` gateways on the one journal (PostgreSQL only), the load spread over them")
 		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("bench", "takes no arguments")
 			}
@@ -56,7 +56,7 @@ var benchCommand = command{
 			}
 			journal := ""
 			if *urlEnv != "" {
-				if journal = cl.env(*urlEnv); !store.IsPostgres(journal) {
+				if journal = inv.env(*urlEnv); !store.IsPostgres(journal) {
 					return badUsage("bench", "%s must hold a postgres:// URL", *urlEnv)
 				}
 			}
@@ -74,7 +74,7 @@ var benchCommand = command{
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench(cl.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill})
+			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill})
 		}
 	},
 }
@@ -131,12 +131,20 @@ func bench(stdout io.Writer, b benchSetup) error {
 		journal = filepath.Join(dir, "journal.db")
 		journalName = journal + " (WAL, synchronous=FULL)"
 	}
-	_, simHTTP, simURL, err := sim.Start("127.0.0.1:0")
+	// Each part runs under a profile label (part=gateway, simulator,
+	// reference, forwarding, client), which the goroutines it starts
+	// inherit: pprof -tagfocus part=gateway shows the gateway's own share.
+	var (
+		simHTTP *http.Server
+		simURL  string
+	)
+	labeled("simulator", func() { _, simHTTP, simURL, err = sim.Start("127.0.0.1:0") })
 	if err != nil {
 		return err
 	}
 	defer simHTTP.Close()
-	gw, err := startBenchGateways(ctx, cfg, simURL, journal, b.instances)
+	var gw *benchGateways
+	labeled("gateway", func() { gw, err = startBenchGateways(ctx, cfg, simURL, journal, b.instances) })
 	defer gw.stop()
 	if err != nil {
 		return err
@@ -145,7 +153,11 @@ func bench(stdout io.Writer, b benchSetup) error {
 	if err != nil {
 		return err
 	}
-	refURL, stopRef, err := serveEcho(benchReference())
+	var (
+		refURL, fwdURL   string
+		stopRef, stopFwd func()
+	)
+	labeled("reference", func() { refURL, stopRef, err = serveEcho(benchReference()) })
 	if err != nil {
 		return err
 	}
@@ -154,7 +166,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 	if err != nil {
 		return err
 	}
-	fwdURL, stopFwd, err := serveEcho(fwd)
+	labeled("forwarding", func() { fwdURL, stopFwd, err = serveEcho(fwd) })
 	if err != nil {
 		return err
 	}
@@ -344,7 +356,7 @@ type benchPath struct {
 // first reference's and the forwarding's rates and the journal's batches.
 func benchTable(stdout io.Writer, client *http.Client, token string, paths []benchPath, writeStats func() store.WriteStats, b benchSetup) error {
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tjournal batches/s × writes\t")
+	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tCPU/req\tjournal batches/s × writes\t")
 	var ref, fwdRate float64
 	for _, p := range paths {
 		if b.only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(b.only)) && !strings.Contains(p.name, "reference") {
@@ -355,10 +367,18 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
 		}
-		before := writeStats()
-		r, err := load(client, p.urls, token, p.key, b.conns, b.dur)
+		before, cpu0 := writeStats(), processCPU()
+		var (
+			r   loadResult
+			err error
+		)
+		labeled("client", func() { r, err = load(client, p.urls, token, p.key, b.conns, b.dur) })
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		cpu := "-"
+		if used := processCPU() - cpu0; used > 0 {
+			cpu = (used / time.Duration(r.n)).Round(time.Microsecond).String()
 		}
 		if ref == 0 {
 			ref = r.rate
@@ -375,9 +395,15 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 		case p.kind == benchGatewayPath && fwdRate > 0:
 			vsFwd = fmt.Sprintf("%.2f×", r.rate/fwdRate)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, vsFwd, journal)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%v\t%v\t%.2f×\t%s\t%s\t%s\t\n", p.name, r.n, r.rate, r.p50.Round(10*time.Microsecond), r.p99.Round(10*time.Microsecond), r.rate/ref, vsFwd, cpu, journal)
 	}
 	return tw.Flush()
+}
+
+// labeled runs f with the profile label part=part, which the goroutines
+// f starts keep.
+func labeled(part string, f func()) {
+	pprof.Do(context.Background(), pprof.Labels("part", part), func(context.Context) { f() })
 }
 
 // listenAndServe serves on a new loopback port and returns its URL and a

@@ -19,19 +19,19 @@ var checkCommand = command{
 	name:    "check",
 	args:    "[--env-file FILE]",
 	summary: "check the configuration and reach each configured target with a call that writes nothing",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
 		envFile := fs.String("env-file", "", envFileUsage)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("check", "takes no arguments")
 			}
-			env, err := withEnvFile(cl.env, *envFile)
+			env, err := withEnvFile(inv.env, *envFile)
 			if err != nil {
 				return err
 			}
-			return check(c, cl.stdout, env)
+			return check(c, inv.stdout, env)
 		}
 	},
 }
@@ -99,7 +99,7 @@ type prober interface {
 // starts the simulators and never prints a secret: a setting is named by
 // its key and its variable, not its value, and what a target answered is
 // redacted of the targets' secrets and the 1C user's name.
-func check(c common, stdout io.Writer, env func(string) string) error {
+func check(c configFlags, stdout io.Writer, env func(string) string) error {
 	path := c.config
 	if path == "" {
 		path = env("ONCEGATE_CONFIG")

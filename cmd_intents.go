@@ -79,18 +79,18 @@ func editedInPlace(ctx context.Context, st *store.Store, c *intent.Catalog) erro
 var intentsListCommand = command{
 	name:    "intents list",
 	summary: "list the intents this configuration serves: each definition's name, version, target, scope, money and file",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("intents list", "takes no arguments")
 			}
-			cat, err := c.catalog(cl.env)
+			cat, err := c.catalog(inv.env)
 			if err != nil {
 				return err
 			}
-			printIntents(cl.stdout, cat)
+			printIntents(inv.stdout, cat)
 			return nil
 		}
 	},
@@ -100,14 +100,14 @@ var intentsShowCommand = command{
 	name:    "intents show",
 	args:    "NAME",
 	summary: "print one intent's definitions: facts, labels, references, limits, mapping and schema",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 1 {
 				return badUsage("intents show", "say which intent, e.g. oncegate intents show invoice.create")
 			}
-			cat, err := c.catalog(cl.env)
+			cat, err := c.catalog(inv.env)
 			if err != nil {
 				return err
 			}
@@ -122,9 +122,9 @@ var intentsShowCommand = command{
 			}
 			for i, in := range found {
 				if i > 0 {
-					fmt.Fprintln(cl.stdout)
+					fmt.Fprintln(inv.stdout)
 				}
-				showIntent(cl.stdout, in)
+				showIntent(inv.stdout, in)
 			}
 			return nil
 		}
@@ -135,15 +135,15 @@ var intentsCheckCommand = command{
 	name:    "intents check",
 	args:    "[--env-file FILE]",
 	summary: "load every definition strictly and check each against its live target, writing nothing: the 1C service or publication has what its mapping names, the CRM its method and fields",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
 		envFile := fs.String("env-file", "", envFileUsage)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("intents check", "takes no arguments")
 			}
-			env, err := withEnvFile(cl.env, *envFile)
+			env, err := withEnvFile(inv.env, *envFile)
 			if err != nil {
 				return err
 			}
@@ -155,10 +155,10 @@ var intentsCheckCommand = command{
 			if err != nil {
 				return err
 			}
-			printIntents(cl.stdout, cat)
-			fmt.Fprintln(cl.stdout)
+			printIntents(inv.stdout, cat)
+			fmt.Fprintln(inv.stdout)
 			named := cat.Targets()
-			failed, checked := probeTargets(cl.stdout, cfg, cat, env, func(name string) bool { return slices.Contains(named, name) })
+			failed, checked := probeTargets(inv.stdout, cfg, cat, env, func(name string) bool { return slices.Contains(named, name) })
 			if failed > 0 {
 				return fmt.Errorf("%w: %d of the %d targets the intents run at cannot serve them; fix what is named above", errCheckFailed, failed, checked)
 			}
@@ -168,7 +168,7 @@ var intentsCheckCommand = command{
 }
 
 // catalog loads the configuration and its whitelist.
-func (c common) catalog(env func(string) string) (*intent.Catalog, error) {
+func (c configFlags) catalog(env func(string) string) (*intent.Catalog, error) {
 	cfg, err := c.load(env)
 	if err != nil {
 		return nil, err

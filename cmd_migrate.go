@@ -16,19 +16,19 @@ var migrateCommand = command{
 	name:    "migrate",
 	args:    "up|down|version",
 	summary: "apply, undo one step of, or show the journal's schema",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 1 || !slices.Contains([]string{"up", "down", "version"}, args[0]) {
 				return badUsage("migrate", "say up, down or version")
 			}
-			return migrate(c, args[0], cl.stdout, cl.env)
+			return migrate(c, args[0], inv.stdout, inv.env)
 		}
 	},
 }
 
-func migrate(c common, step string, stdout io.Writer, env func(string) string) error {
+func migrate(c configFlags, step string, stdout io.Writer, env func(string) string) error {
 	cfg, err := c.load(env)
 	if err != nil {
 		return err

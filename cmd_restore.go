@@ -15,15 +15,15 @@ var restoreCommand = command{
 	name:    "restore",
 	args:    "FILE",
 	summary: "replace the journal with a backup after checking it (serve stopped; the replaced journal is kept)",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
 		yes := fs.Bool("yes", false, "restore even when the journal being replaced holds operations newer than the backup's (they are forgotten)")
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 1 {
 				return badUsage("restore", "name the backup file to restore")
 			}
-			return restore(c, args[0], *yes, cl.stdout, cl.env)
+			return restore(c, args[0], *yes, inv.stdout, inv.env)
 		}
 	},
 }
@@ -32,21 +32,21 @@ var backupCommand = command{
 	name:    "backup",
 	args:    "FILE",
 	summary: "write a consistent copy of the journal, also while serve runs",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 1 {
 				return badUsage("backup", "name the file to write")
 			}
-			return backup(c, args[0], cl.stdout, cl.env)
+			return backup(c, args[0], inv.stdout, inv.env)
 		}
 	},
 }
 
 // backup copies the journal to file (SQLite: VACUUM INTO; PostgreSQL:
 // pg_dump's custom format, when pg_dump is installed).
-func backup(c common, file string, stdout io.Writer, env func(string) string) error {
+func backup(c configFlags, file string, stdout io.Writer, env func(string) string) error {
 	ctx := context.Background()
 	st, err := c.open(ctx, env, false)
 	if err != nil {
@@ -64,7 +64,7 @@ func backup(c common, file string, stdout io.Writer, env func(string) string) er
 // holding serve's lock throughout, so it refuses while serve runs and no
 // serve starts meanwhile; the journal with operations newer than the
 // backup's is replaced only with yes.
-func restore(c common, file string, yes bool, stdout io.Writer, env func(string) string) error {
+func restore(c configFlags, file string, yes bool, stdout io.Writer, env func(string) string) error {
 	cfg, err := c.load(env)
 	if err != nil {
 		return err

@@ -21,30 +21,30 @@ var serveCommand = command{
 	name:    "serve",
 	args:    "[--listen ADDR] [--env-file FILE]",
 	summary: "run the gateway",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
 		listen := fs.String("listen", "", "`ADDR` to listen on (overrides the configuration's listen)")
 		envFile := fs.String("env-file", "", envFileUsage)
 		service := fs.String("service", "", "Windows: run under the service manager as the service `NAME` (service install sets it)")
 		fs.BoolVar(&c.newJournal, "new-journal", false, "begin a new, empty journal where a lost one was (every key it knew would execute again; restore a backup instead if there is one)")
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("serve", "takes no arguments")
 			}
-			env, err := withEnvFile(cl.env, *envFile)
+			env, err := withEnvFile(inv.env, *envFile)
 			if err != nil {
 				return err
 			}
 			if *service != "" {
 				return serveService(*service, c, *listen, env)
 			}
-			return serve(c, *listen, cl.stdout, cl.stderr, env)
+			return serve(c, *listen, inv.stdout, inv.stderr, env)
 		}
 	},
 }
 
-func serve(c common, listen string, stdout, stderr io.Writer, env func(string) string) error {
+func serve(c configFlags, listen string, stdout, stderr io.Writer, env func(string) string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return runServe(ctx, c, listen, stdout, stderr, env, sdNotify)
@@ -53,7 +53,7 @@ func serve(c common, listen string, stdout, stderr io.Writer, env func(string) s
 // runServe is serve until ctx is done (a signal, or the Windows service
 // manager's stop). notify tells the service manager how the run goes:
 // "READY=1" once the gateway listens, "STOPPING=1" when it begins to stop.
-func runServe(ctx context.Context, c common, listen string, stdout, stderr io.Writer, env func(string) string, notify func(state string)) error {
+func runServe(ctx context.Context, c configFlags, listen string, stdout, stderr io.Writer, env func(string) string, notify func(state string)) error {
 	cfg, err := c.load(env)
 	if err != nil {
 		return err

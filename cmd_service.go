@@ -20,11 +20,11 @@ import (
 // A serviceManager installs, removes and controls oncegate as a service
 // of the operating system. There are two: systemd and Windows'.
 type serviceManager interface {
-	install(cl cli, spec serviceSpec) error
-	uninstall(cl cli, name string) error
+	install(inv invocation, spec serviceSpec) error
+	uninstall(inv invocation, name string) error
 	// control starts, stops or shows the service: action is "start",
 	// "stop" or "status".
-	control(cl cli, name, action string) error
+	control(inv invocation, name, action string) error
 }
 
 // serviceSpec is what service install installs: every path absolute and
@@ -107,7 +107,7 @@ func (o serviceOptions) installSpec(env func(string) string, exe string) (servic
 	if err != nil {
 		return serviceSpec{}, fmt.Errorf("service install: %w; nothing was installed", err)
 	}
-	cfg, err := common{config: spec.Config, data: o.data}.load(env)
+	cfg, err := configFlags{config: spec.Config, data: o.data}.load(env)
 	if err != nil {
 		return serviceSpec{}, fmt.Errorf("service install: the configuration %s does not load: %w; nothing was installed", spec.Config, err)
 	}
@@ -171,20 +171,20 @@ func listenPort(addr string) int {
 }
 
 // serviceInstall builds the spec and installs it with m.
-func serviceInstall(cl cli, o serviceOptions, exe string, m serviceManager) error {
-	spec, err := o.installSpec(cl.env, exe)
+func serviceInstall(inv invocation, o serviceOptions, exe string, m serviceManager) error {
+	spec, err := o.installSpec(inv.env, exe)
 	if err != nil {
 		return err
 	}
-	return m.install(cl, spec)
+	return m.install(inv, spec)
 }
 
 var serviceCommand = command{
 	name:    "service",
 	args:    "install|uninstall|start|stop|status",
 	summary: "install oncegate as a systemd unit (Linux) or a Windows service, and control it; 'oncegate service install -h' for its flags",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		return func(cl cli, args []string) error {
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) == 0 {
 				return badUsage("", "service: say install, uninstall, start, stop or status")
 			}
@@ -197,7 +197,7 @@ var serviceInstallCommand = command{
 	name:    "service install",
 	args:    "[--env-file FILE] [--name NAME] [--user USER] [--unit-dir DIR] [--no-enable] [--force]",
 	summary: "install and start serve as a service: a hardened systemd unit on Linux, a Windows service on Windows (needs root or an administrator)",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		o := serviceOptions{set: map[string]bool{}}
 		fs.StringVar(&o.config, "config", "", "configuration `FILE` the service runs with (required; must load)")
 		fs.StringVar(&o.data, "data", "", "the journal's data `DIR` (default: the configuration's data_dir, if absolute); under /var/lib, systemd makes it (StateDirectory=) and runs the service as a dynamic user")
@@ -207,7 +207,7 @@ var serviceInstallCommand = command{
 		fs.StringVar(&o.unitDir, "unit-dir", "/etc/systemd/system", "Linux: the `DIR` the unit file is written to")
 		fs.BoolVar(&o.noEnable, "no-enable", false, "install only: do not enable or start the service")
 		fs.BoolVar(&o.force, "force", false, "replace an installed service of the same name")
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("service install", "takes no arguments")
 			}
@@ -220,7 +220,7 @@ var serviceInstallCommand = command{
 			if err != nil {
 				return err
 			}
-			return serviceInstall(cl, o, exe, m)
+			return serviceInstall(inv, o, exe, m)
 		}
 	},
 }
@@ -229,10 +229,10 @@ var serviceUninstallCommand = command{
 	name:    "service uninstall",
 	args:    "[--name NAME] [--unit-dir DIR]",
 	summary: "stop and remove the service; the data directory and its journal stay",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		name := fs.String("name", defaultServiceName, "the service's `NAME`")
 		unitDir := fs.String("unit-dir", "/etc/systemd/system", "Linux: the `DIR` the unit file is in")
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("service uninstall", "takes no arguments")
 			}
@@ -243,7 +243,7 @@ var serviceUninstallCommand = command{
 			if err != nil {
 				return err
 			}
-			return m.uninstall(cl, *name)
+			return m.uninstall(inv, *name)
 		}
 	},
 }
@@ -255,9 +255,9 @@ func serviceControlCommand(action, summary string) command {
 		name:    cmd,
 		args:    "[--name NAME]",
 		summary: summary,
-		setup: func(fs *flag.FlagSet) func(cli, []string) error {
+		setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 			name := fs.String("name", defaultServiceName, "the service's `NAME`")
-			return func(cl cli, args []string) error {
+			return func(inv invocation, args []string) error {
 				if len(args) != 0 {
 					return badUsage(cmd, "takes no arguments")
 				}
@@ -268,7 +268,7 @@ func serviceControlCommand(action, summary string) command {
 				if err != nil {
 					return err
 				}
-				return m.control(cl, *name, action)
+				return m.control(inv, *name, action)
 			}
 		},
 	}

@@ -10,31 +10,23 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/oncegate/oncegate/server/config/configtest"
 )
 
 // fakeSystemctl records the systemctl calls of a systemd manager.
 type fakeSystemctl struct{ calls [][]string }
 
 func (f *fakeSystemctl) manager(unitDir string) systemd {
-	return systemd{unitDir: unitDir, run: func(_ cli, args ...string) error {
+	return systemd{unitDir: unitDir, run: func(_ invocation, args ...string) error {
 		f.calls = append(f.calls, args)
 		return nil
 	}}
 }
 
-func testCLI() (cli, *bytes.Buffer) {
+func testCLI() (invocation, *bytes.Buffer) {
 	var out bytes.Buffer
-	return cli{strings.NewReader(""), &out, &out, func(string) string { return "" }}, &out
-}
-
-// writeConfig writes a configuration file into dir and returns its path.
-func writeConfig(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return invocation{strings.NewReader(""), &out, &out, configtest.NoEnv}, &out
 }
 
 const secretValue = "s3cr3t-webhook-value"
@@ -174,8 +166,8 @@ func TestServiceInstall(t *testing.T) {
 	t.Parallel()
 	const exe = "/usr/local/bin/oncegate"
 	confDir := t.TempDir()
-	config := writeConfig(t, confDir, "config.yaml", "contour: test\n")
-	envFile := writeConfig(t, confDir, "secrets.env", "BITRIX24_WEBHOOK_URL="+secretValue+"\n")
+	config := configtest.WriteFile(t, confDir, "config.yaml", "contour: test\n", 0o644)
+	envFile := configtest.WriteFile(t, confDir, "secrets.env", "BITRIX24_WEBHOOK_URL="+secretValue+"\n", 0o644)
 	opts := func(unitDir string) serviceOptions {
 		return serviceOptions{config: config, data: "/var/lib/oncegate-test", envFile: envFile, name: "oncegate-test", user: "oncegate", unitDir: unitDir, set: map[string]bool{}}
 	}
@@ -183,8 +175,8 @@ func TestServiceInstall(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		unitDir := t.TempDir()
 		var f fakeSystemctl
-		cl, out := testCLI()
-		if err := serviceInstall(cl, opts(unitDir), exe, f.manager(unitDir)); err != nil {
+		inv, out := testCLI()
+		if err := serviceInstall(inv, opts(unitDir), exe, f.manager(unitDir)); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := f.calls, [][]string{{"daemon-reload"}, {"enable", "--now", "oncegate-test"}}; !reflect.DeepEqual(got, want) {
@@ -216,7 +208,7 @@ func TestServiceInstall(t *testing.T) {
 	t.Run("RelativePathsMadeAbsolute", func(t *testing.T) {
 		unitDir := t.TempDir()
 		var f fakeSystemctl
-		cl, _ := testCLI()
+		inv, _ := testCLI()
 		o := opts(unitDir)
 		wd, _ := os.Getwd()
 		rel, err := filepath.Rel(wd, config)
@@ -224,7 +216,7 @@ func TestServiceInstall(t *testing.T) {
 			t.Skip(err)
 		}
 		o.config = rel
-		if err := serviceInstall(cl, o, exe, f.manager(unitDir)); err != nil {
+		if err := serviceInstall(inv, o, exe, f.manager(unitDir)); err != nil {
 			t.Fatal(err)
 		}
 		data, _ := os.ReadFile(filepath.Join(unitDir, "oncegate-test.service"))
@@ -235,10 +227,10 @@ func TestServiceInstall(t *testing.T) {
 	t.Run("NoEnable", func(t *testing.T) {
 		unitDir := t.TempDir()
 		var f fakeSystemctl
-		cl, _ := testCLI()
+		inv, _ := testCLI()
 		o := opts(unitDir)
 		o.noEnable = true
-		if err := serviceInstall(cl, o, exe, f.manager(unitDir)); err != nil {
+		if err := serviceInstall(inv, o, exe, f.manager(unitDir)); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := f.calls, [][]string{{"daemon-reload"}}; !reflect.DeepEqual(got, want) {
@@ -250,8 +242,8 @@ func TestServiceInstall(t *testing.T) {
 		path := filepath.Join(unitDir, "oncegate-test.service")
 		os.WriteFile(path, []byte("# theirs\n"), 0o644)
 		var f fakeSystemctl
-		cl, _ := testCLI()
-		err := serviceInstall(cl, opts(unitDir), exe, f.manager(unitDir))
+		inv, _ := testCLI()
+		err := serviceInstall(inv, opts(unitDir), exe, f.manager(unitDir))
 		if err == nil || !strings.Contains(err.Error(), "--force") {
 			t.Fatalf("install over an existing unit: %v, want a refusal naming --force", err)
 		}
@@ -260,7 +252,7 @@ func TestServiceInstall(t *testing.T) {
 		}
 		o := opts(unitDir)
 		o.force = true
-		if err := serviceInstall(cl, o, exe, f.manager(unitDir)); err != nil {
+		if err := serviceInstall(inv, o, exe, f.manager(unitDir)); err != nil {
 			t.Fatal(err)
 		}
 		if data, _ := os.ReadFile(path); !strings.Contains(string(data), "Type=notify") {
@@ -271,7 +263,7 @@ func TestServiceInstall(t *testing.T) {
 		}
 	})
 	t.Run("ErrRefused", func(t *testing.T) {
-		bad := writeConfig(t, t.TempDir(), "bad.yaml", "lisen: 127.0.0.1:8080\n")
+		bad := configtest.WriteFile(t, t.TempDir(), "bad.yaml", "lisen: 127.0.0.1:8080\n", 0o644)
 		for name, c := range map[string]struct {
 			edit   func(*serviceOptions)
 			exe    string
@@ -300,8 +292,8 @@ func TestServiceInstall(t *testing.T) {
 				m.hidden = c.hidden // the configuration is in a temporary directory
 				o := opts(unitDir)
 				c.edit(&o)
-				cl, _ := testCLI()
-				err := serviceInstall(cl, o, c.exe, m)
+				inv, _ := testCLI()
+				err := serviceInstall(inv, o, c.exe, m)
 				if err == nil || !strings.Contains(err.Error(), c.msg) {
 					t.Fatalf("%v, want a refusal saying %q", err, c.msg)
 				}
@@ -322,8 +314,8 @@ func TestServiceUninstall(t *testing.T) {
 	path := filepath.Join(unitDir, "oncegate.service")
 	os.WriteFile(path, []byte("[Service]\n"), 0o644)
 	var f fakeSystemctl
-	cl, out := testCLI()
-	if err := f.manager(unitDir).uninstall(cl, "oncegate"); err != nil {
+	inv, out := testCLI()
+	if err := f.manager(unitDir).uninstall(inv, "oncegate"); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := f.calls, [][]string{{"disable", "--now", "oncegate"}, {"daemon-reload"}}; !reflect.DeepEqual(got, want) {
@@ -335,12 +327,12 @@ func TestServiceUninstall(t *testing.T) {
 	if !strings.Contains(out.String(), "data directory and its journal are left") {
 		t.Fatalf("uninstall does not say the data stays: %q", out)
 	}
-	if err := f.manager(unitDir).uninstall(cl, "oncegate"); err == nil || !strings.Contains(err.Error(), "nothing to remove") {
+	if err := f.manager(unitDir).uninstall(inv, "oncegate"); err == nil || !strings.Contains(err.Error(), "nothing to remove") {
 		t.Fatalf("uninstall of no unit: %v", err)
 	}
 	for _, action := range []string{"start", "stop", "status"} {
 		f.calls = nil
-		if err := f.manager(unitDir).control(cl, "oncegate", action); err != nil {
+		if err := f.manager(unitDir).control(inv, "oncegate", action); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := f.calls, [][]string{{action, "oncegate"}}; !reflect.DeepEqual(got, want) {
@@ -370,7 +362,7 @@ func TestServiceCommandLine(t *testing.T) {
 		return
 	}
 	unitDir := t.TempDir()
-	bad := writeConfig(t, t.TempDir(), "bad.yaml", "listen: [\n")
+	bad := configtest.WriteFile(t, t.TempDir(), "bad.yaml", "listen: [\n", 0o644)
 	for _, c := range []struct {
 		args []string
 		msg  string

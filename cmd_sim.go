@@ -17,13 +17,13 @@ var simCommand = command{
 	name:    "sim",
 	args:    "[--listen ADDR]",
 	summary: "run the 1C, Bitrix24 and YooKassa simulators alone",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		listen := fs.String("listen", "127.0.0.1:9001", "`ADDR` to listen on")
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("sim", "takes no arguments")
 			}
-			return runSim(*listen, cl.stderr)
+			return runSim(*listen, inv.stderr)
 		}
 	},
 }

@@ -9,13 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"github.com/oncegate/oncegate/store"
 )
 
 // runCmd runs a command line in process and returns its output and error.
 func runCmd(args ...string) (string, error) {
 	var out bytes.Buffer
-	err := cli{strings.NewReader(""), &out, &out, func(string) string { return "" }}.run(args)
+	err := invocation{strings.NewReader(""), &out, &out, configtest.NoEnv}.run(args)
 	return out.String(), err
 }
 

@@ -14,12 +14,12 @@ var tokenCreateCommand = command{
 	name:    "token create",
 	args:    "--name NAME --scopes read,draft,write,post,pay",
 	summary: "make an agent token (its secret is printed once)",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
 		name := fs.String("name", "", "the agent `NAME` the token acts as")
 		scopes := fs.String("scopes", "", "comma-separated `SCOPES`: "+strings.Join(store.Scopes, ","))
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("token create", "takes no arguments")
 			}
@@ -34,7 +34,7 @@ var tokenCreateCommand = command{
 				return fmt.Errorf("token create: --scopes: %w", err)
 			}
 			ctx := cliContext()
-			st, err := c.open(ctx, cl.env, false)
+			st, err := c.open(ctx, inv.env, false)
 			if err != nil {
 				return err
 			}
@@ -43,7 +43,7 @@ var tokenCreateCommand = command{
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cl.stdout, "token %d for agent %q, scopes %s; shown only now:\n%s\n", tok.ID, tok.Agent, strings.Join(tok.Scopes, ","), secret)
+			fmt.Fprintf(inv.stdout, "token %d for agent %q, scopes %s; shown only now:\n%s\n", tok.ID, tok.Agent, strings.Join(tok.Scopes, ","), secret)
 			return nil
 		}
 	},
@@ -53,15 +53,15 @@ var tokenListCommand = command{
 	name:    "token list",
 	args:    "",
 	summary: "list agent tokens",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("token list", "takes no arguments")
 			}
 			ctx := cliContext()
-			st, err := c.open(ctx, cl.env, false)
+			st, err := c.open(ctx, inv.env, false)
 			if err != nil {
 				return err
 			}
@@ -70,7 +70,7 @@ var tokenListCommand = command{
 			if err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(cl.stdout, 0, 4, 2, ' ', 0)
+			w := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tAGENT\tSCOPES\tCREATED\tREVOKED")
 			for _, t := range list {
 				revoked := "-"
@@ -88,15 +88,15 @@ var tokenRevokeCommand = command{
 	name:    "token revoke",
 	args:    "ID|NAME",
 	summary: "revoke a token by its id, or all of an agent's tokens by its name",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 1 {
 				return badUsage("token revoke", "name one token id or agent")
 			}
 			ctx := cliContext()
-			st, err := c.open(ctx, cl.env, false)
+			st, err := c.open(ctx, inv.env, false)
 			if err != nil {
 				return err
 			}
@@ -105,7 +105,7 @@ var tokenRevokeCommand = command{
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cl.stdout, "revoked %d token(s)\n", n)
+			fmt.Fprintf(inv.stdout, "revoked %d token(s)\n", n)
 			return nil
 		}
 	},

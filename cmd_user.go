@@ -27,11 +27,11 @@ var userAddCommand = command{
 	name:    "user add",
 	args:    "--role " + strings.Join(store.Roles, "|") + " NAME",
 	summary: "add an admin UI user (password from $ONCEGATE_PASSWORD or stdin)",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
 		role := fs.String("role", "", "the new user's `ROLE`: "+strings.Join(store.Roles, ", "))
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 1 {
 				return badUsage("user add", "name one user")
 			}
@@ -42,16 +42,16 @@ var userAddCommand = command{
 			if err := store.CheckNewUser(args[0], *role); err != nil {
 				return fmt.Errorf("user add: %w", err)
 			}
-			password, err := readUserPassword(cl.stdin, cl.stderr, cl.env)
+			password, err := readUserPassword(inv.stdin, inv.stderr, inv.env)
 			if err != nil {
 				return fmt.Errorf("user add: %w", err)
 			}
-			return withUserStore(c, cl, false, func(ctx context.Context, st *store.Store) error {
+			return withUserStore(c, inv, false, func(ctx context.Context, st *store.Store) error {
 				u, err := st.CreateUser(ctx, args[0], *role, password)
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(cl.stdout, "user %d %q added with role %s; they choose their own password when they first sign in\n", u.ID, u.Name, u.Role)
+				fmt.Fprintf(inv.stdout, "user %d %q added with role %s; they choose their own password when they first sign in\n", u.ID, u.Name, u.Role)
 				return nil
 			})
 		}
@@ -62,22 +62,22 @@ var userPasswdCommand = command{
 	name:    "user passwd",
 	args:    "NAME",
 	summary: "set a user's password (from $ONCEGATE_PASSWORD or stdin) and end their sessions",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 1 {
 				return badUsage("user passwd", "name one user")
 			}
-			password, err := readUserPassword(cl.stdin, cl.stderr, cl.env)
+			password, err := readUserPassword(inv.stdin, inv.stderr, inv.env)
 			if err != nil {
 				return fmt.Errorf("user passwd: %w", err)
 			}
-			return withUserStore(c, cl, false, func(ctx context.Context, st *store.Store) error {
+			return withUserStore(c, inv, false, func(ctx context.Context, st *store.Store) error {
 				if err := st.SetPassword(ctx, args[0], password); err != nil {
 					return err
 				}
-				fmt.Fprintf(cl.stdout, "password of %q changed; their sessions are ended, and they choose their own when they next sign in\n", args[0])
+				fmt.Fprintf(inv.stdout, "password of %q changed; their sessions are ended, and they choose their own when they next sign in\n", args[0])
 				return nil
 			})
 		}
@@ -95,18 +95,18 @@ func userToggle(sub, summary string, do func(*store.Store, context.Context, stri
 		name:    name,
 		args:    "NAME",
 		summary: summary,
-		setup: func(fs *flag.FlagSet) func(cli, []string) error {
-			var c common
+		setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+			var c configFlags
 			c.flags(fs)
-			return func(cl cli, args []string) error {
+			return func(inv invocation, args []string) error {
 				if len(args) != 1 {
 					return badUsage(name, "name one user")
 				}
-				return withUserStore(c, cl, false, func(ctx context.Context, st *store.Store) error {
+				return withUserStore(c, inv, false, func(ctx context.Context, st *store.Store) error {
 					if err := do(st, ctx, args[0]); err != nil {
 						return err
 					}
-					fmt.Fprintf(cl.stdout, done, args[0])
+					fmt.Fprintf(inv.stdout, done, args[0])
 					return nil
 				})
 			}
@@ -118,19 +118,19 @@ var userListCommand = command{
 	name:    "user list",
 	args:    "",
 	summary: "list admin UI users",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		var c common
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		var c configFlags
 		c.flags(fs)
-		return func(cl cli, args []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("user list", "takes no arguments")
 			}
-			return withUserStore(c, cl, false, func(ctx context.Context, st *store.Store) error {
+			return withUserStore(c, inv, false, func(ctx context.Context, st *store.Store) error {
 				users, err := st.Users(ctx)
 				if err != nil {
 					return err
 				}
-				w := tabwriter.NewWriter(cl.stdout, 0, 4, 2, ' ', 0)
+				w := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tNAME\tROLE\tSTATUS\tCREATED")
 				for _, u := range users {
 					status := "active"
@@ -147,9 +147,9 @@ var userListCommand = command{
 
 // withUserStore opens the journal (a new one only if create) and runs do
 // on it as the command line.
-func withUserStore(c common, cl cli, create bool, do func(context.Context, *store.Store) error) error {
+func withUserStore(c configFlags, inv invocation, create bool, do func(context.Context, *store.Store) error) error {
 	ctx := cliContext()
-	st, err := c.open(ctx, cl.env, create)
+	st, err := c.open(ctx, inv.env, create)
 	if err != nil {
 		return err
 	}

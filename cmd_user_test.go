@@ -20,7 +20,7 @@ import (
 func userCmd(t *testing.T, stdin string, vars map[string]string, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	err := cli{strings.NewReader(stdin), &out, &out, func(k string) string { return vars[k] }}.run(append([]string{"user"}, args...))
+	err := invocation{strings.NewReader(stdin), &out, &out, func(k string) string { return vars[k] }}.run(append([]string{"user"}, args...))
 	return out.String(), err
 }
 
@@ -218,7 +218,7 @@ func TestFlagsAfterArguments(t *testing.T) {
 func TestFlagsEndAtDoubleDash(t *testing.T) {
 	t.Parallel()
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	new(common).flags(fs)
+	new(configFlags).flags(fs)
 	if err := parse(fs, []string{"a", "--data", "d", "--", "--data", "-b"}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 var versionCommand = command{
 	name:    "version",
 	summary: "print the binary's version, its build and the newest journal schema it knows",
-	setup: func(fs *flag.FlagSet) func(cli, []string) error {
-		return func(cl cli, args []string) error {
+	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
+		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("version", "takes no arguments")
 			}
-			fmt.Fprintln(cl.stdout, versionLine())
+			fmt.Fprintln(inv.stdout, versionLine())
 			return nil
 		}
 	},

@@ -250,3 +250,65 @@ func TestBinaryCarriesZoneDatabase(t *testing.T) {
 		t.Fatal("the binary does not embed time/tzdata: time_zone: Europe/Moscow would not load on Windows")
 	}
 }
+
+// One way to set up a test: the three built-in targets are built for
+// tests in one place, adapterstest.Start (serve builds them in
+// targets.go), and the helpers tests of several packages share are
+// defined once, in a test-support package, not again under their own
+// names in each.
+func TestOneTestSetUp(t *testing.T) {
+	t.Parallel()
+	builders := map[string]bool{
+		"targets.go": true, filepath.FromSlash("adapters/adapterstest/adapterstest.go"): true,
+		"e2e_chaos_test.go": true, // look-up clients at the binary's own simulators, which it starts with its own shop
+	}
+	shared := map[string]string{
+		"writeConfig": "configtest.Write", "noEnv": "configtest.NoEnv",
+		"classified": "adapterstest.WantError", "mustError": "adapterstest.WantError", "wantError": "adapterstest.WantError", "wantCode": "adapterstest.WantError",
+		"simTargets": "adapterstest.Start", "builtTargets": "adapterstest.Start", "invoicePayload": "adapterstest.InvoicePayload",
+	}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			if use := shared[fn.Name.Name]; use != "" && fn.Recv == nil && strings.HasSuffix(path, "_test.go") {
+				t.Errorf("%s defines %s: tests share %s", path, fn.Name.Name, use)
+			}
+			built := map[string]bool{}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "New" {
+					if x, ok := sel.X.(*ast.Ident); ok {
+						built[x.Name] = true
+					}
+				}
+				return true
+			})
+			if built["onec"] && built["bitrix24"] && built["yookassa"] && !builders[path] {
+				t.Errorf("%s: %s builds the three targets; tests build them with adapterstest.Start", path, fn.Name.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -16,7 +16,7 @@
 //
 // 'oncegate help' lists every command with its synopsis; 'oncegate
 // COMMAND -h' prints a command's flags, which may stand before or after
-// its arguments. The commands are declared in cli.go's list, each in its
+// its arguments. The commands are declared in commands.go's list, each in its
 // own cmd_*.go.
 package main
 
@@ -38,7 +38,7 @@ import (
 )
 
 func main() {
-	if err := (cli{os.Stdin, os.Stdout, os.Stderr, os.Getenv}).run(os.Args[1:]); err != nil {
+	if err := (invocation{os.Stdin, os.Stdout, os.Stderr, os.Getenv}).run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "oncegate:", err)
 		if store.IsBusy(err) {
 			fmt.Fprintln(os.Stderr, "oncegate: the journal was busy (another oncegate process held it); nothing was changed, try again")
@@ -47,8 +47,8 @@ func main() {
 	}
 }
 
-// common holds the flags of the commands that read the configuration.
-type common struct {
+// configFlags holds the flags of the commands that read the configuration.
+type configFlags struct {
 	config string
 	data   string
 	// newJournal (serve --new-journal): begin a new journal where a lost
@@ -57,13 +57,13 @@ type common struct {
 }
 
 // flags declares --config and --data on fs.
-func (c *common) flags(fs *flag.FlagSet) {
+func (c *configFlags) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.config, "config", "", "configuration `FILE` (YAML; default $ONCEGATE_CONFIG, else the embedded defaults)")
 	fs.StringVar(&c.data, "data", "", "data directory `DIR` (overrides the configuration's data_dir)")
 }
 
 // load reads the configuration and applies --data.
-func (c common) load(env func(string) string) (config.Config, error) {
+func (c configFlags) load(env func(string) string) (config.Config, error) {
 	path := c.config
 	if path == "" {
 		path = env("ONCEGATE_CONFIG")
@@ -90,7 +90,7 @@ func cliContext() context.Context {
 // Only a command that creates something (create says so) may start a new
 // journal; the others refuse a data directory without one, so a mistyped
 // --data is not answered from an empty journal.
-func (c common) open(ctx context.Context, env func(string) string, create bool) (*store.Store, error) {
+func (c configFlags) open(ctx context.Context, env func(string) string, create bool) (*store.Store, error) {
 	cfg, err := c.load(env)
 	if err != nil {
 		return nil, err

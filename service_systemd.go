@@ -19,7 +19,7 @@ import (
 // configuration or the journal in.
 type systemd struct {
 	unitDir string
-	run     func(cl cli, args ...string) error
+	run     func(inv invocation, args ...string) error
 	hidden  []string
 }
 
@@ -33,9 +33,9 @@ func newSystemd(unitDir string) systemd {
 }
 
 // systemctl runs systemctl with its output on the command's.
-func systemctl(cl cli, args ...string) error {
+func systemctl(inv invocation, args ...string) error {
 	cmd := exec.Command("systemctl", args...)
-	cmd.Stdout, cmd.Stderr = cl.stdout, cl.stderr
+	cmd.Stdout, cmd.Stderr = inv.stdout, inv.stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("systemctl %s: %w", strings.Join(args, " "), err)
 	}
@@ -186,7 +186,7 @@ func under(path, dir string) bool {
 func (s systemd) unitPath(name string) string { return filepath.Join(s.unitDir, name+".service") }
 
 // install writes the unit, reloads systemd, and enables and starts it.
-func (s systemd) install(cl cli, spec serviceSpec) error {
+func (s systemd) install(inv invocation, spec serviceSpec) error {
 	// Step 1: refuse what the sandbox would hide from the service.
 	for _, p := range []struct{ what, path string }{{"the oncegate binary", spec.Exe}, {"the configuration", spec.Config}, {"the data directory", spec.Data}} {
 		for _, dir := range s.hidden {
@@ -207,7 +207,7 @@ func (s systemd) install(cl cli, spec serviceSpec) error {
 	// makes a state directory itself.
 	if u.Dynamic {
 		if fi, err := os.Stat(spec.Config); err == nil && fi.Mode().Perm()&0o004 == 0 {
-			fmt.Fprintf(cl.stderr, "warning: %s is not readable by others, and the service's dynamic user cannot read it: chmod 0644 it (secrets belong in the env file, which systemd reads as root)\n", spec.Config)
+			fmt.Fprintf(inv.stderr, "warning: %s is not readable by others, and the service's dynamic user cannot read it: chmod 0644 it (secrets belong in the env file, which systemd reads as root)\n", spec.Config)
 		}
 	}
 	if !u.Dynamic && u.StateDir == "" {
@@ -229,53 +229,53 @@ func (s systemd) install(cl cli, spec serviceSpec) error {
 	if err := writeFileAtomic(unit, []byte(systemdUnit(u)), 0o644); err != nil {
 		return fmt.Errorf("service install: %w", err)
 	}
-	fmt.Fprintf(cl.stdout, "wrote %s\n", unit)
-	if err := s.run(cl, "daemon-reload"); err != nil {
+	fmt.Fprintf(inv.stdout, "wrote %s\n", unit)
+	if err := s.run(inv, "daemon-reload"); err != nil {
 		return err
 	}
 	switch {
 	case spec.NoEnable:
-		fmt.Fprintf(cl.stdout, "installed %s, not enabled; start it with 'oncegate service start --name %s'\n", spec.Name, spec.Name)
+		fmt.Fprintf(inv.stdout, "installed %s, not enabled; start it with 'oncegate service start --name %s'\n", spec.Name, spec.Name)
 		return nil
 	case replaced:
-		if err := s.run(cl, "enable", spec.Name); err != nil {
+		if err := s.run(inv, "enable", spec.Name); err != nil {
 			return err
 		}
-		if err := s.run(cl, "restart", spec.Name); err != nil {
+		if err := s.run(inv, "restart", spec.Name); err != nil {
 			return err
 		}
 	default:
-		if err := s.run(cl, "enable", "--now", spec.Name); err != nil {
+		if err := s.run(inv, "enable", "--now", spec.Name); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(cl.stdout, "%s is enabled and started; its log: journalctl -u %s\n", spec.Name, spec.Name)
+	fmt.Fprintf(inv.stdout, "%s is enabled and started; its log: journalctl -u %s\n", spec.Name, spec.Name)
 	return nil
 }
 
 // uninstall disables and stops the unit, removes its file and reloads
 // systemd. The data directory stays.
-func (s systemd) uninstall(cl cli, name string) error {
+func (s systemd) uninstall(inv invocation, name string) error {
 	unit := s.unitPath(name)
 	if _, err := os.Stat(unit); errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("service uninstall: no unit %s: nothing to remove", unit)
 	}
-	if err := s.run(cl, "disable", "--now", name); err != nil {
+	if err := s.run(inv, "disable", "--now", name); err != nil {
 		return err
 	}
 	if err := os.Remove(unit); err != nil {
 		return fmt.Errorf("service uninstall: %w", err)
 	}
-	if err := s.run(cl, "daemon-reload"); err != nil {
+	if err := s.run(inv, "daemon-reload"); err != nil {
 		return err
 	}
-	fmt.Fprintf(cl.stdout, "removed %s; the data directory and its journal are left as they were\n", unit)
+	fmt.Fprintf(inv.stdout, "removed %s; the data directory and its journal are left as they were\n", unit)
 	return nil
 }
 
 // control is systemctl start, stop or status.
-func (s systemd) control(cl cli, name, action string) error {
-	return s.run(cl, action, name)
+func (s systemd) control(inv invocation, name, action string) error {
+	return s.run(inv, action, name)
 }
 
 // writeFileAtomic writes data to path through a temporary file beside it,

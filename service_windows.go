@@ -26,7 +26,7 @@ type windowsManager struct{}
 
 const serviceDescription = "oncegate: the gateway between AI agents and business systems (one business intent, one effect)"
 
-func (windowsManager) install(cl cli, spec serviceSpec) error {
+func (windowsManager) install(inv invocation, spec serviceSpec) error {
 	if spec.User != "" {
 		return badUsage("service install", "--user is for systemd; the Windows service runs as LocalSystem")
 	}
@@ -83,9 +83,9 @@ func (windowsManager) install(cl cli, spec serviceSpec) error {
 	if err := eventlog.InstallAsEventCreate(spec.Name, eventlog.Error|eventlog.Warning|eventlog.Info); err != nil {
 		return fmt.Errorf("service install: event log source: %w", err)
 	}
-	fmt.Fprintf(cl.stdout, "installed service %s: %s\n", spec.Name, spec.Exe)
+	fmt.Fprintf(inv.stdout, "installed service %s: %s\n", spec.Name, spec.Exe)
 	if spec.NoEnable {
-		fmt.Fprintf(cl.stdout, "start type manual, not started; start it with 'oncegate service start --name %s'\n", spec.Name)
+		fmt.Fprintf(inv.stdout, "start type manual, not started; start it with 'oncegate service start --name %s'\n", spec.Name)
 		return nil
 	}
 	if replaced {
@@ -93,14 +93,14 @@ func (windowsManager) install(cl cli, spec serviceSpec) error {
 			return err
 		}
 	}
-	if err := startService(cl, s, spec.Name); err != nil {
+	if err := startService(inv, s, spec.Name); err != nil {
 		return err
 	}
-	fmt.Fprintf(cl.stdout, "logs: the Application event log (source %s) and %s\n", spec.Name, filepath.Join(spec.Data, serviceLogFile))
+	fmt.Fprintf(inv.stdout, "logs: the Application event log (source %s) and %s\n", spec.Name, filepath.Join(spec.Data, serviceLogFile))
 	return nil
 }
 
-func (windowsManager) uninstall(cl cli, name string) error {
+func (windowsManager) uninstall(inv invocation, name string) error {
 	m, err := mgr.Connect()
 	if err != nil {
 		return fmt.Errorf("service uninstall: the service manager (run as administrator): %w", err)
@@ -118,13 +118,13 @@ func (windowsManager) uninstall(cl cli, name string) error {
 		return fmt.Errorf("service uninstall: %w", err)
 	}
 	if err := eventlog.Remove(name); err != nil {
-		fmt.Fprintf(cl.stderr, "warning: event log source %s: %v\n", name, err)
+		fmt.Fprintf(inv.stderr, "warning: event log source %s: %v\n", name, err)
 	}
-	fmt.Fprintf(cl.stdout, "removed service %s; the data directory and its journal are left as they were\n", name)
+	fmt.Fprintf(inv.stdout, "removed service %s; the data directory and its journal are left as they were\n", name)
 	return nil
 }
 
-func (windowsManager) control(cl cli, name, action string) error {
+func (windowsManager) control(inv invocation, name, action string) error {
 	m, err := mgr.Connect()
 	if err != nil {
 		return fmt.Errorf("service %s: the service manager: %w", action, err)
@@ -137,12 +137,12 @@ func (windowsManager) control(cl cli, name, action string) error {
 	defer s.Close()
 	switch action {
 	case "start":
-		return startService(cl, s, name)
+		return startService(inv, s, name)
 	case "stop":
 		if err := stopService(s, name); err != nil {
 			return err
 		}
-		fmt.Fprintf(cl.stdout, "%s stopped\n", name)
+		fmt.Fprintf(inv.stdout, "%s stopped\n", name)
 		return nil
 	}
 	st, err := s.Query()
@@ -151,11 +151,11 @@ func (windowsManager) control(cl cli, name, action string) error {
 	}
 	conf, _ := s.Config()
 	state := fromWindowsState(st.State)
-	fmt.Fprintf(cl.stdout, "%s: %s", name, state)
+	fmt.Fprintf(inv.stdout, "%s: %s", name, state)
 	if st.ProcessId != 0 {
-		fmt.Fprintf(cl.stdout, " (pid %d)", st.ProcessId)
+		fmt.Fprintf(inv.stdout, " (pid %d)", st.ProcessId)
 	}
-	fmt.Fprintf(cl.stdout, "\n  %s\n", conf.BinaryPathName)
+	fmt.Fprintf(inv.stdout, "\n  %s\n", conf.BinaryPathName)
 	if state != svcRunning {
 		return fmt.Errorf("service %s is %s", name, state)
 	}
@@ -163,7 +163,7 @@ func (windowsManager) control(cl cli, name, action string) error {
 }
 
 // startService starts s and waits until it runs, or stops having failed.
-func startService(cl cli, s *mgr.Service, name string) error {
+func startService(inv invocation, s *mgr.Service, name string) error {
 	if err := s.Start(); err != nil {
 		return fmt.Errorf("service start %s: %w", name, err)
 	}
@@ -174,7 +174,7 @@ func startService(cl cli, s *mgr.Service, name string) error {
 	if st.State != svc.Running {
 		return fmt.Errorf("service %s did not start (%s): see the Application event log, source %s", name, fromWindowsState(st.State), name)
 	}
-	fmt.Fprintf(cl.stdout, "%s is running\n", name)
+	fmt.Fprintf(inv.stdout, "%s is running\n", name)
 	return nil
 }
 
@@ -307,7 +307,7 @@ func (h *winHandler) Execute(args []string, r <-chan svc.ChangeRequest, s chan<-
 // name: its log goes to oncegate.log in the data directory, and its start,
 // stop and failure to the event log. The service manager's stop and the
 // system's shutdown stop it as SIGTERM does.
-func serveService(name string, c common, listen string, env func(string) string) error {
+func serveService(name string, c configFlags, listen string, env func(string) string) error {
 	isService, err := svc.IsWindowsService()
 	if err != nil {
 		return fmt.Errorf("serve --service: %w", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/config/configtest"
 )
 
 // credentialsSeen is a simulator behind a recorder of the credentials
@@ -31,8 +32,6 @@ type credentialsSeen struct {
 	mu   sync.Mutex
 	got  map[string]string // "onec", "bitrix24", "yookassa" → "user:password" or the path
 }
-
-func noEnv(string) string { return "" }
 
 func newCredentialsSeen(t *testing.T) *credentialsSeen {
 	t.Helper()
@@ -202,16 +201,16 @@ func TestBuildTargetsSecrets(t *testing.T) {
 // The settings MissingSecrets names are those buildTargets refuses.
 func TestMissingSecrets(t *testing.T) {
 	t.Parallel()
-	p := writeConfig(t, t.TempDir(), "oncegate.yaml", "targets:\n  yookassa: { base_url: \"http://127.0.0.1:9001/yookassa/v3\", shop_id: \"demo-shop\", secret_key_env: YOOKASSA_SECRET_KEY }\n")
-	cfg, err := config.Load(p, noEnv, yookassa.Currencies())
+	p := configtest.Write(t, "targets:\n  yookassa: { base_url: \"http://127.0.0.1:9001/yookassa/v3\", shop_id: \"demo-shop\", secret_key_env: YOOKASSA_SECRET_KEY }\n")
+	cfg, err := config.Load(p, configtest.NoEnv, yookassa.Currencies())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cfg.MissingSecrets(noEnv); len(got) != 1 || got[0].Key != "targets.yookassa.secret_key_env" || got[0].Env != "YOOKASSA_SECRET_KEY" {
+	if got := cfg.MissingSecrets(configtest.NoEnv); len(got) != 1 || got[0].Key != "targets.yookassa.secret_key_env" || got[0].Env != "YOOKASSA_SECRET_KEY" {
 		t.Fatalf("missing %v", got)
 	}
 	// A target at a real URL without its secret is refused at start.
-	if _, err := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9001"), noEnv); err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env: $YOOKASSA_SECRET_KEY is empty or unset") {
+	if _, err := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9001"), configtest.NoEnv); err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env: $YOOKASSA_SECRET_KEY is empty or unset") {
 		t.Fatalf("err = %v", err)
 	}
 	set := func(k string) string { return map[string]string{"YOOKASSA_SECRET_KEY": "s"}[k] }
@@ -229,7 +228,7 @@ func TestMissingSecrets(t *testing.T) {
 func TestBuildTargetsNamedInstances(t *testing.T) {
 	t.Parallel()
 	seen := newCredentialsSeen(t)
-	p := writeConfig(t, t.TempDir(), "oncegate.yaml", fmt.Sprintf(`targets:
+	p := configtest.Write(t, fmt.Sprintf(`targets:
   buh:   { kind: onec, base_url: "%[1]s/onec", username_env: BUH_USER, password_env: BUH_PASSWORD, timeout_ms: 2000 }
   trade: { kind: onec, base_url: "%[1]s/onec", username_env: TRADE_USER, password_env: TRADE_PASSWORD }
 `, seen.url))
@@ -272,7 +271,7 @@ func TestBuildTargetsNamedInstances(t *testing.T) {
 func TestBuildTargetsOneCOData(t *testing.T) {
 	t.Parallel()
 	seen := newCredentialsSeen(t)
-	p := writeConfig(t, t.TempDir(), "oncegate.yaml", fmt.Sprintf(`targets:
+	p := configtest.Write(t, fmt.Sprintf(`targets:
   buh:
     kind: onec_odata
     base_url: "%s/onec-odata/odata/standard.odata"

@@ -93,6 +93,17 @@ type Deduper interface {
 	DedupesByKey() bool
 }
 
+// Rechecker is a target whose Execute runs every check its Validate runs,
+// in the same transaction as the effect (the 1C service's module checks
+// references and business rules under the key's lock before it writes):
+// a refusal comes back from Execute with the same code and field, and
+// nothing is made. For such a target a check before the claim only asks
+// the same question twice; the engine skips it unless the agent pinned a
+// plan (plan_hash) or a person decides before anything is sent.
+type Rechecker interface {
+	ChecksOnExecute() bool
+}
+
 // PagedLookup is a target whose Lookup may make several calls, the pages of a
 // list it scans for the key (YooKassa's payments, Bitrix24's activities):
 // LookupCalls is the most one Lookup makes, each bounded by the target's

@@ -1,6 +1,9 @@
 package adapters
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Party is who an external id names, as the target knows it: what the
 // person deciding on an operation reads instead of the agent's id.
@@ -17,3 +20,8 @@ type Party struct {
 type Describer interface {
 	Describe(ctx context.Context, kind, id string) (Party, error)
 }
+
+// ErrCannotDescribe is a target that cannot tell who an id names at all:
+// its interface has no such read (an older 1C module without the route).
+// It is no answer, not a failure: the card then shows the id alone.
+var ErrCannotDescribe = errors.New("the target has no read that says who an id names")

@@ -16,6 +16,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -122,10 +123,11 @@ func TestBoundaryUnknownField(t *testing.T) {
 }
 
 // 4. An unknown, blocked or deleted reference fails before any write,
-// naming the field: the target's checks refuse it before anything is sent
-// to execute, and the refusal is journaled and replayed like any refusal
-// at the target (API.md: 422 failed_final). The corrected request goes
-// under the next version of the key.
+// naming the field: the 1C service checks it in execute's transaction,
+// before it writes the document (so the gateway asks once, not a check
+// and then an execute), and the refusal is journaled and replayed like
+// any refusal at the target (API.md: 422 failed_final). The corrected
+// request goes under the next version of the key.
 func TestBoundaryReferences(t *testing.T) {
 	t.Parallel()
 	g := setup(t)
@@ -146,10 +148,10 @@ func TestBoundaryReferences(t *testing.T) {
 		if r.errField() != c.field {
 			t.Errorf("%s: field %q, want %q", c.code, r.errField(), c.field)
 		}
-		if got := g.sim.Calls(sim.OneC, key); got != 0 {
-			t.Fatalf("a bad reference reached execute at 1C %d times", got)
+		if calls, made := g.sim.Calls(sim.OneC, key), g.sim.Effects(sim.OneC, key); calls != 1 || made != 0 {
+			t.Fatalf("a bad reference: %d calls to 1C made %d documents, want 1 call and none", calls, made)
 		}
-		if op := g.row(key); op.Status != store.StatusFailedFinal || op.AttemptCount != 0 || op.ErrorCode != c.code {
+		if op := g.row(key); op.Status != store.StatusFailedFinal || op.AttemptCount != 1 || op.ErrorCode != c.code {
 			t.Fatalf("journal row %+v", op)
 		}
 		again := g.post(key, env)
@@ -383,7 +385,7 @@ func TestCurrencyLimitsAnySpelling(t *testing.T) {
 		if err := os.WriteFile(p, []byte("limits:\n  payment.charge: "+limits+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		loaded, err := config.Load(p, func(string) string { return "" }, yookassa.Currencies())
+		loaded, err := config.Load(p, configtest.NoEnv, yookassa.Currencies())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +441,9 @@ func TestRateLimit(t *testing.T) {
 }
 
 // Repeated validates of one request reuse the target's answer for a short
-// while; an execute always asks the target again.
+// while; an execute always asks the target again — the 1C service in the
+// execute itself, which checks what validate checks in the transaction
+// that writes the document, so a new operation costs one call to 1C.
 func TestValidateCacheNeverServesExecute(t *testing.T) {
 	t.Parallel()
 	g := setup(t)
@@ -453,8 +457,8 @@ func TestValidateCacheNeverServesExecute(t *testing.T) {
 		t.Fatalf("three validates asked 1C %d times, want 1", got)
 	}
 	expect(t, g.post(key, draft()), http.StatusOK, "succeeded", "")
-	if got := g.validateCalls(); got != 2 {
-		t.Fatalf("the execute did not check at 1C afresh: %d validate calls, want 2", got)
+	if got, calls := g.validateCalls(), g.sim.Calls(sim.OneC, key); got != 1 || calls != 1 {
+		t.Fatalf("the execute: %d validate calls and %d executes at 1C, want 1 and 1", got, calls)
 	}
 }
 

@@ -107,8 +107,8 @@ func (s *Server) refusalAnswer(r *codes.Refusal, c echo.Context) (int, answer) {
 		}
 		if name, ok := c.Get(ctxIntent).(string); ok {
 			a.Operation = name
-			if in, ok := s.catalog.Lookup(name); ok {
-				a.TargetSystem = nullable(in.Target)
+			if def, ok := s.catalog.Lookup(name); ok {
+				a.TargetSystem = nullable(def.Target)
 			}
 		}
 	}

@@ -23,10 +23,10 @@ type intentInfo struct {
 func (s *Server) handleIntentList(c echo.Context) error {
 	all := s.catalog.All()
 	out := make([]intentInfo, 0, len(all))
-	for _, in := range all {
+	for _, def := range all {
 		out = append(out, intentInfo{
-			Name: in.Name, Target: in.Target, Scope: in.Scope, Money: in.Money,
-			KeyRequired: in.Journaled, Description: in.Description, Schema: in.Schema,
+			Name: def.Name, Target: def.Target, Scope: def.Scope, Money: def.Money,
+			KeyRequired: def.Journaled, Description: def.Description, Schema: def.Schema,
 		})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"schema_version": "1.0", "intents": out})

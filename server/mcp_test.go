@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/store"
@@ -96,13 +97,6 @@ func call(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any)
 	return a
 }
 
-func invoicePayload(order string, quantity int) map[string]any {
-	return map[string]any{
-		"order_id": order, "organization_id": "org-main", "customer_id": "customer-1042", "currency": "RUB",
-		"items": []any{map[string]any{"product_id": "product-778", "quantity": quantity, "unit": "pcs", "price_minor": 62500}},
-	}
-}
-
 // The tools an agent sees are the intents its token may use, each with
 // the payload schema /v1/intents serves.
 func TestMCPToolsFollowScopes(t *testing.T) {
@@ -184,7 +178,7 @@ func TestMCPExactlyOnce(t *testing.T) {
 	const key = "test:invoice.create:order-mcp-1:v1"
 
 	// A dry run plans and journals nothing.
-	v := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "mode": "validate", "payload": invoicePayload("order-mcp-1", 2)})
+	v := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "mode": "validate", "payload": adapterstest.InvoicePayload("order-mcp-1", 2)})
 	if v.isError || v.str("state") != "valid" || v.str("plan_hash") == "" {
 		t.Fatalf("validate: %+v", v)
 	}
@@ -192,11 +186,11 @@ func TestMCPExactlyOnce(t *testing.T) {
 		t.Fatalf("validate journaled the key: %v", err)
 	}
 
-	first := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "plan_hash": v.str("plan_hash"), "actor_id": "user-42", "payload": invoicePayload("order-mcp-1", 2)})
+	first := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "plan_hash": v.str("plan_hash"), "actor_id": "user-42", "payload": adapterstest.InvoicePayload("order-mcp-1", 2)})
 	if first.isError || first.str("state") != "succeeded" || first.str("target_object_id") == "" || first.meta["http_status"] != float64(200) {
 		t.Fatalf("first: %+v", first)
 	}
-	again := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "payload": invoicePayload("order-mcp-1", 2)})
+	again := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "payload": adapterstest.InvoicePayload("order-mcp-1", 2)})
 	if again.isError || again.str("target_object_id") != first.str("target_object_id") || again.body["replayed"] != true || again.meta["replayed"] != true {
 		t.Fatalf("retry: %+v", again)
 	}
@@ -207,7 +201,7 @@ func TestMCPExactlyOnce(t *testing.T) {
 		t.Fatalf("journal row: %+v", row)
 	}
 
-	changed := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "payload": invoicePayload("order-mcp-1", 3)})
+	changed := call(t, cs, "invoice.create", map[string]any{"operation_key": key, "payload": adapterstest.InvoicePayload("order-mcp-1", 3)})
 	if !changed.isError || changed.errCode() != "IDEMPOTENCY_KEY_PAYLOAD_MISMATCH" || changed.meta["http_status"] != float64(422) {
 		t.Fatalf("changed quantity: %+v", changed)
 	}
@@ -219,9 +213,9 @@ func TestMCPExactlyOnce(t *testing.T) {
 	// Refusals before execution bind nothing: the key stays free.
 	const free = "test:invoice.create:order-mcp-2:v1"
 	for name, args := range map[string]map[string]any{
-		"UNKNOWN_FIELD argument":  {"operation_key": free, "method": "Документ.Записать()", "payload": invoicePayload("order-mcp-2", 1)},
+		"UNKNOWN_FIELD argument":  {"operation_key": free, "method": "Документ.Записать()", "payload": adapterstest.InvoicePayload("order-mcp-2", 1)},
 		"UNKNOWN_FIELD payload":   {"operation_key": free, "payload": map[string]any{"order_id": "order-mcp-2", "posted": true}},
-		"IDEMPOTENCY_KEY_INVALID": {"operation_key": "test:payment.charge:order-mcp-2:v1", "payload": invoicePayload("order-mcp-2", 1)},
+		"IDEMPOTENCY_KEY_INVALID": {"operation_key": "test:payment.charge:order-mcp-2:v1", "payload": adapterstest.InvoicePayload("order-mcp-2", 1)},
 	} {
 		a := call(t, cs, "invoice.create", args)
 		if code, _, _ := strings.Cut(name, " "); !a.isError || a.errCode() != code {
@@ -231,7 +225,7 @@ func TestMCPExactlyOnce(t *testing.T) {
 	// A call without operation_key is told so in MCP's words — the
 	// argument, not the HTTP header — with an example in this gateway's
 	// contour; validate needs none.
-	nokey := call(t, cs, "invoice.create", map[string]any{"payload": invoicePayload("order-mcp-2", 1)})
+	nokey := call(t, cs, "invoice.create", map[string]any{"payload": adapterstest.InvoicePayload("order-mcp-2", 1)})
 	if !nokey.isError || nokey.errCode() != "IDEMPOTENCY_KEY_MISSING" {
 		t.Fatalf("no operation_key: %+v", nokey)
 	}
@@ -239,7 +233,7 @@ func TestMCPExactlyOnce(t *testing.T) {
 		strings.Contains(msg, "request_id") || !strings.Contains(msg, "test:invoice.create:") || strings.Contains(msg, "prod:") {
 		t.Fatalf("the missing key is not told in MCP's words and this contour: %s", msg)
 	}
-	if v := call(t, cs, "invoice.create", map[string]any{"mode": "validate", "payload": invoicePayload("order-mcp-2", 1)}); v.isError {
+	if v := call(t, cs, "invoice.create", map[string]any{"mode": "validate", "payload": adapterstest.InvoicePayload("order-mcp-2", 1)}); v.isError {
 		t.Fatalf("validate without operation_key: %+v", v)
 	}
 	missing := call(t, cs, "get_operation", map[string]any{"operation_key": free})
@@ -302,7 +296,7 @@ func BenchmarkOperationReplayMCP(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	args := map[string]any{"operation_key": "test:invoice.create:bench-mcp:v1", "payload": invoicePayload("order-bench", 2)}
+	args := map[string]any{"operation_key": "test:invoice.create:bench-mcp:v1", "payload": adapterstest.InvoicePayload("order-bench", 2)}
 	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "invoice.create", Arguments: args}); err != nil || res.IsError {
 		b.Fatalf("%v %+v", err, res)
 	}

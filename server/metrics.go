@@ -66,7 +66,7 @@ func (m *metrics) observeCall(target, call string, start time.Time, err error) {
 }
 
 // instrumented wraps a target so that every call is measured. It passes
-// Validate, OrderStatus, DedupesByKey, LookupCalls, KeyWindow, ReadTimeout
+// Validate, OrderStatus, DedupesByKey, ChecksOnExecute, LookupCalls, KeyWindow, ReadTimeout
 // and Secrets through when the target has them.
 type instrumented struct {
 	adapters.Target
@@ -86,6 +86,12 @@ func (t instrumented) Execute(ctx context.Context, op adapters.Op) (adapters.Res
 func (t instrumented) DedupesByKey() bool {
 	d, ok := t.Target.(adapters.Deduper)
 	return ok && d.DedupesByKey()
+}
+
+// ChecksOnExecute implements adapters.Rechecker for the target inside.
+func (t instrumented) ChecksOnExecute() bool {
+	r, ok := t.Target.(adapters.Rechecker)
+	return ok && r.ChecksOnExecute()
 }
 
 // LookupCalls implements adapters.PagedLookup for the target inside: one call

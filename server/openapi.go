@@ -119,20 +119,20 @@ func buildOpenAPI(catalog *intent.Catalog, contour string) ([]byte, error) {
 	var variants []any
 	mapping := map[string]any{}
 	var names, targets []string
-	for _, in := range intents {
-		payload, err := payloadSchema(in)
+	for _, def := range intents {
+		payload, err := payloadSchema(def)
 		if err != nil {
 			return nil, err
 		}
-		effectiveLimits(payload, in.Limits)
-		name := schemaName(in.Name)
+		effectiveLimits(payload, def.Limits)
+		name := schemaName(def.Name)
 		schemas[name+"Payload"] = payload
-		schemas[name+"Request"] = envelopeSchema(in, name+"Payload", contour)
+		schemas[name+"Request"] = envelopeSchema(def, name+"Payload", contour)
 		variants = append(variants, schemaRef(name+"Request"))
-		mapping[in.Name] = "#/components/schemas/" + name + "Request"
-		names = append(names, in.Name)
-		if !slices.Contains(targets, in.Target) {
-			targets = append(targets, in.Target)
+		mapping[def.Name] = "#/components/schemas/" + name + "Request"
+		names = append(names, def.Name)
+		if !slices.Contains(targets, def.Target) {
+			targets = append(targets, def.Target)
 		}
 	}
 	schemas["OperationRequest"] = map[string]any{
@@ -201,19 +201,19 @@ func buildOpenAPI(catalog *intent.Catalog, contour string) ([]byte, error) {
 // payloadSchema is the registry's payload schema of in, without $schema and
 // $id (the document's dialect is draft 2020-12, and an $id would move the
 // base URI of everything inside). Numbers keep their literal form.
-func payloadSchema(in *intent.Intent) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(in.Schema))
+func payloadSchema(def *intent.Intent) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(def.Schema))
 	dec.UseNumber()
 	var s map[string]any
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("openapi: schema of %s: %w", in.Name, err)
+		return nil, fmt.Errorf("openapi: schema of %s: %w", def.Name, err)
 	}
 	delete(s, "$schema")
 	delete(s, "$id")
 	// A local reference or a nested resource would resolve against this
 	// document instead of the intent's schema once embedded.
 	if kw := nestedResource(s); kw != "" {
-		return nil, fmt.Errorf("openapi: schema of %s uses %s, which cannot be embedded as is", in.Name, kw)
+		return nil, fmt.Errorf("openapi: schema of %s uses %s, which cannot be embedded as is", def.Name, kw)
 	}
 	return s, nil
 }
@@ -245,18 +245,18 @@ func nestedResource(v any) string {
 
 // envelopeSchema is the POST /v1/operations body for one intent
 // (API.md section 3), with the intent's registry facts as extensions.
-func envelopeSchema(in *intent.Intent, payload, contour string) map[string]any {
-	desc := fmt.Sprintf("%s: %s. Needs scope %s.", in.Name, in.Description, in.Scope)
-	if in.Journaled {
+func envelopeSchema(def *intent.Intent, payload, contour string) map[string]any {
+	desc := fmt.Sprintf("%s: %s. Needs scope %s.", def.Name, def.Description, def.Scope)
+	if def.Journaled {
 		desc += " Needs an operation key in execute mode (Idempotency-Key header or request_id); journaled, so a retry with the same key never acts twice."
 	} else {
 		desc += " Read only: no operation key needed, nothing is journaled."
 	}
-	if in.Money {
+	if def.Money {
 		desc += " Money: waits for a person's approval — the first answer is 202 awaiting_approval (APPROVAL_REQUIRED); send the same request again to learn the decision."
 	}
 	return map[string]any{
-		"title":       in.Name + " request",
+		"title":       def.Name + " request",
 		"description": desc,
 		"type":        "object",
 		"properties": map[string]any{
@@ -268,15 +268,15 @@ func envelopeSchema(in *intent.Intent, payload, contour string) map[string]any {
 			"intent": map[string]any{
 				"description": "The intent, from the whitelist (GET /v1/intents).",
 				"type":        "string",
-				"const":       in.Name,
+				"const":       def.Name,
 			},
 			"request_id": map[string]any{
 				"description": "The operation key, as an alternative to the Idempotency-Key header; when both are sent they must be equal.",
 				"type":        "string",
 				"minLength":   contract.MinKeyLen,
 				"maxLength":   contract.MaxKeyLen,
-				"pattern":     keyPattern(in.Name),
-				"examples":    []any{contour + ":" + in.Name + ":order-48291:v1"},
+				"pattern":     keyPattern(def.Name),
+				"examples":    []any{contour + ":" + def.Name + ":order-48291:v1"},
 			},
 			"actor_id": map[string]any{
 				"description": "The person on whose behalf the agent acts; journaled, not part of the fingerprint.",
@@ -299,10 +299,10 @@ func envelopeSchema(in *intent.Intent, payload, contour string) map[string]any {
 		},
 		"required":                []any{"schema_version", "intent", "payload"},
 		"additionalProperties":    false,
-		"x-oncegate-scope":        in.Scope,
-		"x-oncegate-target":       in.Target,
-		"x-oncegate-money":        in.Money,
-		"x-oncegate-key-required": in.Journaled,
+		"x-oncegate-scope":        def.Scope,
+		"x-oncegate-target":       def.Target,
+		"x-oncegate-money":        def.Money,
+		"x-oncegate-key-required": def.Journaled,
 	}
 }
 
@@ -313,9 +313,9 @@ func scopesDescription(intents []*intent.Intent) string {
 	b.WriteString("An agent token, sent as `Authorization: Bearer <token>`. Tokens are created by an admin (`oncegate token create …`), shown once, stored only as a hash and revocable. Each belongs to one agent identity and carries scopes; an intent needs its scope (403 PERMISSION_DENIED otherwise), GET /v1/operations/{key} and GET /v1/intents need any valid token.\n\nScopes:\n")
 	for _, scope := range intent.Scopes() {
 		var names []string
-		for _, in := range intents {
-			if in.Scope == scope {
-				names = append(names, in.Name)
+		for _, def := range intents {
+			if def.Scope == scope {
+				names = append(names, def.Name)
 			}
 		}
 		fmt.Fprintf(&b, "- `%s`: %s\n", scope, strings.Join(names, ", "))

@@ -115,8 +115,8 @@ func readJSON(c echo.Context) ([]byte, error) {
 
 // validatedAnswer is the answer of mode validate: the plan and its hash.
 func validatedAnswer(out engine.Outcome) answer {
-	in := out.Intent
-	a := answer{OperationKey: out.Key, RequestID: out.RequestID, Operation: in.Name, TargetSystem: nullable(in.Target),
+	def := out.Intent
+	a := answer{OperationKey: out.Key, RequestID: out.RequestID, Operation: def.Name, TargetSystem: nullable(def.Target),
 		Fingerprint: nullable(out.Fingerprint), Result: json.RawMessage("null"), State: "valid", Plan: out.Plan, PlanHash: out.PlanHash, Warnings: warnings(out.Warnings)}
 	if a.RequestID == "" {
 		a.RequestID = out.Key

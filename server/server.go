@@ -304,8 +304,8 @@ func shopNames(ts config.TargetsConfig) map[string]string {
 func (s *Server) describers() map[string]adapters.Describer {
 	out := map[string]adapters.Describer{}
 	for name, t := range s.targets {
-		if in, ok := t.(instrumented); ok {
-			t = in.Target
+		if def, ok := t.(instrumented); ok {
+			t = def.Target
 		}
 		if d, ok := t.(adapters.Describer); ok {
 			out[name] = d

@@ -15,7 +15,7 @@ import (
 func TestNewLeavesTargetsAlone(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	targets := simTargets(t, cfg, "http://127.0.0.1:9")
+	targets := simulated(t, cfg).Targets
 	before := maps.Clone(targets)
 	server.New(cfg, openJournal(t), targets, mustCatalog(t, cfg, targets), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if !maps.EqualFunc(targets, before, func(a, b adapters.Target) bool { return a == b }) {

@@ -9,19 +9,14 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/adapters/bitrix24"
-	"github.com/oncegate/oncegate/adapters/onec"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/sim"
-	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
@@ -43,9 +38,8 @@ type gateway struct {
 	// stop shuts the gateway down gracefully and returns Serve's error.
 	stop func() error
 	// The workers' events: the reconciler settled a row, the executor ran
-	// an approved operation or ended an expired approval, retention
-	// finished a pass over a target.
-	reconciled, executed, expired, purged *event
+	// an approved operation or ended an expired approval.
+	reconciled, executed, expired *event
 }
 
 // event tells every test waiting on one kind of worker event that one
@@ -101,18 +95,6 @@ func await(tb testing.TB, what string, e *event, cond func() bool) {
 	}
 }
 
-func noEnv(string) string { return "" }
-
-// writeConfig writes a configuration file of body, removed at cleanup.
-func writeConfig(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // testConfig is the default configuration with timeouts and delays small
 // enough for tests.
 func testConfig() config.Config {
@@ -123,6 +105,53 @@ func testConfig() config.Config {
 	cfg.Retry.InitialDelayMS = 10
 	cfg.Retry.MaxDelayMS = 40
 	return cfg
+}
+
+// fastConfig makes the background workers and timeouts quick.
+func fastConfig() config.Config {
+	cfg := testConfig()
+	cfg.Targets["onec"].TimeoutMS = 300
+	cfg.Targets["payments"].TimeoutMS = 300
+	cfg.Reconciler.IntervalMS = 50
+	cfg.Reconciler.MaxBackoffMS = 100
+	cfg.Reconciler.ReviewAfter = 2
+	return cfg
+}
+
+// eventually polls cond until it holds or the time is up, for what no
+// worker reports (await waits for a worker).
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func charge(order string, amount int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"schema_version": "1.0", "intent": "payment.charge",
+		"payload": map[string]any{"account_id": "merchant-account-17", "order_id": order, "amount_minor": amount, "currency": "RUB"},
+	})
+	return b
+}
+
+// payer submits a charge with a pay token.
+func (g *gateway) charge(token, key, order string, amount int) reply {
+	g.t.Helper()
+	return g.do("POST", "/v1/operations", token, map[string]string{"Idempotency-Key": key}, charge(order, amount))
+}
+
+func (g *gateway) approval(key string) store.Approval {
+	g.t.Helper()
+	a, err := g.store.ApprovalByKey(context.Background(), key)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return a
 }
 
 func setup(tb testing.TB) *gateway { return setupWith(tb, testConfig()) }
@@ -138,26 +167,15 @@ func openJournal(tb testing.TB) *store.Store {
 	return storetest.Open(tb)
 }
 
-// simTargets are the three targets talking to the simulators at url with
-// cfg's call timeouts and the simulators' credentials: what main builds
-// for a configuration that points at no real system.
-func simTargets(tb testing.TB, cfg config.Config, url string) map[string]adapters.Target {
+// simulated serves the simulators over loopback and builds the three
+// targets at them with cfg's call timeouts: what serve builds for a
+// configuration that points at no real system.
+func simulated(tb testing.TB, cfg config.Config) adapterstest.Simulated {
 	tb.Helper()
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	t := cfg.Targets
-	one, err := onec.New(onec.Config{BaseURL: url + "/onec", Timeout: ms(t["onec"].TimeoutMS)})
-	if err != nil {
-		tb.Fatal(err)
+	ms := func(target string) time.Duration {
+		return time.Duration(cfg.Targets[target].TimeoutMS) * time.Millisecond
 	}
-	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: url + "/bitrix24/rest/1/sim-webhook/", Timeout: ms(t["crm"].TimeoutMS)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	pay, err := yookassa.New(yookassa.Config{BaseURL: url + "/yookassa/v3", ShopID: t["payments"].ShopID, SecretKey: sim.YooKassaSecret(), Timeout: ms(t["payments"].TimeoutMS)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return map[string]adapters.Target{"onec": one, "crm": crm, "payments": pay}
+	return adapterstest.Start(tb, adapterstest.Timeouts{OneC: ms("onec"), CRM: ms("crm"), Payments: ms("payments")})
 }
 
 // mustCatalog loads the whitelist cfg names (intents_dir,
@@ -178,29 +196,20 @@ func mustCatalog(tb testing.TB, cfg config.Config, targets map[string]adapters.T
 func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	tb.Helper()
 	ctx := context.Background()
-	simulators := sim.New()
-	// The targets here are not paced: the portal's rate limit is tested
-	// with the adapter and the binary, not in every server test.
-	portal := sim.DefaultBitrix24Portal()
-	portal.PerSecond = 0
-	simulators.SetBitrix24Portal(portal)
-	simHTTP := httptest.NewServer(simulators)
-	tb.Cleanup(simHTTP.Close)
-
-	targets := simTargets(tb, cfg, simHTTP.URL)
+	sims := simulated(tb, cfg)
+	targets := sims.Targets
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(cfg, st, targets, mustCatalog(tb, cfg, targets), log)
 	signals := srv.InitTestSignals()
 	if err := srv.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	reconciled, executed, expired, purged := newEvent(), newEvent(), newEvent(), newEvent()
+	reconciled, executed, expired := newEvent(), newEvent(), newEvent()
 	relaying := make(chan struct{})
 	tb.Cleanup(func() { close(relaying) })
 	go relay(signals.Reconciled, reconciled, relaying)
 	go relay(signals.Executed, executed, relaying)
 	go relay(signals.Expired, expired, relaying)
-	go relay(signals.Purged, purged, relaying)
 	// Serve for real: the HTTP server and the background workers.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -225,8 +234,8 @@ func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &gateway{t: tb, srv: srv, store: st, sim: simulators, simURL: simHTTP.URL, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown,
-		reconciled: reconciled, executed: executed, expired: expired, purged: purged}
+	return &gateway{t: tb, srv: srv, store: st, sim: sims.Sim, simURL: sims.URL, url: "http://" + ln.Addr().String(), token: secret, client: &http.Client{}, stop: shutdown,
+		reconciled: reconciled, executed: executed, expired: expired}
 }
 
 // MustToken makes another agent token.
@@ -326,17 +335,12 @@ func (g *gateway) post(key string, envelope map[string]any) reply {
 	return g.do("POST", "/v1/operations", g.token, h, body)
 }
 
-// invoice is an invoice.create envelope for order with quantity.
+// invoice is an invoice.create envelope for order with quantity, its
+// currency spelt in lower case as in API.md's example.
 func invoice(order string, quantity float64) map[string]any {
-	return map[string]any{
-		"schema_version": "1.0",
-		"intent":         "invoice.create",
-		"actor_id":       "user-42",
-		"payload": map[string]any{
-			"order_id": order, "organization_id": "org-main", "customer_id": "customer-1042", "currency": "rub",
-			"items": []any{map[string]any{"product_id": "product-778", "quantity": quantity, "unit": "pcs", "price_minor": 62500}},
-		},
-	}
+	payload := adapterstest.InvoicePayload(order, quantity)
+	payload["currency"] = "rub"
+	return map[string]any{"schema_version": "1.0", "intent": "invoice.create", "actor_id": "user-42", "payload": payload}
 }
 
 // row reads the journal row of key.

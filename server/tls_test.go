@@ -22,7 +22,7 @@ import (
 
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
-	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key, and returns
@@ -62,12 +62,8 @@ func TestTLS(t *testing.T) {
 	cfg := testConfig()
 	cfg.TLS = config.TLSConfig{CertFile: certPath, KeyFile: keyPath}
 	ctx := context.Background()
-	st, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	targets := simTargets(t, cfg, "http://127.0.0.1:1")
+	st := storetest.Open(t)
+	targets := simulated(t, cfg).Targets
 	srv := server.New(cfg, st, targets, mustCatalog(t, cfg, targets), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -78,11 +78,16 @@ const liveOriginalQuery = `SELECT ` + operationColumns + ` FROM operations
 // earliest live operation (the original failed or is past the window).
 func (s *Store) earliestLive(ctx context.Context, q rowQuerier, intent string, r DuplicateCheck, key string) (Operation, error) {
 	since := formatTime(s.now().Add(-r.Window))
-	op, err := scanOperation(q.QueryRowContext(ctx, liveOriginalQuery, intent, r.BusinessKey, since, key))
-	if errors.Is(err, sql.ErrNoRows) {
-		op, err = scanOperation(q.QueryRowContext(ctx, liveDuplicateQuery, intent, r.BusinessKey, since, key))
+	// The earliest live operation is the original unless it was itself
+	// suspected: one query for the usual claim, which finds none.
+	op, err := scanOperation(q.QueryRowContext(ctx, liveDuplicateQuery, intent, r.BusinessKey, since, key))
+	if err != nil || op.DuplicateOf == "" {
+		return op, err
 	}
-	return op, err
+	if orig, err := scanOperation(q.QueryRowContext(ctx, liveOriginalQuery, intent, r.BusinessKey, since, key)); !errors.Is(err, sql.ErrNoRows) {
+		return orig, err
+	}
+	return op, nil
 }
 
 // findDuplicate is the earlier live operation of the same business event

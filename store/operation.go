@@ -536,11 +536,13 @@ func (s *Store) OrphanLeases(ctx context.Context, run string) (int, error) {
 	return r0, err
 }
 
+// orphanQuery finds the started operations of other runs, through the
+// index by status.
+const orphanQuery = `SELECT operation_key FROM operations
+	WHERE status = 'started' AND lease_owner <> ? AND substr(lease_owner, 1, ?) <> ?`
+
 func (s *Store) orphanLeasesTx(ctx context.Context, tx *txn, run string) (int, error) {
-	rows, err := tx.QueryContext(ctx, `
-		SELECT operation_key FROM operations
-		WHERE status = 'started' AND lease_owner <> ? AND substr(lease_owner, 1, ?) <> ?`,
-		run, len(run)+1, run+"/")
+	rows, err := tx.QueryContext(ctx, orphanQuery, run, len(run)+1, run+"/")
 	if err != nil {
 		return 0, fmt.Errorf("orphan leases: %w", err)
 	}

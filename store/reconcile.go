@@ -7,16 +7,20 @@ import (
 	"time"
 )
 
+// dueQuery finds the operations due for the reconciler among the started
+// and unknown rows, read through the index by status, so its cost follows
+// the live operations, not the journal's size.
+const dueQuery = `SELECT ` + operationColumns + ` FROM operations
+	WHERE (status = 'unknown' AND (next_check_at IS NULL OR next_check_at <= ?))
+	   OR (status = 'started' AND lease_until <= ?)
+	ORDER BY coalesce(next_check_at, lease_until) LIMIT ?`
+
 // DueForReconcile returns up to limit operations whose outcome must be
 // established at the target: unknown rows whose next check is due, and
 // started rows whose lease has expired (their holder is gone).
 func (s *Store) DueForReconcile(ctx context.Context, limit int) ([]Operation, error) {
 	now := formatTime(s.now())
-	ops, err := s.queryOperations(ctx, `
-		SELECT `+operationColumns+` FROM operations
-		WHERE (status = 'unknown' AND (next_check_at IS NULL OR next_check_at <= ?))
-		   OR (status = 'started' AND lease_until <= ?)
-		ORDER BY coalesce(next_check_at, lease_until) LIMIT ?`, now, now, limit)
+	ops, err := s.queryOperations(ctx, dueQuery, now, now, limit)
 	if err != nil {
 		return nil, fmt.Errorf("due for reconcile: %w", err)
 	}

@@ -475,11 +475,31 @@ func (c *Client) resolveCustomer(ctx context.Context, externalID string) (contac
 // whose external origin is (Originator, externalID): the reference of
 // kind held by the payload field. It never searches by name or free text.
 func (c *Client) resolveOrigin(ctx context.Context, entity, kind, field, externalID string) (contact, error) {
-	var (
-		found   []contact
-		blocked []bool
-	)
-	err := c.list(ctx, "crm."+entity+".list", map[string]any{
+	found, blocked, err := c.findOrigin(ctx, entity, externalID)
+	if err != nil {
+		return contact{}, err
+	}
+	switch len(found) {
+	case 0:
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: field,
+			Message: "no " + kind + " with this " + field + " exists in the CRM"}
+	case 1:
+	default:
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceAmbiguous, Field: field,
+			Message: "more than one CRM " + entity + " carries this " + field}
+	}
+	if blocked[0] {
+		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceInactive, Field: field,
+			Message: "the " + kind + " is blocked in the CRM"}
+	}
+	return found[0], nil
+}
+
+// findOrigin lists the records of entity whose external origin is exactly
+// (Originator, externalID), stopping at the second, and whether each is
+// blocked.
+func (c *Client) findOrigin(ctx context.Context, entity, externalID string) (found []contact, blocked []bool, err error) {
+	err = c.list(ctx, "crm."+entity+".list", map[string]any{
 		"filter": map[string]any{"ORIGINATOR_ID": Originator, "ORIGIN_ID": externalID},
 		"select": []string{"ID", "ORIGINATOR_ID", "ORIGIN_ID", "ASSIGNED_BY_ID", "PHONE", BlockedField},
 		"order":  map[string]string{"ID": "ASC"},
@@ -515,23 +535,7 @@ func (c *Client) resolveOrigin(ctx context.Context, entity, kind, field, externa
 		}
 		return len(found) < 2, nil
 	})
-	if err != nil {
-		return contact{}, err
-	}
-	switch len(found) {
-	case 0:
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: field,
-			Message: "no " + kind + " with this " + field + " exists in the CRM"}
-	case 1:
-	default:
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceAmbiguous, Field: field,
-			Message: "more than one CRM " + entity + " carries this " + field}
-	}
-	if blocked[0] {
-		return contact{}, &adapters.Error{Class: adapters.Final, Code: codes.ReferenceInactive, Field: field,
-			Message: "the " + kind + " is blocked in the CRM"}
-	}
-	return found[0], nil
+	return found, blocked, err
 }
 
 func isSet(v string) bool {

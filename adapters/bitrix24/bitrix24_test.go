@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -72,21 +73,6 @@ func newOp(t *testing.T, customer string) adapters.Op {
 		Payload: payload,
 		Attempt: 1,
 	}
-}
-
-// mustError asserts err is an *adapters.Error of class and code and that
-// nothing in it names the webhook secret.
-func mustError(t *testing.T, err error, class adapters.Class, code string) *adapters.Error {
-	t.Helper()
-	var e *adapters.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("err = %v (%T), want *adapters.Error", err, err)
-	}
-	if e.Class != class || e.Code != code {
-		t.Fatalf("err = %v, want class %v code %s", err, class, code)
-	}
-	assertNoSecret(t, err)
-	return e
 }
 
 func assertNoSecret(t *testing.T, err error) {
@@ -177,7 +163,7 @@ func TestExecute(t *testing.T) {
 		s, c, _ := setup(t)
 		op := newOp(t, "customer-9999")
 		_, err := c.Execute(context.Background(), op)
-		e := mustError(t, err, adapters.Final, codes.ReferenceNotFound)
+		e := adapterstest.WantError(t, err, adapters.Final, codes.ReferenceNotFound, "customer_id", secret)
 		if e.Field != "customer_id" {
 			t.Fatalf("field = %q", e.Field)
 		}
@@ -191,14 +177,14 @@ func TestExecute(t *testing.T) {
 		// adapter takes only the exact external id.
 		_, c, _ := setup(t)
 		_, err := c.Execute(context.Background(), newOp(t, "CUSTOMER-1042"))
-		mustError(t, err, adapters.Final, codes.ReferenceNotFound)
+		adapterstest.WantError(t, err, adapters.Final, codes.ReferenceNotFound, "customer_id", secret)
 	})
 	t.Run("ErrReferenceInactive", func(t *testing.T) {
 		t.Parallel()
 		s, c, _ := setup(t)
 		op := newOp(t, "customer-blocked-1")
 		_, err := c.Execute(context.Background(), op)
-		e := mustError(t, err, adapters.Final, codes.ReferenceInactive)
+		e := adapterstest.WantError(t, err, adapters.Final, codes.ReferenceInactive, "customer_id", secret)
 		if e.Field != "customer_id" {
 			t.Fatalf("field = %q", e.Field)
 		}
@@ -218,14 +204,14 @@ func TestExecute(t *testing.T) {
 			op := newOp(t, "customer-1042")
 			op.Payload = json.RawMessage(payload)
 			_, err := c.Execute(context.Background(), op)
-			if e := mustError(t, err, adapters.Final, codes.Validation); e.Field != field {
+			if e := adapterstest.WantError(t, err, adapters.Final, codes.Validation, field, secret); e.Field != field {
 				t.Errorf("field = %q, want %q", e.Field, field)
 			}
 		}
 		op := newOp(t, "customer-1042")
 		op.Intent = "payment.charge"
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Final, codes.IntentNotAllowed)
+		adapterstest.WantError(t, err, adapters.Final, codes.IntentNotAllowed, "", secret)
 	})
 	t.Run("ErrPermissionDenied", func(t *testing.T) {
 		t.Parallel()
@@ -242,9 +228,9 @@ func TestExecute(t *testing.T) {
 			}
 			op := newOp(t, "customer-1042")
 			_, err = c.Execute(context.Background(), op)
-			mustError(t, err, adapters.Retry, codes.TargetPermissionDenied)
+			adapterstest.WantError(t, err, adapters.Retry, codes.TargetPermissionDenied, "", secret)
 			_, err = c.Lookup(context.Background(), op)
-			mustError(t, err, adapters.Retry, codes.TargetPermissionDenied)
+			adapterstest.WantError(t, err, adapters.Retry, codes.TargetPermissionDenied, "", secret)
 		}
 	})
 }
@@ -257,7 +243,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 503})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Retry, codes.TargetUnavailable)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret)
 		if got := s.Effects(sim.Bitrix24, op.Key); got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
 		}
@@ -271,7 +257,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 429})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		if e := mustError(t, err, adapters.Retry, codes.TargetUnavailable); e.RetryAfter != 1 {
+		if e := adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret); e.RetryAfter != 1 {
 			t.Fatalf("retry after = %d, want 1", e.RetryAfter)
 		}
 		if got := s.Effects(sim.Bitrix24, op.Key); got != 0 {
@@ -284,7 +270,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 502, On: sim.OnLookup})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Retry, codes.TargetUnavailable)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret)
 		if got := s.Calls(sim.Bitrix24, op.Key); got != 0 {
 			t.Fatalf("add calls = %d, want 0", got)
 		}
@@ -322,7 +308,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultDropResponse})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "", secret)
 		res, err := c.Lookup(context.Background(), op)
 		if err != nil {
 			t.Fatalf("lookup: %v", err)
@@ -340,7 +326,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400})
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "", secret)
 		// The simulator commits once the delay is over, caller gone or not.
 		deadline := time.Now().Add(3 * time.Second)
 		for {
@@ -369,7 +355,7 @@ func TestExecute_Faults(t *testing.T) {
 		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400, On: sim.OnLookup})
 		// A read that timed out made no effect: Retry, not Reconcile.
 		_, err := c.Lookup(context.Background(), newOp(t, "customer-1042"))
-		mustError(t, err, adapters.Retry, codes.TargetUnavailable)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret)
 	})
 }
 
@@ -438,7 +424,7 @@ func TestLookup(t *testing.T) {
 		op := newOp(t, "customer-1042")
 		op.Key = "test:crm.callback:create:" + strings.Repeat("x", 250) + ":v1"
 		_, err := c.Lookup(context.Background(), op)
-		mustError(t, err, adapters.Final, codes.Validation)
+		adapterstest.WantError(t, err, adapters.Final, codes.Validation, "", secret)
 	})
 }
 
@@ -467,7 +453,7 @@ func TestValidate(t *testing.T) {
 		t.Parallel()
 		_, c, _ := setup(t)
 		_, err := c.Validate(context.Background(), newOp(t, "customer-blocked-1"))
-		if e := mustError(t, err, adapters.Final, codes.ReferenceInactive); e.Field != "customer_id" {
+		if e := adapterstest.WantError(t, err, adapters.Final, codes.ReferenceInactive, "customer_id", secret); e.Field != "customer_id" {
 			t.Fatalf("field = %q", e.Field)
 		}
 	})
@@ -501,9 +487,9 @@ func TestNoSecretInErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = dead.Execute(context.Background(), newOp(t, "customer-1042"))
-	mustError(t, err, adapters.Retry, codes.TargetUnavailable)
+	adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret)
 	_, err = dead.Lookup(context.Background(), newOp(t, "customer-1042"))
-	mustError(t, err, adapters.Retry, codes.TargetUnavailable)
+	adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret)
 }
 
 // A bare 502 from a proxy in front of the portal may come after the
@@ -533,7 +519,7 @@ func TestExecute_ProxyFailureAfterCommit(t *testing.T) {
 	}
 	op := newOp(t, "customer-1042")
 	_, err = c.Execute(context.Background(), op)
-	mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+	adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "", secret)
 	if n := s.Effects(sim.Bitrix24, op.Key); n != 1 {
 		t.Fatalf("the portal has %d activities for the key, want the 1 made behind the proxy's 502", n)
 	}

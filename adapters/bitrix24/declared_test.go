@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -147,7 +148,7 @@ func TestDeclaredDeal(t *testing.T) {
 		op := dealOp(t, defaultDeal())
 		inject(t, s, sim.Fault{Fault: sim.FaultDropResponse})
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "", secret)
 		res, err := c.Lookup(context.Background(), op)
 		if err != nil {
 			t.Fatalf("lookup after a lost answer: %v", err)
@@ -189,9 +190,9 @@ func TestDeclaredDeal(t *testing.T) {
 		op := dealOp(t, defaultDeal())
 		inject(t, s, sim.Fault{Fault: sim.FaultDropResponse})
 		_, err = c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "", secret)
 		_, err = c.Lookup(context.Background(), op)
-		e := mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		e := adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "", secret)
 		if !strings.Contains(e.Message, "may not see every deal") {
 			t.Fatalf("message = %q", e.Message)
 		}
@@ -261,7 +262,7 @@ func TestDeclaredDeal(t *testing.T) {
 			payload[tc.field] = tc.value
 			op := dealOp(t, payload)
 			_, err := c.Execute(context.Background(), op)
-			if e := mustError(t, err, adapters.Final, tc.code); e.Field != tc.field {
+			if e := adapterstest.WantError(t, err, adapters.Final, tc.code, tc.field, secret); e.Field != tc.field {
 				t.Fatalf("%s=%s: field = %q", tc.field, tc.value, e.Field)
 			}
 			if got := s.Calls(sim.Bitrix24, op.Key); got != 0 {
@@ -278,7 +279,7 @@ func TestDeclaredDeal(t *testing.T) {
 		payload["currency"] = "XXY"
 		op := dealOp(t, payload)
 		_, err := c.Execute(context.Background(), op)
-		if e := mustError(t, err, adapters.Final, codes.Validation); e.Field != "amount_minor" {
+		if e := adapterstest.WantError(t, err, adapters.Final, codes.Validation, "amount_minor", secret); e.Field != "amount_minor" {
 			t.Fatalf("field = %q", e.Field)
 		}
 		if got := s.Calls(sim.Bitrix24, op.Key); got != 0 {
@@ -293,7 +294,7 @@ func TestDeclaredDeal(t *testing.T) {
 		op := dealOp(t, defaultDeal())
 		op.Version = 2
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Final, codes.IntentNotAllowed)
+		adapterstest.WantError(t, err, adapters.Final, codes.IntentNotAllowed, "", secret)
 	})
 }
 
@@ -546,7 +547,7 @@ func TestProbeDeclaredFields(t *testing.T) {
 	missing := dealBinding(strings.Replace(dealMap, `"TITLE"`, `"UF_CRM_REGION": {"value": "north"}, "TITLE"`, 1))
 	mustBind(t, c, builtinBinding, missing, lead)
 	_, err = c.Probe(context.Background())
-	e := mustError(t, err, adapters.Retry, codes.TargetNotPublished)
+	e := adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, "", secret)
 	if !strings.Contains(e.Message, "deal.create v1 maps UF_CRM_REGION, which crm.deal.add does not have") {
 		t.Fatalf("message = %q", e.Message)
 	}

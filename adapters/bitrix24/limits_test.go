@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -78,7 +79,7 @@ func TestLimits(t *testing.T) {
 		c.Validate(context.Background(), newOp(t, "customer-1042"))
 		op := newOp(t, "customer-1042")
 		_, err := c.Execute(context.Background(), op)
-		mustError(t, err, adapters.Retry, codes.TargetUnavailable)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret)
 		if n := s.Calls(sim.Bitrix24, op.Key); n != 0 {
 			t.Fatalf("the add was sent %d times", n)
 		}
@@ -101,14 +102,14 @@ func TestLimits(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, err := c.Execute(ctx, newOp(t, "customer-1042"))
-		e := mustError(t, err, adapters.Retry, codes.TargetUnavailable)
+		e := adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret)
 		if e.RetryAfter < 3000 {
 			t.Fatalf("RetryAfter = %d s, want until the portal's operating_reset_at, an hour on", e.RetryAfter)
 		}
 		// Not called again before then: the portal counts no second refusal.
 		op := newOp(t, "customer-1042")
 		_, err = c.Execute(ctx, op)
-		mustError(t, err, adapters.Retry, codes.TargetUnavailable)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "", secret)
 		if got := s.Bitrix24Refusals()["OPERATION_TIME_LIMIT"]; got != 1 {
 			t.Fatalf("the blocked method was called %d times, want 1", got)
 		}
@@ -135,7 +136,7 @@ func TestLookup_HiddenByRights(t *testing.T) {
 	op := newOp(t, "customer-1042")
 	inject(t, s, sim.Fault{Fault: sim.FaultDropResponse})
 	_, err := c.Execute(context.Background(), op)
-	mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+	adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "", secret)
 	s.AssignBitrix24Contact("customer-1042", 9) // out of the webhook user's view
 
 	// The gateway's rule: only "not found" lets the key be sent again.
@@ -147,7 +148,7 @@ func TestLookup_HiddenByRights(t *testing.T) {
 	if n := s.Effects(sim.Bitrix24, op.Key); n != 1 {
 		t.Fatalf("the key has %d activities, want 1", n)
 	}
-	e := mustError(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+	e := adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "", secret)
 	if !strings.Contains(e.Message, "administrator") {
 		t.Fatalf("the message does not say how to fix it: %q", e.Message)
 	}
@@ -160,7 +161,7 @@ func TestProbe_NotAdmin(t *testing.T) {
 	p.Admins = []int{1}
 	_, c := portalClient(t, p, adapters.Rate{})
 	_, err := c.Probe(context.Background())
-	e := mustError(t, err, adapters.Retry, codes.TargetPermissionDenied)
+	e := adapterstest.WantError(t, err, adapters.Retry, codes.TargetPermissionDenied, "", secret)
 	if !strings.Contains(e.Message, "administrator") {
 		t.Fatalf("the probe does not say how to set the webhook up: %q", e.Message)
 	}

@@ -196,10 +196,19 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 		return &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
 			Message: "the CRM failed while handling the request", Err: cause}
 	default:
+		if strings.EqualFold(strings.TrimSpace(r.Description), "Not found") {
+			cause = fmt.Errorf("%w (%w)", cause, errNoRecord)
+		}
 		return &adapters.Error{Class: adapters.Final, Code: codes.Validation,
 			Message: "the CRM rejected the request's arguments", Err: cause}
 	}
 }
+
+// errNoRecord is in the error of a get method the portal answered 400
+// "Not found" with an empty code: no record has that ID. The text is all
+// the portal gives
+// (https://apidocs.bitrix24.com/api-reference/crm/contacts/crm-contact-get.html).
+var errNoRecord = errors.New("no record with this ID")
 
 // list calls a list method page by page (start = 0, 50, …) and hands each
 // page's result array to page, which reports whether to go on.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -140,7 +141,7 @@ func TestDeclaredIntent(t *testing.T) {
 		other := newOp(t, key, purchaseDraft, map[string]any{"supplier_id": "supplier-8", "items": []any{}})
 		other.Version = 1
 		_, err := c.Execute(context.Background(), other)
-		classified(t, err, adapters.Final, codes.KeyMismatch)
+		adapterstest.WantError(t, err, adapters.Final, codes.KeyMismatch, "")
 		documents(t, s, purchaseDraft, 1)
 	})
 
@@ -152,14 +153,14 @@ func TestDeclaredIntent(t *testing.T) {
 		s, c := setupDeclared(t, "")
 		op := purchaseOp(t, key)
 		_, err := c.Execute(context.Background(), op)
-		e := classified(t, err, adapters.Retry, codes.TargetNotPublished)
+		e := adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, "")
 		if !strings.Contains(e.Message, purchaseDraft) {
 			t.Fatalf("message = %q, want the intent named", e.Message)
 		}
 		_, err = c.Validate(context.Background(), op)
-		classified(t, err, adapters.Retry, codes.TargetNotPublished)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, "")
 		_, err = c.Lookup(context.Background(), op)
-		classified(t, err, adapters.Retry, codes.TargetNotPublished)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, "")
 		effects(t, s, key, 0)
 
 		if err := s.PublishOneC(purchaseDraft); err != nil {
@@ -184,7 +185,7 @@ func TestDeclaredIntent(t *testing.T) {
 		// An intent bound to no definition is sent by its name, as before.
 		op := newOp(t, "test:payment.charge:p-1:v1", "payment.charge", map[string]any{"amount_minor": 1})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Final, codes.IntentNotAllowed)
+		adapterstest.WantError(t, err, adapters.Final, codes.IntentNotAllowed, "intent")
 		effects(t, s, op.Key, 0)
 	})
 }
@@ -274,7 +275,7 @@ func TestProbeDeclared(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := c.Probe(context.Background())
-		e := classified(t, err, adapters.Retry, codes.TargetNotPublished)
+		e := adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, "")
 		if !strings.Contains(e.Message, "does not publish purchase_order.create_draft, purchasing.invoice_register;") ||
 			!strings.Contains(e.Message, "it publishes invoice.create, sales_order.create_draft, sales_order.get_status, sales_order.post") {
 			t.Fatalf("message = %q, want the unpublished and the published named", e.Message)

@@ -126,7 +126,7 @@ func TestBSLModules(t *testing.T) {
 			// Every method the header names exists.
 			header := m.raw[:strings.Index(m.raw, "#Область ")]
 			named := regexp.MustCompile(`(?:Обработчик|—|:|,)\s+([А-ЯЁ][\p{L}]+(?:POST|GET|[а-яё]))\b`)
-			for _, want := range []string{"ОперацииPOST", "ОперацииGET", "ПроверкаPOST", "ЗаказКлиентаGET",
+			for _, want := range []string{"ОперацииPOST", "ОперацииGET", "ПроверкаPOST", "ЗаказКлиентаGET", "ВнешнийИдентификаторGET",
 				"СоздатьСчет", "СоздатьЧерновикЗаказа", "ПолноеИмяДокументаЗаказа", "ЭтоДокументЗаказа", "ВалютаРубль"} {
 				if !strings.Contains(header, want) {
 					t.Errorf("the header does not name %s", want)
@@ -204,11 +204,24 @@ func TestBSLModules(t *testing.T) {
 				t.Error("ЗаписатьДокумент does not make the id from the reference's UUID")
 			}
 			// Messages left from an earlier call are cleared in every handler.
-			for _, h := range []string{"ОперацииPOST", "ОперацииGET", "ПроверкаPOST", "ЗаказКлиентаGET"} {
+			for _, h := range []string{"ОперацииPOST", "ОперацииGET", "ПроверкаPOST", "ЗаказКлиентаGET", "ВнешнийИдентификаторGET"} {
 				if !strings.Contains(methods[h], "ПолучитьСообщенияПользователю(Истина)") {
 					t.Errorf("%s does not clear the session's user messages", h)
 				}
 			}
+			// Who an id names is read as a reference is resolved, only
+			// read, and only of a catalog item.
+			describe := methods["ОписаниеОбъекта"]
+			if !strings.Contains(methods["ВнешнийИдентификаторGET"], "ОписаниеОбъекта(") {
+				t.Error("ВнешнийИдентификаторGET does not answer with ОписаниеОбъекта")
+			}
+			order(t, describe, "НайтиПоВнешнемуИдентификатору(", "Справочники.ТипВсеСсылки()", `"NOT_FOUND"`, `"inn"`, `"kpp"`, "ОтветJSON(200")
+			for _, write := range []string{"Записать(", "НачатьТранзакцию(", "ПолучитьОбъект("} {
+				if strings.Contains(describe, write) {
+					t.Errorf("ОписаниеОбъекта calls %s: a read must write nothing", write)
+				}
+			}
+
 			// An order marked for deletion is not a draft.
 			order(t, methods["СостояниеЗаказаКлиента"], "ПометкаУдаления", `"deleted"`, "Проведен")
 

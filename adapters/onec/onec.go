@@ -125,6 +125,11 @@ func (c *Client) Name() string { return "onec" }
 // answers a key it has seen with the document it made.
 func (c *Client) DedupesByKey() bool { return true }
 
+// ChecksOnExecute implements adapters.Rechecker: the module's execute
+// runs the checks of validate under the key's lock, in the transaction
+// that writes the document.
+func (c *Client) ChecksOnExecute() bool { return true }
+
 // String names the client without its URL or credentials.
 func (c *Client) String() string { return "onec client" }
 

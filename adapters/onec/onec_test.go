@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/onec"
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -58,13 +59,11 @@ func newOp(tb testing.TB, key, intent string, payload map[string]any) adapters.O
 	return adapters.Op{Key: key, Intent: intent, Fingerprint: hex.EncodeToString(sum[:]), Payload: raw, Attempt: 1}
 }
 
+// invoice is order-48291's invoice.create payload for customer.
 func invoice(customer string) map[string]any {
-	return map[string]any{
-		"order_id": "order-48291", "organization_id": "org-main", "customer_id": customer, "currency": "RUB",
-		"items": []any{
-			map[string]any{"product_id": "product-778", "quantity": 2, "unit": "pcs", "price_minor": 62500},
-		},
-	}
+	p := adapterstest.InvoicePayload("order-48291", 2)
+	p["customer_id"] = customer
+	return p
 }
 
 func invoiceOp(tb testing.TB, key string) adapters.Op {
@@ -90,19 +89,6 @@ func MustExecute(tb testing.TB, c *onec.Client, op adapters.Op) adapters.Result 
 		tb.Fatalf("execute %s: %v", op.Key, err)
 	}
 	return res
-}
-
-// classified asserts err is an *adapters.Error of class and code.
-func classified(tb testing.TB, err error, class adapters.Class, code string) *adapters.Error {
-	tb.Helper()
-	var e *adapters.Error
-	if !errors.As(err, &e) {
-		tb.Fatalf("err = %v (%T), want *adapters.Error", err, err)
-	}
-	if e.Class != class || e.Code != code {
-		tb.Fatalf("err = %v, want class %v code %s", err, class, code)
-	}
-	return e
 }
 
 func effects(tb testing.TB, s *sim.Server, key string, want int) {
@@ -169,7 +155,7 @@ func TestExecute(t *testing.T) {
 		key := "test:invoice.create:order-1:v1"
 		MustExecute(t, c, invoiceOp(t, key))
 		_, err := c.Execute(context.Background(), newOp(t, key, "invoice.create", invoice("customer-2001")))
-		classified(t, err, adapters.Final, codes.KeyMismatch)
+		adapterstest.WantError(t, err, adapters.Final, codes.KeyMismatch, "")
 		effects(t, s, key, 1)
 	})
 
@@ -178,7 +164,7 @@ func TestExecute(t *testing.T) {
 		s, c, _ := setup(t, time.Second)
 		op := newOp(t, "test:payment.charge:p-1:v1", "payment.charge", map[string]any{"amount_minor": 1})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Final, codes.IntentNotAllowed)
+		adapterstest.WantError(t, err, adapters.Final, codes.IntentNotAllowed, "intent")
 		effects(t, s, op.Key, 0)
 	})
 
@@ -189,7 +175,7 @@ func TestExecute(t *testing.T) {
 		p["posted"] = true
 		op := newOp(t, "test:invoice.create:order-1:v1", "invoice.create", p)
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Final, codes.Validation)
+		adapterstest.WantError(t, err, adapters.Final, codes.Validation, "payload")
 		effects(t, s, op.Key, 0)
 	})
 }
@@ -225,7 +211,7 @@ func TestExecuteReferences(t *testing.T) {
 			tt.change(p)
 			op := newOp(t, "test:invoice.create:order-1:v1", "invoice.create", p)
 			_, err := c.Execute(context.Background(), op)
-			e := classified(t, err, adapters.Final, tt.code)
+			e := adapterstest.WantError(t, err, adapters.Final, tt.code, tt.field)
 			if got, want := e.Field, tt.field; got != want {
 				t.Fatalf("field = %q, want %q", got, want)
 			}
@@ -254,7 +240,7 @@ func TestExecuteFaults(t *testing.T) {
 			op := invoiceOp(t, "test:invoice.create:order-1:v1")
 			inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: status})
 			_, err := c.Execute(context.Background(), op)
-			e := classified(t, err, adapters.Retry, codes.TargetUnavailable)
+			e := adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 			wantAfter := 1
 			if status == 502 {
 				wantAfter = 0
@@ -275,7 +261,7 @@ func TestExecuteFaults(t *testing.T) {
 		op := invoiceOp(t, "test:invoice.create:order-1:v1")
 		inject(t, s, sim.Fault{Fault: sim.FaultReset})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Retry, codes.TargetUnavailable)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 		effects(t, s, op.Key, 0)
 		if got, want := s.Calls(sim.OneC, op.Key), 1; got != want {
 			t.Fatalf("calls = %d, want %d (no hidden resend)", got, want)
@@ -291,7 +277,7 @@ func TestExecuteFaults(t *testing.T) {
 		op := invoiceOp(t, "test:invoice.create:order-1:v1")
 		inject(t, s, sim.Fault{Fault: sim.FaultDropResponse})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 		if got, want := s.Calls(sim.OneC, op.Key), 1; got != want {
 			t.Fatalf("calls = %d, want %d (no hidden resend)", got, want)
 		}
@@ -319,7 +305,7 @@ func TestExecuteFaults(t *testing.T) {
 		// commits, and rolls back instead of committing late.
 		inject(t, s, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 		// The look-up waits behind the key's lock until the slow call has
 		// ended, so its answer is final: nothing was made.
 		if _, err := patient.Lookup(context.Background(), op); !errors.Is(err, adapters.ErrNotFound) {
@@ -342,7 +328,7 @@ func TestExecuteFaults(t *testing.T) {
 		// clock behind the gateway's): the look-up waits for it.
 		inject(t, s, sim.Fault{Fault: sim.FaultLateCommit, DelayMS: 400})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 		found, err := patient.Lookup(context.Background(), op)
 		if err != nil {
 			t.Fatalf("lookup: %v", err)
@@ -362,7 +348,7 @@ func TestExecuteFaults(t *testing.T) {
 		// the gateway cannot know that, so it looks the key up.
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 500})
 		_, err := c.Execute(context.Background(), op)
-		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 		if _, err := c.Lookup(context.Background(), op); !errors.Is(err, adapters.ErrNotFound) {
 			t.Fatalf("lookup after a 500: %v, want ErrNotFound", err)
 		}
@@ -389,7 +375,7 @@ func TestExecuteFaults(t *testing.T) {
 			<-first
 			t.Skipf("the second call was not sent while the first held the lock: %v", err)
 		}
-		classified(t, err, adapters.Retry, codes.TargetUnavailable)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 		if err := <-first; err != nil {
 			t.Fatalf("first call: %v", err)
 		}
@@ -404,7 +390,7 @@ func TestExecuteFaults(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		_, err := c.Execute(ctx, op)
-		classified(t, err, adapters.Reconcile, codes.OutcomeUnknown)
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 	})
 }
 
@@ -472,7 +458,7 @@ func TestLookup(t *testing.T) {
 		s, c, _ := setup(t, time.Second)
 		inject(t, s, sim.Fault{Fault: sim.FaultStatus, Status: 503, On: sim.OnLookup})
 		_, err := c.Lookup(context.Background(), invoiceOp(t, "test:invoice.create:order-1:v1"))
-		classified(t, err, adapters.Retry, codes.TargetUnavailable)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 	})
 
 	t.Run("ErrWrongPublication", func(t *testing.T) {
@@ -485,7 +471,7 @@ func TestLookup(t *testing.T) {
 		if errors.Is(err, adapters.ErrNotFound) {
 			t.Fatal("a 404 page was taken for 'no effect'")
 		}
-		classified(t, err, adapters.Retry, codes.TargetNotPublished)
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, "")
 	})
 }
 
@@ -522,21 +508,21 @@ func TestSalesOrder(t *testing.T) {
 
 	t.Run("ErrAlreadyPosted", func(t *testing.T) {
 		_, err := c.Execute(ctx, postOp(t, "test:sales_order.post:SO-000001:v2", draft.ObjectID))
-		e := classified(t, err, adapters.Final, codes.InvalidState)
+		e := adapterstest.WantError(t, err, adapters.Final, codes.InvalidState, "order_id")
 		if e.Field != "order_id" {
 			t.Fatalf("field = %q, want order_id", e.Field)
 		}
 	})
 	t.Run("ErrUnknownOrder", func(t *testing.T) {
 		_, err := c.Execute(ctx, postOp(t, "test:sales_order.post:SO-999999:v1", "SO-999999"))
-		e := classified(t, err, adapters.Final, codes.ReferenceNotFound)
+		e := adapterstest.WantError(t, err, adapters.Final, codes.ReferenceNotFound, "order_id")
 		if e.Field != "order_id" {
 			t.Fatalf("field = %q, want order_id", e.Field)
 		}
 	})
 	t.Run("ErrStatusNotFound", func(t *testing.T) {
 		_, err := c.OrderStatus(ctx, "SO-404")
-		e := classified(t, err, adapters.Final, codes.ReferenceNotFound)
+		e := adapterstest.WantError(t, err, adapters.Final, codes.ReferenceNotFound, "order_id")
 		if !errors.Is(err, adapters.ErrNotFound) || e.Field != "order_id" {
 			t.Fatalf("err = %v, want REFERENCE_NOT_FOUND on order_id wrapping ErrNotFound", err)
 		}
@@ -572,7 +558,7 @@ func TestValidate(t *testing.T) {
 		t.Parallel()
 		_, c, _ := setup(t, time.Second)
 		_, err := c.Validate(context.Background(), newOp(t, "", "invoice.create", invoice("customer-blocked-1")))
-		e := classified(t, err, adapters.Final, codes.ReferenceInactive)
+		e := adapterstest.WantError(t, err, adapters.Final, codes.ReferenceInactive, "customer_id")
 		if e.Field != "customer_id" {
 			t.Fatalf("field = %q, want customer_id", e.Field)
 		}
@@ -583,7 +569,7 @@ func TestValidate(t *testing.T) {
 		key := "test:invoice.create:order-1:v1"
 		MustExecute(t, c, invoiceOp(t, key))
 		_, err := c.Validate(context.Background(), newOp(t, key, "invoice.create", invoice("customer-2001")))
-		classified(t, err, adapters.Final, codes.KeyMismatch)
+		adapterstest.WantError(t, err, adapters.Final, codes.KeyMismatch, "")
 	})
 }
 
@@ -611,7 +597,7 @@ func TestBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = wrong.Execute(context.Background(), invoiceOp(t, "test:invoice.create:order-2:v1"))
-	classified(t, err, adapters.Retry, codes.TargetPermissionDenied)
+	adapterstest.WantError(t, err, adapters.Retry, codes.TargetPermissionDenied, "")
 }
 
 // TestErrorsHideSecrets collects the errors of every failure path and checks

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/onecodata"
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -36,7 +37,9 @@ const (
 	postMap    = `{"post":{"entity":"Document_СчетНаОплатуПокупателю","document":"order_id"}}`
 )
 
-func invoicePayload(customer, product string) json.RawMessage {
+// declaredInvoice is the payload of the declared invoice.create the OData
+// client is bound to, for customer and product.
+func declaredInvoice(customer, product string) json.RawMessage {
 	return json.RawMessage(`{"order_id":"order-1","organization_id":"org-main","customer_id":"` + customer +
 		`","currency":"RUB","due_date":"2026-12-04T07:00:00Z","items":[{"product_id":"` + product + `","quantity":2,"price_minor":62500}]}`)
 }
@@ -88,16 +91,7 @@ func bindings() []adapters.Binding {
 }
 
 func invoiceOp(key string) adapters.Op {
-	return adapters.Op{Key: key, Intent: "invoice.create", Version: 1, Payload: invoicePayload("customer-1042", "product-778"), Attempt: 1}
-}
-
-func wantCode(t *testing.T, err error, code string, class adapters.Class) *adapters.Error {
-	t.Helper()
-	var ae *adapters.Error
-	if !errors.As(err, &ae) || ae.Code != code || ae.Class != class {
-		t.Fatalf("err = %v, want %s %s", err, class, code)
-	}
-	return ae
+	return adapters.Op{Key: key, Intent: "invoice.create", Version: 1, Payload: declaredInvoice("customer-1042", "product-778"), Attempt: 1}
 }
 
 func TestRefKey(t *testing.T) {
@@ -154,7 +148,7 @@ func TestExecute_CreateOnceAndDuplicateReplayed(t *testing.T) {
 			t.Fatalf("%+v: duplicate answered %+v", dup, res2)
 		}
 		if err != nil { // a 500 without a body: unknown, then found by key
-			wantCode(t, err, codes.OutcomeUnknown, adapters.Reconcile)
+			adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 			if res2, err = f.c.Lookup(ctx, op); err != nil || res2.ObjectID != ref {
 				t.Fatalf("look-up after a bodiless refusal: %+v %v", res2, err)
 			}
@@ -174,7 +168,7 @@ func TestExecute_LostAnswerSettledByOneGET(t *testing.T) {
 	f.c.Validate(ctx, op) // metadata and references read beforehand
 	f.sim.Inject(sim.Fault{Target: sim.OneCOData, Fault: sim.FaultDropResponse})
 	_, err := f.c.Execute(ctx, op)
-	wantCode(t, err, codes.OutcomeUnknown, adapters.Reconcile)
+	adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 	before := f.gets.Load()
 	res, err := f.c.Lookup(ctx, op)
 	if err != nil || res.ObjectID != ref || res.Data["number"] != "0000-000001" {
@@ -199,7 +193,7 @@ func TestExecute_LateCommitNeverDoubled(t *testing.T) {
 	}
 	f.sim.Inject(sim.Fault{Target: sim.OneCOData, Fault: sim.FaultLateCommit, DelayMS: 700})
 	_, err := f.c.Execute(ctx, op)
-	wantCode(t, err, codes.OutcomeUnknown, adapters.Reconcile)
+	adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 	// Before the commit a look-up finds nothing: the engine does not take
 	// that as an answer before the settle time.
 	if _, err := f.c.Lookup(ctx, op); !errors.Is(err, adapters.ErrNotFound) {
@@ -241,14 +235,14 @@ func TestExecute_BaseIgnoringClientKeys(t *testing.T) {
 	ctx := context.Background()
 	op := invoiceOp("k-ignored")
 	_, err := f.c.Execute(ctx, op)
-	ae := wantCode(t, err, codes.TargetIgnoresKeys, adapters.Final)
+	ae := adapterstest.WantError(t, err, adapters.Final, codes.TargetIgnoresKeys, "")
 	if ae.ObjectID == "" || ae.ObjectID == onecodata.RefKey("buh", "invoice.create", op.Key) {
 		t.Fatalf("the document 1C made is not named: %+v", ae)
 	}
 	// Further creates are refused before anything is sent.
 	posts := f.posts.Load()
 	_, err = f.c.Execute(ctx, invoiceOp("k-next"))
-	wantCode(t, err, codes.TargetIgnoresKeys, adapters.Retry)
+	adapterstest.WantError(t, err, adapters.Retry, codes.TargetIgnoresKeys, "")
 	if f.posts.Load() != posts {
 		t.Fatal("a create was sent to a base that ignores client keys")
 	}
@@ -272,7 +266,7 @@ func TestExecute_Posting(t *testing.T) {
 	f.sim.SetODataSettings(sim.ODataSettings{RefusePosting: "{Документ.СчетНаОплатуПокупателю.МодульОбъекта(42)}: Недостаточно товара на складе «Основной склад»\n" +
 		`SELECT Ссылка FROM Документ.СчетНаОплату; Srvr="srv-1c.corp.local";Pwd="S3cr3t"`})
 	_, err = f.c.Execute(ctx, post)
-	ae := wantCode(t, err, codes.PostingRefused, adapters.Final)
+	ae := adapterstest.WantError(t, err, adapters.Final, codes.PostingRefused, "")
 	if ae.Message != "Недостаточно товара на складе «Основной склад»" {
 		t.Fatalf("message %q", ae.Message)
 	}
@@ -291,7 +285,7 @@ func TestExecute_Posting(t *testing.T) {
 	}
 	missing := adapters.Op{Key: "k-post-2", Intent: "sales_order.post", Version: 1, Payload: json.RawMessage(`{"order_id":"` + onecodata.RefKey("x", "y", "z") + `"}`)}
 	_, err = f.c.Execute(ctx, missing)
-	if ae := wantCode(t, err, codes.ReferenceNotFound, adapters.Final); ae.Field != "order_id" {
+	if ae := adapterstest.WantError(t, err, adapters.Final, codes.ReferenceNotFound, "order_id"); ae.Field != "order_id" {
 		t.Fatalf("field %q", ae.Field)
 	}
 }
@@ -306,9 +300,9 @@ func TestExecute_References(t *testing.T) {
 		{"customer-1042", "product-deleted-1", codes.ReferenceInactive, "items[0].product_id"},
 		{"customer-blocked-1", "product-778", codes.ReferenceInactive, "customer_id"},
 	} {
-		op := adapters.Op{Key: "k-" + tc.customer + tc.product, Intent: "invoice.create", Version: 1, Payload: invoicePayload(tc.customer, tc.product)}
+		op := adapters.Op{Key: "k-" + tc.customer + tc.product, Intent: "invoice.create", Version: 1, Payload: declaredInvoice(tc.customer, tc.product)}
 		_, err := f.c.Execute(ctx, op)
-		if ae := wantCode(t, err, tc.code, adapters.Final); ae.Field != tc.field {
+		if ae := adapterstest.WantError(t, err, adapters.Final, tc.code, tc.field); ae.Field != tc.field {
 			t.Errorf("%s: field %q, want %q", tc.code, ae.Field, tc.field)
 		}
 	}
@@ -319,11 +313,11 @@ func TestExecute_References(t *testing.T) {
 	// By ИНН, the branches of one firm are ambiguous; by ИНН+КПП, one.
 	refs["customer"] = onecodata.Reference{Catalog: "Catalog_Контрагенты", By: []string{"ИНН"}}
 	f = setup(t, 2*time.Second, refs)
-	_, err := f.c.Execute(ctx, adapters.Op{Key: "k-amb", Intent: "invoice.create", Version: 1, Payload: invoicePayload("7707083893", "product-778")})
-	wantCode(t, err, codes.ReferenceAmbiguous, adapters.Final)
+	_, err := f.c.Execute(ctx, adapters.Op{Key: "k-amb", Intent: "invoice.create", Version: 1, Payload: declaredInvoice("7707083893", "product-778")})
+	adapterstest.WantError(t, err, adapters.Final, codes.ReferenceAmbiguous, "customer_id")
 	refs["customer"] = onecodata.Reference{Catalog: "Catalog_Контрагенты", By: []string{"ИНН", "КПП"}}
 	f = setup(t, 2*time.Second, refs)
-	plan, err := f.c.Validate(ctx, adapters.Op{Key: "k-kpp", Intent: "invoice.create", Version: 1, Payload: invoicePayload("7707083893:165502001", "product-778")})
+	plan, err := f.c.Validate(ctx, adapters.Op{Key: "k-kpp", Intent: "invoice.create", Version: 1, Payload: declaredInvoice("7707083893:165502001", "product-778")})
 	if err != nil || plan.Data["body"].(map[string]any)["Контрагент_Key"] != sim.ODataRef("Catalog_Контрагенты", "customer-branch-b") {
 		t.Fatalf("by ИНН+КПП: %v %v", plan.Data, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/onecodata"
 	"github.com/oncegate/oncegate/adapters/sim"
@@ -24,14 +25,14 @@ func TestErrorsClassified(t *testing.T) {
 	bad, _ := onecodata.New(onecodata.Config{Instance: "buh", BaseURL: f.server.URL + "/onec-odata/odata/standard.odata", Username: "buh", Password: "wrong"})
 	bad.Bind(nil)
 	_, err := bad.Probe(ctx)
-	wantCode(t, err, codes.TargetPermissionDenied, adapters.Retry)
+	adapterstest.WantError(t, err, adapters.Retry, codes.TargetPermissionDenied, "")
 
 	// An object left out of the composition: 404 that is not code 9.
 	f.sim.SetODataSettings(sim.ODataSettings{Unpublished: []string{"Document_СчетНаОплатуПокупателю"}})
 	_, err = f.c.Execute(ctx, invoiceOp("k-unpublished"))
-	wantCode(t, err, codes.TargetNotPublished, adapters.Retry)
+	adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, "")
 	_, err = f.c.Probe(ctx)
-	if ae := wantCode(t, err, codes.TargetNotPublished, adapters.Retry); !strings.Contains(ae.Message, "invoice.create v1: not published: Document_СчетНаОплатуПокупателю") {
+	if ae := adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, ""); !strings.Contains(ae.Message, "invoice.create v1: not published: Document_СчетНаОплатуПокупателю") {
 		t.Fatalf("check: %q", ae.Message)
 	}
 	f.sim.SetODataSettings(sim.ODataSettings{})
@@ -43,13 +44,13 @@ func TestErrorsClassified(t *testing.T) {
 	// 503 from 1C's web server: nothing done, Retry.
 	f.sim.Inject(sim.Fault{Target: sim.OneCOData, Fault: sim.FaultStatus, Status: 503})
 	_, err = f.c.Execute(ctx, invoiceOp("k-503"))
-	wantCode(t, err, codes.TargetUnavailable, adapters.Retry)
+	adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 
 	// A 1C error carrying a stack, SQL and credentials: code -1, final,
 	// and none of it in the message.
 	f.sim.Inject(sim.Fault{Target: sim.OneCOData, Fault: sim.FaultTargetError})
 	_, err = f.c.Execute(ctx, invoiceOp("k-leak"))
-	ae := wantCode(t, err, codes.TargetRejected, adapters.Final)
+	ae := adapterstest.WantError(t, err, adapters.Final, codes.TargetRejected, "")
 	for _, leak := range []string{"SELECT", "Pwd", "srv-1c", "Basic ", "(1187)"} {
 		if strings.Contains(ae.Message, leak) {
 			t.Errorf("message leaks %q: %q", leak, ae.Message)
@@ -80,7 +81,7 @@ func TestErrorsClassified(t *testing.T) {
 		c, _ := onecodata.New(onecodata.Config{Instance: "buh", BaseURL: proxy.URL + "/onec-odata/odata/standard.odata", Username: "buh", Password: "sim"})
 		bindInvoice(t, c)
 		_, err = c.Execute(ctx, invoiceOp("k-proxy"))
-		wantCode(t, err, tc.code, tc.class)
+		adapterstest.WantError(t, err, tc.class, tc.code, "")
 		proxy.Close()
 	}
 }

@@ -16,8 +16,9 @@ package sim
 //
 // Methods: crm.activity.add, crm.activity.list, crm.activity.get,
 // crm.activity.fields, the add, get, list and fields of leads, deals, contacts and companies
-// (bitrix24_entities.go), user.admin. Contacts are seeded from Customers (ids 1, 2, 3, … in
-// the order of their external ids) with ORIGINATOR_ID "oncegate" and
+// (bitrix24_entities.go), crm.requisite.list and crm.requisite.add (bitrix24_requisites.go),
+// user.admin. Contacts are seeded from Customers (ids 1, 2, 3, … in
+// the order of their external ids; names of b24SeedNames) with ORIGINATOR_ID "oncegate" and
 // ORIGIN_ID = the external id; a Blocked customer has the boolean user
 // field UF_CRM_ONCEGATE_BLOCKED = "1". Like the real thing, the simulator
 // does not dedupe by ORIGIN_ID: every add creates an activity and counts one
@@ -63,12 +64,14 @@ type bitrix24Sim struct {
 	s *Server
 	b24Limits
 
-	mu           sync.Mutex
-	contacts     []b24Record
-	activities   []b24Record
-	nextActivity int
-	records      map[string][]b24Record // leads, deals, companies by entity
-	next         map[string]int         // the next ID of each entity but activities
+	mu            sync.Mutex
+	contacts      []b24Record
+	activities    []b24Record
+	nextActivity  int
+	requisites    []b24Record // of contacts and companies (bitrix24_requisites.go)
+	nextRequisite int
+	records       map[string][]b24Record // leads, deals, companies by entity
+	next          map[string]int         // the next ID of each entity but activities
 }
 
 func registerBitrix24(s *Server) {
@@ -81,7 +84,15 @@ func registerBitrix24(s *Server) {
 	s.OnReset(b.reset)
 }
 
-// reset forgets created activities and reseeds the contacts.
+// b24SeedNames are the seeded contacts' NAME, SECOND_NAME and LAST_NAME by
+// external id; a customer not named here is "Customer" and its id.
+var b24SeedNames = map[string][3]string{
+	"customer-1042":      {"Ирина", "Сергеевна", "Волкова"},
+	"customer-2001":      {"Андрей", "Викторович", "Соколов"},
+	"customer-blocked-1": {"Олег", "", "Закрытов"},
+}
+
+// reset forgets created activities and requisites and reseeds the contacts.
 func (b *bitrix24Sim) reset() {
 	ids := make([]string, 0, len(Customers))
 	for id := range Customers {
@@ -96,8 +107,12 @@ func (b *bitrix24Sim) reset() {
 			blocked = "1"
 		}
 		n := strconv.Itoa(i + 1)
+		name, ok := b24SeedNames[ext]
+		if !ok {
+			name = [3]string{"Customer", "", ext}
+		}
 		contacts = append(contacts, b24Record{
-			"ID": n, "NAME": "Customer", "LAST_NAME": ext, "SECOND_NAME": nil, "TYPE_ID": "CLIENT",
+			"ID": n, "NAME": name[0], "SECOND_NAME": b24Nullable(name[1]), "LAST_NAME": name[2], "TYPE_ID": "CLIENT",
 			"SOURCE_ID": "SELF", "ASSIGNED_BY_ID": "1", "CREATED_BY_ID": "1", "OPENED": "Y", "EXPORT": "Y",
 			"DATE_CREATE": created, "DATE_MODIFY": created, "HAS_PHONE": "Y", "HAS_EMAIL": "N",
 			"ORIGINATOR_ID": b24Originator, "ORIGIN_ID": ext, "ORIGIN_VERSION": nil,
@@ -112,6 +127,7 @@ func (b *bitrix24Sim) reset() {
 	b.nextActivity = 1
 	b.records = map[string][]b24Record{}
 	b.next = map[string]int{"lead": 1, "deal": 1, "contact": len(contacts) + 1, "company": 1}
+	b.seedRequisites()
 	b.mu.Unlock()
 	b.resetLimits()
 }
@@ -163,6 +179,10 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		handle, kind = nil, OnExecute
 	case method == "user.admin":
 		handle, kind = b.userAdmin, OnLookup
+	case method == "crm.requisite.list":
+		handle, kind = b.requisiteList, OnLookup
+	case method == "crm.requisite.add":
+		handle, kind = nil, OnExecute
 	default:
 		b24Error(w, http.StatusNotFound, "ERROR_METHOD_NOT_FOUND", "Method not found!")
 		return
@@ -209,6 +229,10 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if isEntity && op == "add" {
 		b.entityAdd(entity, w, params, c, f)
+		return
+	}
+	if method == "crm.requisite.add" {
+		b.requisiteAdd(w, params, c, f)
 		return
 	}
 	handle(w, params, c)

@@ -110,6 +110,7 @@ func registerOneC(s *Server) {
 	s.Handle("GET "+onecRoot+"/operations", o.handleLookup)
 	s.Handle("POST "+onecRoot+"/validate", o.handleValidate)
 	s.Handle("GET "+onecRoot+"/sales-orders/{object_id}", o.handleOrderStatus)
+	s.Handle("GET "+onecRoot+"/references/{kind}/{external_id}", o.handleReference)
 	s.OnReset(o.reset)
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
@@ -122,22 +123,6 @@ func MustExecute(tb testing.TB, c *yookassa.Client, op adapters.Op) adapters.Res
 	return res
 }
 
-// wantError checks an error's class, code and field.
-func wantError(tb testing.TB, err error, class adapters.Class, code, field string) *adapters.Error {
-	tb.Helper()
-	var e *adapters.Error
-	if !errors.As(err, &e) {
-		tb.Fatalf("error = %v, want *adapters.Error %s %s", err, class, code)
-	}
-	if e.Class != class || e.Code != code || e.Field != field {
-		tb.Fatalf("error = %s/%s/%q, want %s/%s/%q (%v)", e.Class, e.Code, e.Field, class, code, field, err)
-	}
-	if e.Message == "" {
-		tb.Fatalf("error %v has no safe message", err)
-	}
-	return e
-}
-
 func TestExecuteCharge(t *testing.T) {
 	t.Parallel()
 
@@ -223,7 +208,7 @@ func TestExecuteCharge(t *testing.T) {
 		f := setup(t)
 		op := chargeOp(t, "test:payment.charge:order-4:v1", sim.YooKassaInsufficientFundsMinor)
 		_, err := f.client.Execute(context.Background(), op)
-		e := wantError(t, err, adapters.Final, "INSUFFICIENT_FUNDS", "")
+		e := adapterstest.WantError(t, err, adapters.Final, "INSUFFICIENT_FUNDS", "")
 		if e.ObjectID == "" {
 			t.Fatal("canceled payment id not reported")
 		}
@@ -235,7 +220,7 @@ func TestExecuteCharge(t *testing.T) {
 		op := chargeOp(t, "test:payment.charge:order-5:v1", 1000)
 		op.Payload = payload(t, map[string]any{"account_id": "merchant-account-99", "order_id": "o", "amount_minor": 1000, "currency": "RUB"})
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Final, "REFERENCE_NOT_FOUND", "account_id")
+		adapterstest.WantError(t, err, adapters.Final, "REFERENCE_NOT_FOUND", "account_id")
 		if got := f.effects(op.Key); got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
 		}
@@ -247,7 +232,7 @@ func TestExecuteCharge(t *testing.T) {
 		op := chargeOp(t, "test:payment.charge:order-6:v1", 1000)
 		op.Payload = payload(t, map[string]any{"account_id": "merchant-account-17", "order_id": "o", "amount_minor": 1000, "currency": "JPY"})
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Final, "VALIDATION_ERROR", "currency")
+		adapterstest.WantError(t, err, adapters.Final, "VALIDATION_ERROR", "currency")
 		if got := f.sim.Calls(sim.YooKassa, yookassa.IdempotenceKey(op.Key)); got != 0 {
 			t.Fatalf("calls = %d, want 0: refused before sending", got)
 		}
@@ -259,7 +244,7 @@ func TestExecuteCharge(t *testing.T) {
 		op := chargeOp(t, "test:payment.charge:order-7:v1", 1000)
 		op.Payload = payload(t, map[string]any{"account_id": "merchant-account-17", "order_id": "o", "amount_minor": 1000, "currency": "RUB", "description": strings.Repeat("д", 129)})
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Final, "VALIDATION_ERROR", "description")
+		adapterstest.WantError(t, err, adapters.Final, "VALIDATION_ERROR", "description")
 	})
 
 	t.Run("KeyHeldByAnotherBody", func(t *testing.T) {
@@ -270,7 +255,7 @@ func TestExecuteCharge(t *testing.T) {
 		changed := op
 		changed.Payload = payload(t, map[string]any{"account_id": "merchant-account-17", "order_id": "order-48291", "amount_minor": 1000, "currency": "RUB", "description": "other"})
 		_, err := f.client.Execute(context.Background(), changed)
-		wantError(t, err, adapters.Reconcile, "OUTCOME_UNKNOWN", "")
+		adapterstest.WantError(t, err, adapters.Reconcile, "OUTCOME_UNKNOWN", "")
 		res, err := f.client.Lookup(context.Background(), changed)
 		if err != nil || res.ObjectID != first.ObjectID {
 			t.Fatalf("Lookup = %v, %v; want the first payment %s", res.ObjectID, err, first.ObjectID)
@@ -310,7 +295,7 @@ func TestExecuteRefund(t *testing.T) {
 		MustExecute(t, f.client, refundOp(t, "test:payment.refund:order-11:v1", pay.ObjectID, 100000))
 		op := refundOp(t, "test:payment.refund:order-11:v2", pay.ObjectID, 25001)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Final, "VALIDATION_ERROR", "amount_minor")
+		adapterstest.WantError(t, err, adapters.Final, "VALIDATION_ERROR", "amount_minor")
 		if got := f.effects(op.Key); got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
 		}
@@ -321,16 +306,16 @@ func TestExecuteRefund(t *testing.T) {
 		f := setup(t)
 		op := refundOp(t, "test:payment.refund:order-12:v1", "2f3b588d-000f-5000-8000-1d6e87c7fbde", 100)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Final, "REFERENCE_NOT_FOUND", "payment_id")
+		adapterstest.WantError(t, err, adapters.Final, "REFERENCE_NOT_FOUND", "payment_id")
 	})
 
 	t.Run("ErrCanceledPayment", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
 		_, err := f.client.Execute(context.Background(), chargeOp(t, "test:payment.charge:order-13:v1", sim.YooKassaInsufficientFundsMinor))
-		e := wantError(t, err, adapters.Final, "INSUFFICIENT_FUNDS", "")
+		e := adapterstest.WantError(t, err, adapters.Final, "INSUFFICIENT_FUNDS", "")
 		_, err = f.client.Execute(context.Background(), refundOp(t, "test:payment.refund:order-13:v1", e.ObjectID, 100))
-		wantError(t, err, adapters.Final, "VALIDATION_ERROR", "payment_id")
+		adapterstest.WantError(t, err, adapters.Final, "VALIDATION_ERROR", "payment_id")
 	})
 }
 
@@ -375,7 +360,7 @@ func TestLookup(t *testing.T) {
 		op := chargeOp(t, "test:payment.charge:order-22:v1", sim.YooKassaInsufficientFundsMinor)
 		f.client.Execute(context.Background(), op)
 		_, err := f.client.Lookup(context.Background(), op)
-		wantError(t, err, adapters.Final, "INSUFFICIENT_FUNDS", "")
+		adapterstest.WantError(t, err, adapters.Final, "INSUFFICIENT_FUNDS", "")
 	})
 
 	t.Run("RefundByScanAndByID", func(t *testing.T) {
@@ -437,7 +422,7 @@ func TestExecuteFaults(t *testing.T) {
 		f.inject(t, sim.Fault{Fault: sim.FaultStatus, Status: 503})
 		op := chargeOp(t, "test:payment.charge:order-30:v1", 1000)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 		if got := f.effects(op.Key); got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
 		}
@@ -452,7 +437,7 @@ func TestExecuteFaults(t *testing.T) {
 		f := setup(t)
 		f.inject(t, sim.Fault{Fault: sim.FaultStatus, Status: 429})
 		_, err := f.client.Execute(context.Background(), chargeOp(t, "test:payment.charge:order-31:v1", 1000))
-		e := wantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
+		e := adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 		if got, want := e.RetryAfter, 1; got != want {
 			t.Fatalf("RetryAfter = %d, want %d", got, want)
 		}
@@ -464,7 +449,7 @@ func TestExecuteFaults(t *testing.T) {
 		f.inject(t, sim.Fault{Fault: sim.FaultReset})
 		op := chargeOp(t, "test:payment.charge:order-32:v1", 1000)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
+		adapterstest.WantError(t, err, adapters.Retry, codes.TargetUnavailable, "")
 		if got := f.effects(op.Key); got != 0 {
 			t.Fatalf("effects = %d, want 0", got)
 		}
@@ -476,7 +461,7 @@ func TestExecuteFaults(t *testing.T) {
 		f.inject(t, sim.Fault{Fault: sim.FaultDropResponse})
 		op := chargeOp(t, "test:payment.charge:order-33:v1", 125000)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 		found, err := f.client.Lookup(context.Background(), op)
 		if err != nil {
 			t.Fatalf("Lookup: %v", err)
@@ -496,7 +481,7 @@ func TestExecuteFaults(t *testing.T) {
 		f.inject(t, sim.Fault{Fault: sim.FaultDelay, DelayMS: 400})
 		op := chargeOp(t, "test:payment.charge:order-34:v1", 125000)
 		_, err := f.client.Execute(context.Background(), op)
-		wantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
+		adapterstest.WantError(t, err, adapters.Reconcile, codes.OutcomeUnknown, "")
 		res := eventually(t, f.client, op)
 		if got := f.effects(op.Key); got != 1 {
 			t.Fatalf("effects = %d, want 1", got)
@@ -513,13 +498,13 @@ func TestExecuteFaults(t *testing.T) {
 		c := MustNew(t, yookassa.Config{BaseURL: f.url, ShopID: shopID, SecretKey: secret, Timeout: timeout})
 		op := chargeOp(t, "test:payment.charge:order-35:v1", 1000)
 		_, err := c.Execute(context.Background(), op)
-		wantError(t, err, adapters.Retry, "TARGET_PERMISSION_DENIED", "")
+		adapterstest.WantError(t, err, adapters.Retry, "TARGET_PERMISSION_DENIED", "")
 		_, lerr := c.Lookup(context.Background(), op)
 		_, verr := c.Validate(context.Background(), refundOp(t, "test:payment.refund:order-35:v1", "2f3b588d-000f-5000-8000-1d6e87c7fbde", 100))
 		// The reads refused for the gateway's own credentials say so too,
 		// as for the write: Retry, so a fixed secret lets the next try through.
-		wantError(t, lerr, adapters.Retry, "TARGET_PERMISSION_DENIED", "")
-		wantError(t, verr, adapters.Retry, "TARGET_PERMISSION_DENIED", "")
+		adapterstest.WantError(t, lerr, adapters.Retry, "TARGET_PERMISSION_DENIED", "")
+		adapterstest.WantError(t, verr, adapters.Retry, "TARGET_PERMISSION_DENIED", "")
 		basic := base64.StdEncoding.EncodeToString([]byte(shopID + ":" + secret))
 		for _, e := range []error{err, lerr, verr} {
 			if e == nil || strings.Contains(e.Error(), secret) || strings.Contains(e.Error(), basic) {
@@ -585,7 +570,7 @@ func TestValidate(t *testing.T) {
 		}
 		op = refundOp(t, "test:payment.refund:order-41:v3", pay.ObjectID, 100001)
 		_, err = f.client.Validate(context.Background(), op)
-		wantError(t, err, adapters.Final, "VALIDATION_ERROR", "amount_minor")
+		adapterstest.WantError(t, err, adapters.Final, "VALIDATION_ERROR", "amount_minor")
 	})
 
 	// The saved payment method is checked before anyone approves a charge.
@@ -600,7 +585,7 @@ func TestValidate(t *testing.T) {
 			op := chargeOp(t, "test:payment.charge:order-43:v1", 100)
 			op.Payload = payload(t, map[string]any{"account_id": account, "order_id": "order-43", "amount_minor": 100, "currency": "RUB"})
 			_, err := f.client.Validate(context.Background(), op)
-			wantError(t, err, adapters.Final, code, "account_id")
+			adapterstest.WantError(t, err, adapters.Final, code, "account_id")
 		}
 	})
 
@@ -621,7 +606,7 @@ func TestValidate(t *testing.T) {
 		t.Parallel()
 		f := setup(t)
 		_, err := f.client.Validate(context.Background(), refundOp(t, "test:payment.refund:order-42:v1", "2f3b588d-000f-5000-8000-1d6e87c7fbde", 100))
-		wantError(t, err, adapters.Final, "REFERENCE_NOT_FOUND", "payment_id")
+		adapterstest.WantError(t, err, adapters.Final, "REFERENCE_NOT_FOUND", "payment_id")
 	})
 }
 

@@ -39,7 +39,8 @@ type partyAnswer struct {
 
 // party is who the customer id names, as a target that can tell knows
 // them: the definition's reference kind for the field if it declares one,
-// else a customer or counterparty. ok is false when no target could tell.
+// else a customer or counterparty; an answer with an ИНН is preferred. ok
+// is false when no target could tell.
 func (h *Handler) party(ctx context.Context, in *intent.Intent, field, id string) (adapters.Party, bool) {
 	if id == "" || len(h.d.Describers) == 0 {
 		return adapters.Party{}, false
@@ -57,19 +58,26 @@ func (h *Handler) party(ctx context.Context, in *intent.Intent, field, id string
 	}
 	h.parties.mu.Unlock()
 
+	// The first answer with an ИНН, by target name, else the first with a
+	// name alone: a CRM may know the customer only as a contact person,
+	// while the accounting system knows the legal entity that pays.
 	var got adapters.Party
 	ok := false
+targets:
 	for _, name := range slices.Sorted(maps.Keys(h.d.Describers)) {
 		for _, kind := range kinds {
 			cctx, cancel := context.WithTimeout(ctx, describeTimeout)
 			p, err := h.d.Describers[name].Describe(cctx, kind, id)
 			cancel()
-			if err == nil && p.Name != "" {
-				got, ok = p, true
-				break
+			if err != nil || p.Name == "" {
+				continue
 			}
-		}
-		if ok {
+			if !ok || got.INN == "" && p.INN != "" {
+				got, ok = p, true
+			}
+			if got.INN != "" {
+				break targets
+			}
 			break
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -34,17 +33,16 @@ const password = "correct-horse-battery"
 // operation keys and sessions, so they can run in parallel.
 var shared struct {
 	once  sync.Once
-	dir   string
 	st    *store.Store
+	close func()
 	users map[string]store.User // by role
 	err   error
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.st != nil {
-		shared.st.Close()
-		os.RemoveAll(shared.dir)
+	if shared.close != nil {
+		shared.close()
 	}
 	os.Exit(code)
 }
@@ -54,12 +52,7 @@ func sharedStore(tb testing.TB) (*store.Store, map[string]store.User) {
 	tb.Helper()
 	shared.once.Do(func() {
 		ctx := context.Background()
-		if shared.dir, shared.err = os.MkdirTemp("", "oncegate-admin-test-"); shared.err != nil {
-			return
-		}
-		if shared.st, shared.err = store.Open(ctx, filepath.Join(shared.dir, "journal.db")); shared.err != nil {
-			return
-		}
+		shared.st, shared.close = storetest.OpenShared(tb)
 		shared.users = map[string]store.User{}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
@@ -80,6 +73,9 @@ func sharedStore(tb testing.TB) (*store.Store, map[string]store.User) {
 	})
 	if shared.err != nil {
 		tb.Fatal(shared.err)
+	}
+	if shared.st == nil {
+		tb.Fatal("the shared journal could not be opened (see the first test that asked)")
 	}
 	return shared.st, shared.users
 }

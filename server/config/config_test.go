@@ -2,26 +2,14 @@ package config_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/config/configtest"
 )
-
-func writeConfig(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func noEnv(string) string { return "" }
 
 // currencies are the currencies the gateway knows, as main passes them.
 var currencies = yookassa.Currencies()
@@ -29,19 +17,19 @@ var currencies = yookassa.Currencies()
 func TestLoadConfig(t *testing.T) {
 	t.Parallel()
 	t.Run("Defaults", func(t *testing.T) {
-		cfg, err := config.Load("", noEnv, currencies)
+		cfg, err := config.Load("", configtest.NoEnv, currencies)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Listen != "127.0.0.1:8080" || cfg.Contour != "test" || cfg.Retry.MaxAttempts != 4 || time.Duration(cfg.Approval.TTL) != 24*time.Hour {
 			t.Fatalf("defaults %+v", cfg)
 		}
-		if got := cfg.Simulated(noEnv); len(got) != 3 {
+		if got := cfg.Simulated(configtest.NoEnv); len(got) != 3 {
 			t.Fatalf("simulated %v", got)
 		}
 	})
 	t.Run("FileThenEnv", func(t *testing.T) {
-		p := writeConfig(t, "contour: prod\nretry: { max_attempts: 2 }\ntargets:\n  onec: { base_url: \"https://1c.example/acc\", password_env: ONEC_PW }\n")
+		p := configtest.Write(t, "contour: prod\nretry: { max_attempts: 2 }\ntargets:\n  onec: { base_url: \"https://1c.example/acc\", password_env: ONEC_PW }\n")
 		env := map[string]string{"ONCEGATE_RETRY_MAX_ATTEMPTS": "3", "ONCEGATE_TARGETS_ONEC_TIMEOUT_MS": "1500", "ONCEGATE_RETRY_JITTER": "false", "ONCEGATE_RETENTION_BITRIX24": "8760h", "ONCEGATE_TRUSTED_PROXIES": "127.0.0.1, 10.0.0.0/8"}
 		cfg, err := config.Load(p, func(k string) string { return env[k] }, currencies)
 		if err != nil {
@@ -56,18 +44,18 @@ func TestLoadConfig(t *testing.T) {
 		if nets, err := cfg.ProxyNets(); err != nil || len(nets) != 2 || nets[0].String() != "127.0.0.1/32" || nets[1].String() != "10.0.0.0/8" {
 			t.Fatalf("trusted proxies %v: %v %v", cfg.TrustedProxies, nets, err)
 		}
-		if got := cfg.Simulated(noEnv); strings.Join(got, ",") != "crm,payments" {
+		if got := cfg.Simulated(configtest.NoEnv); strings.Join(got, ",") != "crm,payments" {
 			t.Fatalf("simulated %v", got)
 		}
 	})
 	t.Run("ErrUnknownKey", func(t *testing.T) {
-		_, err := config.Load(writeConfig(t, "retry: { max_attempt: 2 }\n"), noEnv, currencies)
+		_, err := config.Load(configtest.Write(t, "retry: { max_attempt: 2 }\n"), configtest.NoEnv, currencies)
 		if err == nil || !strings.Contains(err.Error(), "max_attempt") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("ErrValuesNamed", func(t *testing.T) {
-		p := writeConfig(t, `listen: nowhere
+		p := configtest.Write(t, `listen: nowhere
 contour: "has space"
 targets:
   onec: { base_url: "https://user:pw@1c.example", timeout_ms: 0 }
@@ -77,7 +65,7 @@ trusted_proxies: [127.0.0.1, "proxy.example"]
 limits:
   invoice.delete: { max_items: 1 }
 `)
-		_, err := config.Load(p, noEnv, currencies)
+		_, err := config.Load(p, configtest.NoEnv, currencies)
 		if err == nil {
 			t.Fatal("bad config accepted")
 		}
@@ -102,8 +90,8 @@ limits:
 		}
 	})
 	t.Run("SecretsFromEnvOnly", func(t *testing.T) {
-		p := writeConfig(t, "targets:\n  yookassa: { base_url: \"https://api.yookassa.ru/v3\", shop_id: \"1\", secret_key_env: \"live_sk_123 456\" }\n")
-		_, err := config.Load(p, noEnv, currencies)
+		p := configtest.Write(t, "targets:\n  yookassa: { base_url: \"https://api.yookassa.ru/v3\", shop_id: \"1\", secret_key_env: \"live_sk_123 456\" }\n")
+		_, err := config.Load(p, configtest.NoEnv, currencies)
 		if err == nil || !strings.Contains(err.Error(), "targets.yookassa.secret_key_env") || strings.Contains(err.Error(), "live_sk_123") {
 			t.Fatalf("err = %v", err)
 		}
@@ -117,8 +105,8 @@ func TestLimitsCurrencyCodes(t *testing.T) {
 	t.Parallel()
 	for _, spelling := range []string{"rub", "RUB", "Rub"} {
 		t.Run(spelling, func(t *testing.T) {
-			p := writeConfig(t, fmt.Sprintf("limits:\n  payment.charge: { currencies: [%[1]s], amount_ceiling: { %[1]s: 1000 } }\n", spelling))
-			cfg, err := config.Load(p, noEnv, currencies)
+			p := configtest.Write(t, fmt.Sprintf("limits:\n  payment.charge: { currencies: [%[1]s], amount_ceiling: { %[1]s: 1000 } }\n", spelling))
+			cfg, err := config.Load(p, configtest.NoEnv, currencies)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,8 +120,8 @@ func TestLimitsCurrencyCodes(t *testing.T) {
 		})
 	}
 	t.Run("ErrUnknownCode", func(t *testing.T) {
-		p := writeConfig(t, "limits:\n  payment.charge: { currencies: [RUB, rubles], amount_ceiling: { xyz: 1000 } }\n  payment.refund: { amount_ceiling: { rub: 1, RUB: 2 } }\n")
-		_, err := config.Load(p, noEnv, currencies)
+		p := configtest.Write(t, "limits:\n  payment.charge: { currencies: [RUB, rubles], amount_ceiling: { xyz: 1000 } }\n  payment.refund: { amount_ceiling: { rub: 1, RUB: 2 } }\n")
+		_, err := config.Load(p, configtest.NoEnv, currencies)
 		if err == nil {
 			t.Fatal("unknown currency codes accepted")
 		}
@@ -152,15 +140,15 @@ func TestLimitsCurrencyCodes(t *testing.T) {
 // duplicates: reads each intent's window and action.
 func TestDuplicatesOverride(t *testing.T) {
 	t.Parallel()
-	p := writeConfig(t, "duplicates:\n  invoice.create: { window: 72h, action: warn }\n  payment.refund: { action: off }\n")
-	cfg, err := config.Load(p, noEnv, currencies)
+	p := configtest.Write(t, "duplicates:\n  invoice.create: { window: 72h, action: warn }\n  payment.refund: { action: off }\n")
+	cfg, err := config.Load(p, configtest.NoEnv, currencies)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := cfg.Duplicates["invoice.create"]; time.Duration(d.Window) != 72*time.Hour || d.Action != "warn" || cfg.Duplicates["payment.refund"].Action != "off" {
 		t.Fatalf("duplicates = %+v", cfg.Duplicates)
 	}
-	if _, err := config.Load(writeConfig(t, "duplicates:\n  invoice.create: { windw: 72h }\n"), noEnv, currencies); err == nil {
+	if _, err := config.Load(configtest.Write(t, "duplicates:\n  invoice.create: { windw: 72h }\n"), configtest.NoEnv, currencies); err == nil {
 		t.Fatal("an unknown key under duplicates was accepted")
 	}
 }
@@ -168,17 +156,17 @@ func TestDuplicatesOverride(t *testing.T) {
 // time_zone names where the people who decide are; unset, the system's.
 func TestTimeZone(t *testing.T) {
 	t.Parallel()
-	cfg, err := config.Load(writeConfig(t, "time_zone: Europe/Moscow\n"), noEnv, currencies)
+	cfg, err := config.Load(configtest.Write(t, "time_zone: Europe/Moscow\n"), configtest.NoEnv, currencies)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := cfg.Location().String(); got != "Europe/Moscow" {
 		t.Fatalf("location %q", got)
 	}
-	if cfg, _ := config.Load(writeConfig(t, "contour: test\n"), noEnv, currencies); cfg.Location() != time.Local {
+	if cfg, _ := config.Load(configtest.Write(t, "contour: test\n"), configtest.NoEnv, currencies); cfg.Location() != time.Local {
 		t.Fatalf("unset: %v, want the system's", cfg.Location())
 	}
-	if _, err := config.Load(writeConfig(t, "time_zone: Moscow/Kremlin\n"), noEnv, currencies); err == nil || !strings.Contains(err.Error(), "time_zone") {
+	if _, err := config.Load(configtest.Write(t, "time_zone: Moscow/Kremlin\n"), configtest.NoEnv, currencies); err == nil || !strings.Contains(err.Error(), "time_zone") {
 		t.Fatalf("an unknown zone: %v", err)
 	}
 }

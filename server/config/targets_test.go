@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/config/configtest"
 )
 
 // load is Load of body with the variables of vars.
 func load(t *testing.T, body string, vars map[string]string) (config.Config, error) {
 	t.Helper()
-	return config.Load(writeConfig(t, body), func(k string) string { return vars[k] }, currencies)
+	return config.Load(configtest.Write(t, body), func(k string) string { return vars[k] }, currencies)
 }
 
 // mustLoad is load that fails the test on an error.
@@ -52,14 +53,14 @@ func TestTargets(t *testing.T) {
 				t.Errorf("%s is of kind %s, want %s", name, got, kind)
 			}
 		}
-		if got, want := strings.Join(cfg.Simulated(noEnv), ","), "onec,crm,payments"; got != want {
+		if got, want := strings.Join(cfg.Simulated(configtest.NoEnv), ","), "onec,crm,payments"; got != want {
 			t.Errorf("simulated %s, want %s", got, want)
 		}
 	})
 
 	t.Run("EmptyTargets", func(t *testing.T) {
 		cfg := mustLoad(t, "targets:\n", nil)
-		if got, want := strings.Join(cfg.Simulated(noEnv), ","), "onec,crm,payments"; got != want {
+		if got, want := strings.Join(cfg.Simulated(configtest.NoEnv), ","), "onec,crm,payments"; got != want {
 			t.Errorf("simulated %s, want %s", got, want)
 		}
 	})
@@ -87,11 +88,11 @@ retention: { bitrix24: 8760h }
 		if got, want := cfg.TargetRetention("crm"), 8760*time.Hour; got != want {
 			t.Errorf("crm's retention %v, want %v", got, want)
 		}
-		if got := cfg.Simulated(noEnv); len(got) != 0 {
+		if got := cfg.Simulated(configtest.NoEnv); len(got) != 0 {
 			t.Errorf("simulated %v, want none", got)
 		}
 		// Messages name the key as configured.
-		if got := cfg.MissingSecrets(noEnv); len(got) != 4 || got[2].Key != "targets.bitrix24.webhook_url_env" || got[3].Key != "targets.yookassa.secret_key_env" {
+		if got := cfg.MissingSecrets(configtest.NoEnv); len(got) != 4 || got[2].Key != "targets.bitrix24.webhook_url_env" || got[3].Key != "targets.yookassa.secret_key_env" {
 			t.Errorf("missing secrets %v", got)
 		}
 	})
@@ -127,7 +128,7 @@ retention: { bitrix24: 8760h }
 		if got := cfg.Targets["shop2"]; got.TimeoutMS != 35000 || got.SettleMS != 60000 {
 			t.Errorf("shop2 lacks its kind's defaults: %+v", got)
 		}
-		if got, want := strings.Join(cfg.Simulated(noEnv), ","), "payments,trade"; got != want {
+		if got, want := strings.Join(cfg.Simulated(configtest.NoEnv), ","), "payments,trade"; got != want {
 			t.Errorf("simulated %s, want %s", got, want)
 		}
 	})
@@ -266,7 +267,7 @@ func TestTargetSecrets(t *testing.T) {
 	if err := cfg.CheckSecrets(env); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.CheckSecrets(noEnv); err == nil || len(strings.Split(err.Error(), "\n")) != 4 {
+	if err := cfg.CheckSecrets(configtest.NoEnv); err == nil || len(strings.Split(err.Error(), "\n")) != 4 {
 		t.Errorf("want four settings named: %v", err)
 	}
 
@@ -277,8 +278,8 @@ func TestTargetSecrets(t *testing.T) {
   trade: { kind: onec_odata, username_env: TRADE_USER, password_env: TRADE_PASSWORD }
 `, nil)
 	want := []config.SecretSetting{{Key: "targets.buh.username_env"}, {Key: "targets.buh.password_env", Env: "BUH_PASSWORD"}}
-	if got := cfg.MissingSecrets(noEnv); !slices.Equal(got, want) {
+	if got := cfg.MissingSecrets(configtest.NoEnv); !slices.Equal(got, want) {
 		t.Fatalf("missing %v, want %v", got, want)
 	}
-	wantErr(t, cfg.CheckSecrets(noEnv), "targets.buh.username_env: not set")
+	wantErr(t, cfg.CheckSecrets(configtest.NoEnv), "targets.buh.username_env: not set")
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/config/configtest"
 )
 
 // TestYooKassaTimeouts: YooKassa may take up to 30 s before it answers a
@@ -35,7 +36,7 @@ func TestYooKassaReceipts(t *testing.T) {
 		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		return config.Load(path, func(string) string { return "" }, []string{"RUB"})
+		return config.Load(path, configtest.NoEnv, []string{"RUB"})
 	}
 	cfg, err := load("targets:\n  yookassa:\n    receipts: { required: true, tax_system_code: 1, vat_code: 1, payment_subject: commodity, payment_mode: full_payment }\n")
 	if err != nil {

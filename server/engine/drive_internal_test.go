@@ -11,11 +11,8 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/adapters"
-	"github.com/oncegate/oncegate/adapters/bitrix24"
+	"github.com/oncegate/oncegate/adapters/adapterstest"
 	"github.com/oncegate/oncegate/adapters/codes"
-	"github.com/oncegate/oncegate/adapters/onec"
-	"github.com/oncegate/oncegate/adapters/sim"
-	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/store/storetest"
@@ -209,7 +206,7 @@ func TestLeasePerClaim(t *testing.T) {
 func TestBudgetCoversLookupPages(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	targets := builtTargets(t, cfg)
+	targets := adapterstest.Start(t, adapterstest.Timeouts{OneC: cfg.Targets["onec"].Timeout, CRM: cfg.Targets["crm"].Timeout, Payments: cfg.Targets["payments"].Timeout}).Targets
 	e := New(cfg, nil, targets, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	// Look-up calls: crm checks user.admin, then reads up to 20 pages.
 	for system, pages := range map[string]int{"onec": 1, "crm": 21, "payments": 20} {
@@ -225,24 +222,4 @@ func TestBudgetCoversLookupPages(t *testing.T) {
 			t.Errorf("%s: lease %v does not outlast the budget %v", system, e.lease(system), e.budget(system))
 		}
 	}
-}
-
-// builtTargets are the three real adapters, at the built-in simulators'
-// paths on an address nothing answers, with cfg's call timeouts.
-func builtTargets(t *testing.T, cfg Config) map[string]adapters.Target {
-	t.Helper()
-	const base = "http://127.0.0.1:9"
-	one, err := onec.New(onec.Config{BaseURL: base + "/onec", Timeout: cfg.Targets["onec"].Timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crm, err := bitrix24.New(bitrix24.Config{WebhookURL: base + "/bitrix24/rest/1/sim-webhook/", Timeout: cfg.Targets["crm"].Timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pay, err := yookassa.New(yookassa.Config{BaseURL: base + "/yookassa/v3", ShopID: "demo-shop", SecretKey: sim.YooKassaSecret(), Timeout: cfg.Targets["payments"].Timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return map[string]adapters.Target{"onec": one, "crm": crm, "payments": pay}
 }

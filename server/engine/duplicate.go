@@ -23,21 +23,21 @@ type Warning struct {
 
 // duplicateCheck is in's duplicate rule applied to a request's
 // normalized payload, nil when the intent has none.
-func duplicateCheck(in *intent.Intent, norm contract.Normalized) (*store.DuplicateCheck, error) {
-	if in.Duplicates == nil {
+func duplicateCheck(def *intent.Intent, norm contract.Normalized) (*store.DuplicateCheck, error) {
+	if def.Duplicates == nil {
 		return nil, nil
 	}
-	bk, err := in.BusinessKey(norm)
+	bk, err := def.BusinessKey(norm)
 	if err != nil {
 		return nil, err
 	}
-	return &store.DuplicateCheck{BusinessKey: bk, Window: in.Duplicates.Window, Action: store.DuplicateAction(in.Duplicates.Action)}, nil
+	return &store.DuplicateCheck{BusinessKey: bk, Window: def.Duplicates.Window, Action: store.DuplicateAction(def.Duplicates.Action)}, nil
 }
 
 // fieldsOf names a rule's fields for a message.
-func fieldsOf(in *intent.Intent) string {
+func fieldsOf(def *intent.Intent) string {
 	var names []string
-	for _, f := range in.Duplicates.Fields {
+	for _, f := range def.Duplicates.Fields {
 		if f.Day {
 			names = append(names, "the day of "+f.Field)
 			continue
@@ -59,10 +59,10 @@ func earlierText(earlier store.Operation, at time.Time, agent string) string {
 
 // duplicateBlocked is the refusal of a new key whose business event a
 // live operation has already, under a rule that blocks.
-func duplicateBlocked(in *intent.Intent, earlier store.Operation, agent string) error {
+func duplicateBlocked(def *intent.Intent, earlier store.Operation, agent string) error {
 	return codes.Refusef(codes.DuplicateSuspected, "",
 		"another operation of %s about the same business event (the same %s) %s; this intent's rule refuses a second one within %s: nothing was journaled and this key stays free",
-		in.Name, fieldsOf(in), earlierText(earlier, earlier.CreatedAt, agent), in.Duplicates.Window)
+		def.Name, fieldsOf(def), earlierText(earlier, earlier.CreatedAt, agent), def.Duplicates.Window)
 }
 
 // DuplicateWarning is the warning an answer about op carries when its
@@ -80,20 +80,20 @@ func (e *Engine) DuplicateWarning(ctx context.Context, op store.Operation) *Warn
 		earlier = store.Operation{} // retention removed it: its time is kept on the row
 	}
 	what := "another operation about the same business event"
-	if in, ok := e.cfg.Catalog.Lookup(op.Intent); ok && in.Duplicates != nil {
-		what = fmt.Sprintf("another operation of %s about the same business event (the same %s)", op.Intent, fieldsOf(in))
+	if def, ok := e.cfg.Catalog.Lookup(op.Intent); ok && def.Duplicates != nil {
+		what = fmt.Sprintf("another operation of %s about the same business event (the same %s)", op.Intent, fieldsOf(def))
 	}
 	return &Warning{Code: codes.DuplicateSuspected, Message: what + " " + earlierText(earlier, op.DuplicateAt, op.Agent)}
 }
 
 // validateDuplicate is the warning of mode validate: an earlier live
 // operation of the same business event, read without deciding anything.
-func (e *Engine) validateDuplicate(ctx context.Context, in *intent.Intent, norm contract.Normalized, key, agent string) ([]Warning, error) {
-	check, err := duplicateCheck(in, norm)
+func (e *Engine) validateDuplicate(ctx context.Context, def *intent.Intent, norm contract.Normalized, key, agent string) ([]Warning, error) {
+	check, err := duplicateCheck(def, norm)
 	if check == nil || err != nil {
 		return nil, err
 	}
-	earlier, err := e.store.FindDuplicate(ctx, in.Name, *check, key)
+	earlier, err := e.store.FindDuplicate(ctx, def.Name, *check, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -101,14 +101,14 @@ func (e *Engine) validateDuplicate(ctx context.Context, in *intent.Intent, norm 
 		return nil, err
 	}
 	msg := fmt.Sprintf("another operation of %s about the same business event (the same %s) %s; executing this request would be %s",
-		in.Name, fieldsOf(in), earlierText(earlier, earlier.CreatedAt, agent),
-		map[string]string{intent.DuplicateBlock: "refused", intent.DuplicateHold: "held for a person to decide", intent.DuplicateWarn: "carried out with this warning"}[in.Duplicates.Action])
+		def.Name, fieldsOf(def), earlierText(earlier, earlier.CreatedAt, agent),
+		map[string]string{intent.DuplicateBlock: "refused", intent.DuplicateHold: "held for a person to decide", intent.DuplicateWarn: "carried out with this warning"}[def.Duplicates.Action])
 	return []Warning{{Code: codes.DuplicateSuspected, Message: msg}}, nil
 }
 
 // duplicateDecided tells OnDuplicate what a rule did to a new key.
-func (e *Engine) duplicateDecided(in *intent.Intent) {
-	if e.cfg.OnDuplicate != nil && in.Duplicates != nil {
-		e.cfg.OnDuplicate(in.Name, in.Duplicates.Action)
+func (e *Engine) duplicateDecided(def *intent.Intent) {
+	if e.cfg.OnDuplicate != nil && def.Duplicates != nil {
+		e.cfg.OnDuplicate(def.Name, def.Duplicates.Action)
 	}
 }

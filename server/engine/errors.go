@@ -28,9 +28,9 @@ const targetUnavailableRetryAfter = 5
 // could not be asked (unavailable) is API.md's row for a transient target
 // failure, 503 failed_retryable. The refusal names the intent, key and
 // fingerprint it was about.
-func targetRefusal(in *intent.Intent, key, fingerprint string, unavailable bool, code, field, message string) *codes.Refusal {
+func targetRefusal(def *intent.Intent, key, fingerprint string, unavailable bool, code, field, message string) *codes.Refusal {
 	r := &codes.Refusal{Code: code, Field: field, Message: message, Status: http.StatusUnprocessableEntity,
-		Intent: in.Name, Target: in.Target, Key: key, Fingerprint: fingerprint}
+		Intent: def.Name, Target: def.Target, Key: key, Fingerprint: fingerprint}
 	if unavailable {
 		r.Code, r.Field, r.Message = codes.TargetUnavailable, "", "the target could not be asked; send the same request again later"
 		r.Status, r.RetryAfter, r.State = http.StatusServiceUnavailable, targetUnavailableRetryAfter, string(store.StatusFailedRetryable)

@@ -17,8 +17,8 @@ import (
 // payload; a violation is 422 rejected with a stable code naming the
 // field. Which fields hold the currency, the amount and the lines is the
 // definition's to say (intent.Limits): nothing here knows a field by name.
-func (e *Engine) checkLimits(in *intent.Intent, norm contract.Normalized) error {
-	lim := in.Limits
+func (e *Engine) checkLimits(def *intent.Intent, norm contract.Normalized) error {
+	lim := def.Limits
 	if lim.CurrencyField == "" && lim.AmountField == "" && lim.ItemsField == "" {
 		return nil
 	}
@@ -34,11 +34,11 @@ func (e *Engine) checkLimits(in *intent.Intent, norm contract.Normalized) error 
 	}
 	currency, _ := p[lim.CurrencyField].(string)
 	if currency != "" && len(lim.Currencies) > 0 && !slices.Contains(lim.Currencies, currency) {
-		return bad(codes.CurrencyNotAllowed, lim.CurrencyField, "currency %s is not allowed for %s; allowed: %s", currency, in.Name, strings.Join(lim.Currencies, ", "))
+		return bad(codes.CurrencyNotAllowed, lim.CurrencyField, "currency %s is not allowed for %s; allowed: %s", currency, def.Name, strings.Join(lim.Currencies, ", "))
 	}
 	items, _ := p[lim.ItemsField].([]any)
 	if lim.MaxItems > 0 && len(items) > lim.MaxItems {
-		return bad(codes.LimitExceeded, lim.ItemsField, "%d items exceed the limit of %d for %s", len(items), lim.MaxItems, in.Name)
+		return bad(codes.LimitExceeded, lim.ItemsField, "%d items exceed the limit of %d for %s", len(items), lim.MaxItems, def.Name)
 	}
 	total := new(big.Rat)
 	for i, raw := range items {

@@ -27,7 +27,7 @@ func (secretTarget) Execute(context.Context, adapters.Op) (adapters.Result, erro
 // and the credential patterns masked, and cut short.
 func TestDetail(t *testing.T) {
 	e := New(Config{}, nil, map[string]adapters.Target{"onec": secretTarget{}}, nil)
-	for _, c := range []struct{ in, gone, kept string }{
+	for _, c := range []struct{ def, gone, kept string }{
 		{"user rtu: password pa55-w0rd refused", "rtu", "refused"},
 		{"Authorization: Basic cnR1OnBhNTUtdzByZA==", "cnR1OnBh", "Basic ***"},
 		{"auth failed for og_fjPSCdP_Eh2m6OQqENSGQdwSbybum5xBrwj2gLJbTE0", "fjPSCdP", "og_***"},
@@ -39,9 +39,9 @@ func TestDetail(t *testing.T) {
 		{"card 4111 1111 1111 1111 declined", "4111 1111", "declined"},
 		{strings.Repeat("x", 3000), strings.Repeat("x", 2001), "…"},
 	} {
-		got := e.detail(errors.New(c.in))
+		got := e.detail(errors.New(c.def))
 		if strings.Contains(got, c.gone) || !strings.Contains(got, c.kept) {
-			t.Errorf("detail(%q) = %q: want %q gone and %q kept", c.in, got, c.gone, c.kept)
+			t.Errorf("detail(%q) = %q: want %q gone and %q kept", c.def, got, c.gone, c.kept)
 		}
 	}
 	if got := e.detail(nil); got != "" {

@@ -65,11 +65,11 @@ type Outcome struct {
 // request is an operation request that passed the contract.
 type request struct {
 	env  contract.Envelope
-	in   *intent.Intent
+	def  *intent.Intent
 	key  string // "" only for read-only intents and validate without a key
 	norm contract.Normalized
 	// replay is the final operation of a key whose definition is gone,
-	// replayed as it is (in then stands for the definition).
+	// replayed as it is (def then stands for the definition).
 	replay *store.Operation
 }
 
@@ -93,31 +93,31 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
 		return out, err
 	}
 	if r.replay != nil {
-		e.decided(r.in.Name, store.DecisionReplay)
-		return Outcome{Intent: r.in, Key: r.key, Fingerprint: r.replay.Fingerprint, RequestID: r.env.RequestID,
+		e.decided(r.def.Name, store.DecisionReplay)
+		return Outcome{Intent: r.def, Key: r.key, Fingerprint: r.replay.Fingerprint, RequestID: r.env.RequestID,
 			Kind: KindOperation, Op: *r.replay, Replayed: true}, nil
 	}
-	env, in, key, norm := r.env, r.in, r.key, r.norm
-	seen.intent, seen.requestID = in, env.RequestID
+	env, def, key, norm := r.env, r.def, r.key, r.norm
+	seen.intent, seen.requestID = def, env.RequestID
 	out.RequestID = env.RequestID
 
 	switch {
 	case env.Mode == contract.ModeValidate:
-		if err := e.checkLimits(in, norm); err != nil {
+		if err := e.checkLimits(def, norm); err != nil {
 			return out, err
 		}
 		if err := e.keyStillFits(ctx, key, tok.Agent, norm.Fingerprint); err != nil {
 			return out, err
 		}
 		out.Kind = KindValidated
-		if out.Plan, out.PlanHash, err = e.validate(ctx, in, norm, key); err != nil {
+		if out.Plan, out.PlanHash, err = e.validate(ctx, def, norm, key); err != nil {
 			return out, err
 		}
-		out.Warnings, err = e.validateDuplicate(ctx, in, norm, key, tok.Agent)
+		out.Warnings, err = e.validateDuplicate(ctx, def, norm, key, tok.Agent)
 		return out, err
-	case !in.Journaled:
+	case !def.Journaled:
 		out.Kind = KindRead
-		out.Read, err = e.read(ctx, in, norm)
+		out.Read, err = e.read(ctx, def, norm)
 		return out, err
 	}
 	out.Kind = KindOperation
@@ -135,38 +135,38 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 	if r.env, err = contract.DecodeEnvelope(sub.Body); err != nil {
 		return request{}, err
 	}
-	in, ok := e.cfg.Catalog.Lookup(r.env.Intent)
+	def, ok := e.cfg.Catalog.Lookup(r.env.Intent)
 	if !ok {
 		op, err := e.notServed(ctx, sub, r.env)
 		if err != nil {
 			return request{}, err
 		}
-		r.in, r.key, r.replay = retired(op), op.Key, &op
-		out.Intent, out.Key, out.Fingerprint = r.in, op.Key, op.Fingerprint
+		r.def, r.key, r.replay = retired(op), op.Key, &op
+		out.Intent, out.Key, out.Fingerprint = r.def, op.Key, op.Fingerprint
 		return r, nil
 	}
-	r.in, out.Intent = in, in
-	if !sub.Token.Has(in.Scope) {
-		return request{}, codes.Refusef(codes.PermissionDenied, "", "this token lacks the %q scope that %s needs", in.Scope, in.Name)
+	r.def, out.Intent = def, def
+	if !sub.Token.Has(def.Scope) {
+		return request{}, codes.Refusef(codes.PermissionDenied, "", "this token lacks the %q scope that %s needs", def.Scope, def.Name)
 	}
 	if r.key, err = contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, r.env.RequestID); err != nil {
 		return request{}, err
 	}
-	if r.key == "" && in.Journaled && r.env.Mode != contract.ModeValidate {
+	if r.key == "" && def.Journaled && r.env.Mode != contract.ModeValidate {
 		return request{}, contract.ErrKeyMissing()
 	}
 	if r.key != "" {
-		if err := contract.CheckKey(r.key, e.cfg.Contour, in.Name); err != nil {
+		if err := contract.CheckKey(r.key, e.cfg.Contour, def.Name); err != nil {
 			return request{}, err
 		}
 		out.Key = r.key
 	}
-	if r.norm, err = in.Normalize(r.env.Payload); err != nil {
+	if r.norm, err = def.Normalize(r.env.Payload); err != nil {
 		return request{}, err
 	}
 	out.Fingerprint = r.norm.Fingerprint
-	if _, ok := e.targets[in.Target]; !ok {
-		return request{}, fmt.Errorf("no target configured for system %q", in.Target)
+	if _, ok := e.targets[def.Target]; !ok {
+		return request{}, fmt.Errorf("no target configured for system %q", def.Target)
 	}
 	return r, nil
 }
@@ -177,12 +177,12 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 // key used with another request or by another agent. replayed reports an
 // effect made before this request.
 func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *seenRequest) (op store.Operation, replayed bool, err error) {
-	env, in, key, norm := r.env, r.in, r.key, r.norm
+	env, def, key, norm := r.env, r.def, r.key, r.norm
 	var refused *adapters.Error
 	var dup *store.DuplicateCheck
 	if final, ok := e.replays.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
 		e.replays.remember(key, seen)
-		e.decided(in.Name, store.DecisionReplay)
+		e.decided(def.Name, store.DecisionReplay)
 		return final, true, nil
 	}
 	existing, err := e.store.Get(ctx, key)
@@ -194,34 +194,37 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		// row is kept for the next replay.
 		e.replays.put(existing)
 		e.replays.remember(key, seen)
-		e.decided(in.Name, store.DecisionReplay)
+		e.decided(def.Name, store.DecisionReplay)
 		return existing, true, nil
 	case err == nil && existing.Agent == tok.Agent:
 		// A key seen before, not final: it runs only under the definition
 		// it was first accepted with, and its fingerprint is that
 		// definition's.
-		if in, err = e.acceptedUnder(existing); err != nil {
+		if def, err = e.acceptedUnder(existing); err != nil {
 			return store.Operation{}, false, err
 		}
-		if in != r.in {
-			if norm, err = in.Normalize(env.Payload); err != nil {
+		if def != r.def {
+			if norm, err = def.Normalize(env.Payload); err != nil {
 				return store.Operation{}, false, err
 			}
 		}
 	case errors.Is(err, store.ErrNotFound):
 		// A key never seen: the business limits, then every check at the
-		// target (references, business rules), which writes nothing. The
+		// target (references, business rules), which writes nothing — unless
+		// the target's execute makes the same checks itself. The
 		// target's refusal is journaled failed_final below, before anything
 		// was sent to execute. (A key seen before was accepted then: its
 		// retries and replays are not refused by limits changed since.)
-		if err := e.checkLimits(in, norm); err != nil {
+		if err := e.checkLimits(def, norm); err != nil {
 			return store.Operation{}, false, err
 		}
-		if refused, err = e.precheck(ctx, in, norm, key, env.PlanHash); err != nil {
-			return store.Operation{}, false, err
+		if e.checksBeforeClaim(def, env.PlanHash) {
+			if refused, err = e.precheck(ctx, def, norm, key, env.PlanHash); err != nil {
+				return store.Operation{}, false, err
+			}
 		}
 		// The duplicate rule is decided by the claim, in its transaction.
-		if dup, err = duplicateCheck(in, norm); err != nil {
+		if dup, err = duplicateCheck(def, norm); err != nil {
 			return store.Operation{}, false, err
 		}
 	case err != nil:
@@ -231,21 +234,21 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 	ctx = store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: tok.Agent})
 	d, op, err := e.store.Claim(ctx, store.ClaimRequest{
 		Key:           key,
-		Intent:        in.Name,
+		Intent:        def.Name,
 		Fingerprint:   norm.Fingerprint,
-		TargetSystem:  in.Target,
+		TargetSystem:  def.Target,
 		Agent:         tok.Agent,
 		ActorID:       env.ActorID,
 		RequestID:     env.RequestID,
 		Payload:       norm.Payload,
-		IntentVersion: in.Version,
-		IntentDigest:  in.Digest,
-		AwaitApproval: in.Money,
+		IntentVersion: def.Version,
+		IntentDigest:  def.Digest,
+		AwaitApproval: def.Money,
 		ApprovalTTL:   e.cfg.ApprovalTTL,
 		Refused:       e.failureOf(refused),
 		Duplicates:    dup,
 		Owner:         e.leaseOwner(),
-		Lease:         e.lease(in.Target),
+		Lease:         e.lease(def.Target),
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrUnavailable) && existing.AttemptCount > 0 && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint {
@@ -255,15 +258,15 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		}
 		return store.Operation{}, false, err
 	}
-	e.log.Info("operation claimed", "key", key, "intent", in.Name, "agent", tok.Agent, "decision", d.String())
-	e.decided(in.Name, d)
+	e.log.Info("operation claimed", "key", key, "intent", def.Name, "agent", tok.Agent, "decision", d.String())
+	e.decided(def.Name, d)
 	if d == store.DecisionDuplicate || op.Suspected {
-		e.duplicateDecided(in)
+		e.duplicateDecided(def)
 	}
 
 	switch d {
 	case store.DecisionDuplicate:
-		return store.Operation{}, false, duplicateBlocked(in, op, tok.Agent)
+		return store.Operation{}, false, duplicateBlocked(def, op, tok.Agent)
 	case store.DecisionMismatch:
 		return store.Operation{}, false, keyMismatch()
 	case store.DecisionForeign:
@@ -376,14 +379,14 @@ func retired(op store.Operation) *intent.Intent {
 // under the catalog's definition of their version.
 func (e *Engine) acceptedUnder(op store.Operation) (*intent.Intent, error) {
 	version := max(op.IntentVersion, 1)
-	in, ok := e.cfg.Catalog.Version(op.Intent, version)
+	def, ok := e.cfg.Catalog.Version(op.Intent, version)
 	switch {
 	case !ok:
 		return nil, intentChanged(op.Intent, version, "is no longer served")
-	case op.IntentDigest != "" && !in.Accepts(op.IntentDigest):
+	case op.IntentDigest != "" && !def.Accepts(op.IntentDigest):
 		return nil, intentChanged(op.Intent, version, "was edited since")
 	}
-	return in, nil
+	return def, nil
 }
 
 // intentChanged is the refusal of a retry whose definition changed.

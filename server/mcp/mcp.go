@@ -107,11 +107,11 @@ func (s *endpoint) newMCPServer(scopes []string) *mcp.Server {
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
 	srv.AddReceivingMiddleware(unadvertised)
-	for _, in := range s.Catalog.All() {
-		if !slices.Contains(scopes, in.Scope) {
+	for _, def := range s.Catalog.All() {
+		if !slices.Contains(scopes, def.Scope) {
 			continue
 		}
-		srv.AddTool(intentTool(in, s.Contour), s.callIntent(in))
+		srv.AddTool(intentTool(def, s.Contour), s.callIntent(def))
 	}
 	srv.AddTool(&mcp.Tool{
 		Name:  "get_operation",
@@ -226,22 +226,22 @@ var keySchema = map[string]any{
 // intentTool describes in as a tool: the envelope's fields, with the
 // intent's own schema as the payload, and a description saying what it
 // does, when to use it and what a retry resends, with keys of contour.
-func intentTool(in *intent.Intent, contour string) *mcp.Tool {
+func intentTool(def *intent.Intent, contour string) *mcp.Tool {
 	props := map[string]any{
-		"payload": in.Schema,
+		"payload": def.Schema,
 		"actor_id": map[string]any{
 			"type": "string", "maxLength": 255,
 			"description": "The person on whose behalf the agent acts, for the audit trail.",
 		},
 	}
 	required := []string{"payload"}
-	desc := schemaDescription(in)
+	desc := schemaDescription(def)
 	// Every tool reaches a business system beyond the gateway (open
 	// world). A retry with the same key does nothing again (idempotent).
 	// Creating, drafting, posting add to the target; moving money cannot
 	// be taken back by the tool, so it counts as destructive.
-	ann := &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(in.Money), OpenWorldHint: ptr(true)}
-	if in.Journaled {
+	ann := &mcp.ToolAnnotations{IdempotentHint: true, DestructiveHint: ptr(def.Money), OpenWorldHint: ptr(true)}
+	if def.Journaled {
 		props["operation_key"] = keySchema
 		props["mode"] = map[string]any{
 			"type": "string", "enum": []string{"execute", "validate"}, "default": "execute",
@@ -255,8 +255,8 @@ func intentTool(in *intent.Intent, contour string) *mcp.Tool {
 		desc += fmt.Sprintf(" Use it once per business intent, with an operation_key made for that intent, e.g. %s:%s:<business id>:v1."+
 			" A retry (after a timeout, a lost answer, an error marked retryable, or an answer unknown or started) must resend the same operation_key and the same payload:"+
 			" it returns the first result and never makes a second effect. A changed payload needs a new key (…:v2)."+
-			" mode validate checks everything and writes nothing.", contour, in.Name)
-		if in.Money {
+			" mode validate checks everything and writes nothing.", contour, def.Name)
+		if def.Money {
 			desc += " Money: a person approves it first, so the first answer is awaiting_approval; call again later with the same operation_key and payload, or read get_operation."
 		}
 	} else {
@@ -264,8 +264,8 @@ func intentTool(in *intent.Intent, contour string) *mcp.Tool {
 		desc += " It only reads: it changes nothing and needs no operation_key; call it again as often as needed."
 	}
 	return &mcp.Tool{
-		Name:         in.Name,
-		Title:        in.Title.EN,
+		Name:         def.Name,
+		Title:        def.Title.EN,
 		Description:  desc,
 		OutputSchema: answerSchema,
 		InputSchema: map[string]any{
@@ -279,7 +279,7 @@ func intentTool(in *intent.Intent, contour string) *mcp.Tool {
 }
 
 // callIntent answers a call of in's tool through POST /v1/operations.
-func (s *endpoint) callIntent(in *intent.Intent) mcp.ToolHandler {
+func (s *endpoint) callIntent(def *intent.Intent) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var args map[string]json.RawMessage
 		if err := json.Unmarshal(orEmpty(req.Params.Arguments), &args); err != nil || args == nil {
@@ -287,7 +287,7 @@ func (s *endpoint) callIntent(in *intent.Intent) mcp.ToolHandler {
 		}
 		envelope := map[string]json.RawMessage{
 			"schema_version": json.RawMessage(`"1.0"`),
-			"intent":         mustJSON(in.Name),
+			"intent":         mustJSON(def.Name),
 		}
 		header := http.Header{}
 		for name, v := range args {
@@ -304,12 +304,12 @@ func (s *endpoint) callIntent(in *intent.Intent) mcp.ToolHandler {
 				return s.refused(codes.UnknownField, name, "no such argument: "+name), nil
 			}
 		}
-		if _, ok := args["operation_key"]; !ok && in.Journaled && string(args["mode"]) != `"validate"` {
+		if _, ok := args["operation_key"]; !ok && def.Journaled && string(args["mode"]) != `"validate"` {
 			// Told in MCP's words, not the HTTP API's (a header, request_id),
 			// with an example in this gateway's contour.
 			return s.refused(codes.KeyMissing, "operation_key", fmt.Sprintf(
 				"%s changes a business system, so it needs operation_key: make one per business intent, e.g. %s:%s:<business id>:v1, and send the same operation_key on every retry of it",
-				in.Name, s.Contour, in.Name)), nil
+				def.Name, s.Contour, def.Name)), nil
 		}
 		body, err := json.Marshal(envelope)
 		if err != nil {
@@ -421,16 +421,16 @@ func (w *recorder) Write(b []byte) (int, error) {
 // schemaDescription is what the tool does: the payload schema's own
 // description, a sentence written for agents, or else the intent's
 // one-line description.
-func schemaDescription(in *intent.Intent) string {
+func schemaDescription(def *intent.Intent) string {
 	var s struct {
 		Description string `json:"description"`
 	}
-	if json.Unmarshal(in.Schema, &s) == nil && strings.TrimSpace(s.Description) != "" {
+	if json.Unmarshal(def.Schema, &s) == nil && strings.TrimSpace(s.Description) != "" {
 		d := strings.TrimSpace(s.Description)
 		if !strings.HasSuffix(d, ".") {
 			d += "."
 		}
 		return d
 	}
-	return fmt.Sprintf("Performs %s: %s.", in.Name, strings.TrimSuffix(in.Description, "."))
+	return fmt.Sprintf("Performs %s: %s.", def.Name, strings.TrimSuffix(def.Description, "."))
 }

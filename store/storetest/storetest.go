@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -45,16 +46,60 @@ func Location(tb testing.TB) string {
 	if !Postgres() {
 		return filepath.Join(tb.TempDir(), "journal.db")
 	}
-	admin := adminURL(tb)
+	loc, drop, err := schema(adminURL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := drop(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return loc
+}
+
+// OpenShared opens a fresh, empty journal as Open does, for the tests of
+// a package to share: it outlives tb (the first test to ask, which it
+// skips or fails as Open would), and the package's TestMain closes and
+// removes it with the function returned, after m.Run.
+func OpenShared(tb testing.TB) (*store.Store, func()) {
+	tb.Helper()
+	var loc string
+	var remove func() error
+	if Postgres() {
+		var err error
+		if loc, remove, err = schema(adminURL(tb)); err != nil {
+			tb.Fatal(err)
+		}
+	} else {
+		dir, err := os.MkdirTemp("", "oncegate-test-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		loc, remove = filepath.Join(dir, "journal.db"), func() error { return os.RemoveAll(dir) }
+	}
+	st, err := store.Open(context.Background(), loc)
+	if err != nil {
+		remove()
+		tb.Fatal(err)
+	}
+	return st, func() { st.Close(); remove() }
+}
+
+// schema makes a schema of its own in admin's database and returns the
+// journal's location there and how to drop it.
+func schema(admin string) (string, func() error, error) {
 	name := "t_" + random()
-	exec(tb, admin, `CREATE SCHEMA `+name)
-	tb.Cleanup(func() { exec(tb, admin, `DROP SCHEMA `+name+` CASCADE`) })
+	if err := execSQL(admin, `CREATE SCHEMA `+name); err != nil {
+		return "", nil, err
+	}
+	drop := func() error { return execSQL(admin, `DROP SCHEMA `+name+` CASCADE`) }
 	u, _ := url.Parse(admin)
 	q := u.Query()
 	q.Set("search_path", name)
 	q.Set("application_name", name) // so a test can find its own connections
 	u.RawQuery = q.Encode()
-	return u.String()
+	return u.String(), drop, nil
 }
 
 // Database returns the URL of a fresh PostgreSQL database for tb (dropped
@@ -94,14 +139,22 @@ func adminURL(tb testing.TB) string {
 
 func exec(tb testing.TB, admin, stmt string) {
 	tb.Helper()
+	if err := execSQL(admin, stmt); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// execSQL runs stmt on admin's database.
+func execSQL(admin, stmt string) error {
 	db, err := sql.Open("pgx", admin)
 	if err != nil {
-		tb.Fatal(err)
+		return err
 	}
 	defer db.Close()
 	if _, err := db.ExecContext(context.Background(), stmt); err != nil {
-		tb.Fatalf("%s: %v", stmt, err)
+		return fmt.Errorf("%s: %w", stmt, err)
 	}
+	return nil
 }
 
 func random() string {

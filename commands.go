@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// cli is what a command runs with: its streams and its environment.
-type cli struct {
+// invocation is what a command runs with: its streams and its environment.
+type invocation struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	env            func(string) string
@@ -25,7 +25,7 @@ type command struct {
 	name    string
 	args    string // the synopsis after the name
 	summary string
-	setup   func(fs *flag.FlagSet) func(cl cli, args []string) error
+	setup   func(fs *flag.FlagSet) func(inv invocation, args []string) error
 }
 
 // commands is every command, in the order the usage lists them.
@@ -137,26 +137,26 @@ func find(args []string) (command, []string, error) {
 	return command{}, nil, badUsage("", "unknown command %q", args[0])
 }
 
-func (cl cli) run(args []string) error {
+func (inv invocation) run(args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(cl.stderr, usage())
+		fmt.Fprint(inv.stderr, usage())
 		return badUsage("", "say which command")
 	}
 	if len(args) == 2 && isHelp(args[1]) && !isCommand(args[0]) {
 		if g := groupUsage(args[0]); g != "" {
-			fmt.Fprint(cl.stdout, g)
+			fmt.Fprint(inv.stdout, g)
 			return nil
 		}
 	}
 	switch args[0] {
 	case "version", "-version", "--version":
 		if len(args) == 1 {
-			fmt.Fprintln(cl.stdout, versionLine())
+			fmt.Fprintln(inv.stdout, versionLine())
 			return nil
 		}
 	case "help", "-h", "-help", "--help":
 		if len(args) == 1 {
-			fmt.Fprint(cl.stdout, usage())
+			fmt.Fprint(inv.stdout, usage())
 			return nil
 		}
 		c, _, err := find(args[1:])
@@ -164,7 +164,7 @@ func (cl cli) run(args []string) error {
 			return err
 		}
 		fs, _ := c.flagSet()
-		c.printUsage(cl.stdout, fs)
+		c.printUsage(inv.stdout, fs)
 		return nil
 	}
 	c, args, err := find(args)
@@ -174,12 +174,12 @@ func (cl cli) run(args []string) error {
 	fs, body := c.flagSet()
 	if err := parse(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			c.printUsage(cl.stdout, fs)
+			c.printUsage(inv.stdout, fs)
 			return nil
 		}
 		return badUsage(c.name, "%v", err)
 	}
-	return body(cl, fs.Args())
+	return body(inv, fs.Args())
 }
 
 // isCommand reports whether name is a command of its own (service is,
@@ -214,7 +214,7 @@ func groupUsage(name string) string {
 }
 
 // flagSet makes the command's flags and its body.
-func (c command) flagSet() (*flag.FlagSet, func(cl cli, args []string) error) {
+func (c command) flagSet() (*flag.FlagSet, func(inv invocation, args []string) error) {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	return fs, c.setup(fs)
