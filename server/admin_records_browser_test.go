@@ -91,24 +91,21 @@ func TestRecordsInBrowser(t *testing.T) {
 	}
 	g.mustUsers(t, map[string]string{"oleg": store.RoleOperator, "inna": store.RoleAuditor})
 
-	rita := g.newTab(t, root, shots)
-	rita.signIn("rita")
-	adam := g.newTab(t, root, shots)
-	adam.signIn("adam")
-	oleg := g.newTab(t, root, shots)
-	oleg.signIn("oleg")
-	inna := g.newTab(t, root, shots)
-	inna.signIn("inna")
 	for _, lang := range []string{"ru", "en"} {
-		if lang == "en" {
-			for _, b := range []*tab{rita, adam, oleg, inna} {
-				b.open("/admin/lang/en?next=%2Fadmin%2F")
-			}
-		}
 		amount := map[string]string{"ru": "13\u00a0701,25\u00a0₽", "en": "₽13,701.25"}[lang]
 		for _, vp := range viewports {
 			phone := vp.name == "phone"
 			name := lang + "-" + vp.name
+			// Each screen gets its tabs, each within its own time limit.
+			person := func(user string) *tab {
+				b := g.newTab(t, root, shots)
+				b.signIn(user)
+				if lang == "en" {
+					b.open("/admin/lang/en?next=%2Fadmin%2F")
+				}
+				return b
+			}
+			rita, adam, oleg, inna := person("rita"), person("adam"), person("oleg"), person("inna")
 			b := rita
 			b.do(chromedp.EmulateViewport(vp.w, vp.h))
 			b.open("/admin/operations?q=" + url.QueryEscape("order-2024-000123-long-reference"))
