@@ -42,10 +42,11 @@ var benchCommand = command{
 	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
 		dur := fs.Duration("duration", 8*time.Second, "how long each path is loaded (`D`)")
-		profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+		profile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to `FILE` (with --cpu-quota, each gateway's to FILE.gateway-N)")
 		only := fs.String("only", "", "load only the paths whose name contains `WORD` (echo, replay, new)")
 		urlEnv := fs.String("journal-url-env", "", "the environment variable `VAR` holding a postgres:// URL of a scratch database to bench the shared journal on (default: a new SQLite journal)")
 		instances := fs.Int("instances", 1, "`N` gateways on the one journal (PostgreSQL only), the load spread over them")
+		quota := fs.Float64("cpu-quota", 0, "run each gateway as a process of its own (oncegate serve) capped at `F` CPUs in a control group of its own (Linux, as root); CPU/req of its paths is then the gateways' own")
 		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
 		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
@@ -59,6 +60,9 @@ var benchCommand = command{
 				if journal = inv.env(*urlEnv); !store.IsPostgres(journal) {
 					return badUsage("bench", "%s must hold a postgres:// URL", *urlEnv)
 				}
+			}
+			if *quota < 0 || (*quota > 0 && *fill > 0) {
+				return badUsage("bench", "--cpu-quota must be positive and is not combined with --fill")
 			}
 			if *instances < 1 || (*instances > 1 && journal == "") {
 				return badUsage("bench", "--instances above 1 needs a shared journal (--journal-url-env)")
@@ -74,7 +78,7 @@ var benchCommand = command{
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill})
+			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile})
 		}
 	},
 }
@@ -101,9 +105,11 @@ type benchSetup struct {
 	conns     int
 	dur       time.Duration
 	only      string
-	journal   string // a postgres:// URL, or "" for a new SQLite journal
-	instances int    // gateways on the journal
-	fill      int    // operations added to the journal before new operations are loaded again
+	journal   string  // a postgres:// URL, or "" for a new SQLite journal
+	instances int     // gateways on the journal
+	fill      int     // operations added to the journal before new operations are loaded again
+	quota     float64 // > 0: each gateway a process of its own, capped at quota CPUs
+	profile   string  // with quota: where the gateways write their CPU profiles (FILE.gateway-N)
 }
 
 // bench runs the gateway in this process on a journal in a new temporary
@@ -143,15 +149,27 @@ func bench(stdout io.Writer, b benchSetup) error {
 		return err
 	}
 	defer simHTTP.Close()
-	var gw *benchGateways
-	labeled("gateway", func() { gw, err = startBenchGateways(ctx, cfg, simURL, journal, b.instances) })
+	var (
+		gw    *benchGateways
+		token string
+	)
+	if b.quota > 0 {
+		gw, token, err = startCappedGateways(ctx, dir, simURL, b.journal, b.instances, b.quota, b.profile)
+		if b.journal == "" {
+			journalName = filepath.Join(dir, "gateway-0", "journal.db") + " (WAL, synchronous=FULL)"
+		}
+		journalName += fmt.Sprintf("; each gateway a process of its own capped at %g CPU", b.quota)
+	} else {
+		labeled("gateway", func() { gw, err = startBenchGateways(ctx, cfg, simURL, journal, b.instances) })
+	}
 	defer gw.stop()
 	if err != nil {
 		return err
 	}
-	token, _, err := gw.stores[0].CreateToken(ctx, "bench-agent", store.Scopes)
-	if err != nil {
-		return err
+	if token == "" {
+		if token, _, err = gw.stores[0].CreateToken(ctx, "bench-agent", store.Scopes); err != nil {
+			return err
+		}
 	}
 	var (
 		refURL, fwdURL   string
@@ -204,7 +222,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 		}})
 	}
 	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil})
-	if err := benchTable(stdout, client, token, paths, gw.writeStats, b); err != nil {
+	if err := benchTable(stdout, client, token, paths, gw, b); err != nil {
 		return err
 	}
 	if filled > 0 {
@@ -216,9 +234,12 @@ func bench(stdout io.Writer, b benchSetup) error {
 // benchGateways are the gateways one bench run loads, each on its own
 // connections to the journal.
 type benchGateways struct {
-	stores []*store.Store
+	stores []*store.Store // in this process; none when the gateways are processes of their own
 	urls   []string
 	stops  []func() // in the order they were started
+	// cpu is the CPU the gateways' processes have used, when they are
+	// processes of their own; nil when they run in this one.
+	cpu func() time.Duration
 }
 
 // startBenchGateways starts instances gateways on journal, their targets
@@ -354,7 +375,8 @@ type benchPath struct {
 // benchTable loads each path in turn (those b.only names, and the
 // references) and writes a row of its rate and latencies, beside the
 // first reference's and the forwarding's rates and the journal's batches.
-func benchTable(stdout io.Writer, client *http.Client, token string, paths []benchPath, writeStats func() store.WriteStats, b benchSetup) error {
+func benchTable(stdout io.Writer, client *http.Client, token string, paths []benchPath, gw *benchGateways, b benchSetup) error {
+	writeStats := gw.writeStats
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tCPU/req\tjournal batches/s × writes\t")
 	var ref, fwdRate float64
@@ -367,7 +389,11 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 				return fmt.Errorf("%s: %w", p.name, err)
 			}
 		}
-		before, cpu0 := writeStats(), processCPU()
+		used := processCPU
+		if gw.cpu != nil && p.kind == benchGatewayPath {
+			used = gw.cpu // the gateways' own processes
+		}
+		before, cpu0 := writeStats(), used()
 		var (
 			r   loadResult
 			err error
@@ -377,8 +403,8 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		cpu := "-"
-		if used := processCPU() - cpu0; used > 0 {
-			cpu = (used / time.Duration(r.n)).Round(time.Microsecond).String()
+		if spent := used() - cpu0; spent > 0 {
+			cpu = (spent / time.Duration(r.n)).Round(time.Microsecond).String()
 		}
 		if ref == 0 {
 			ref = r.rate

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -54,8 +57,39 @@ func checkBenchRows(t *testing.T, out string) {
 		if !strings.Contains(path, "reference") {
 			vsFwd = `[0-9.]+×` // a gateway path beside the forwarding handler
 		}
-		if !regexp.MustCompile(`\s[1-9][0-9]*\s+[0-9]+\s+[0-9.]+[µm]?s\s+[0-9.]+[µm]?s\s+[0-9.]+×\s+` + vsFwd + `\s+` + journal + `$`).MatchString(row) {
+		cpu := `[0-9.]+[µm]?s` // the process's CPU per request
+		if !regexp.MustCompile(`\s[1-9][0-9]*\s+[0-9]+\s+[0-9.]+[µm]?s\s+[0-9.]+[µm]?s\s+[0-9.]+×\s+` + vsFwd + `\s+` + cpu + `\s+` + journal + `$`).MatchString(row) {
 			t.Errorf("no measured row for %q:\n%s", path, out)
 		}
+	}
+}
+
+// --cpu-quota runs the gateway as a process of its own (serve, as an
+// operator runs it) capped in a control group, and reports its own CPU per
+// new operation; with --cpuprofile it writes the gateway's profile. Where
+// control groups cannot be made (not root, not Linux) it says so and
+// stops, measuring nothing.
+func TestBenchCommandCapped(t *testing.T) {
+	profile := filepath.Join(t.TempDir(), "cpu.prof")
+	cmd := exec.Command(bin(t), "bench", "--duration", "300ms", "--connections", "4", "--only", "new", "--cpu-quota", "0.5", "--cpuprofile", profile)
+	out, err := cmd.CombinedOutput()
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		if err == nil || !strings.Contains(string(out), "--cpu-quota:") {
+			t.Fatalf("without the rights to cap a gateway: %v\n%s", err, out)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("bench --cpu-quota: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "each gateway a process of its own capped at 0.5 CPU") ||
+		!regexp.MustCompile(`new operation \(1C simulator\)\s+[1-9][0-9]*\s.*×\s+[0-9.]+[µm]?s\s+-\n`).Match(out) {
+		t.Errorf("no row of the capped gateway's new operations with its own CPU:\n%s", out)
+	}
+	if fi, err := os.Stat(profile + ".gateway-0"); err != nil || fi.Size() == 0 {
+		t.Errorf("the gateway wrote no profile: %v", err)
+	}
+	if m, _ := filepath.Glob("/sys/fs/cgroup/*/oncegate-bench-*"); len(m) != 0 {
+		t.Errorf("control groups left behind: %v", m)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -27,6 +28,7 @@ var serveCommand = command{
 		listen := fs.String("listen", "", "`ADDR` to listen on (overrides the configuration's listen)")
 		envFile := fs.String("env-file", "", envFileUsage)
 		service := fs.String("service", "", "Windows: run under the service manager as the service `NAME` (service install sets it)")
+		profile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` when serve stops (for a performance report)")
 		fs.BoolVar(&c.newJournal, "new-journal", false, "begin a new, empty journal where a lost one was (every key it knew would execute again; restore a backup instead if there is one)")
 		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
@@ -35,6 +37,17 @@ var serveCommand = command{
 			env, err := withEnvFile(inv.env, *envFile)
 			if err != nil {
 				return err
+			}
+			if *profile != "" {
+				f, err := os.Create(*profile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
 			}
 			if *service != "" {
 				return serveService(*service, c, *listen, env)

@@ -348,8 +348,10 @@ func (s *Store) takeLease(ctx context.Context, tx *txn, op Operation, owner stri
 func (s *Store) Get(ctx context.Context, key string) (Operation, error) {
 	op, err := scanOperation(s.getOp.QueryRowContext(ctx, key))
 	if err = interpretError(err); err != nil {
-		if lost := s.be.check(); lost != nil && !errors.Is(err, ErrNotFound) {
-			err = lost // a reader opened on the empty place of a lost journal
+		if !errors.Is(err, ErrNotFound) {
+			if lost := s.be.check(); lost != nil {
+				err = lost // a reader opened on the empty place of a lost journal
+			}
 		}
 		return Operation{}, fmt.Errorf("get operation: %w", err)
 	}
