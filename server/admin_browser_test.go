@@ -377,6 +377,8 @@ func TestAdminInBrowser(t *testing.T) {
 		const key = "test:invoice.create:order-9202:v1"
 		g.unknownByHand(t, key, "order-9202")
 
+		// As 1C's HTTP service names an invoice: its kind and its UUID.
+		const handInvoice = "INV-9a0c4e71-5d8b-4c1a-9e2f-3f1c9a2e7b4d"
 		b := g.newTab(t, root, shots)
 		b.signIn("oleg")
 		b.open("/admin/review")
@@ -412,14 +414,14 @@ func TestAdminInBrowser(t *testing.T) {
 		scope := row("review-row", key)
 		b.do(
 			chromedp.Click(tid("resolve-found", scope)),
-			chromedp.SendKeys(tid("resolve-object", scope), "INV-HAND-1"),
+			chromedp.SendKeys(tid("resolve-object", scope), handInvoice),
 			chromedp.SendKeys(tid("resolve-reason", scope), "счёт найден в 1С вручную"),
 			chromedp.Click(tid("resolve", scope)),
 			chromedp.WaitNotPresent(chromedp.CSS(scope)),
 			chromedp.WaitVisible(tid("flash")),
 		)
 		op = g.row(key)
-		if op.Status != store.StatusSucceeded || op.TargetObjectID != "INV-HAND-1" || op.NeedsReview {
+		if op.Status != store.StatusSucceeded || op.TargetObjectID != handInvoice || op.NeedsReview {
 			t.Fatalf("after resolving: %+v", op)
 		}
 		b.open("/admin/operations/" + url.PathEscape(key))
@@ -433,7 +435,7 @@ func TestAdminInBrowser(t *testing.T) {
 		}
 		// The agent now gets the operation as succeeded.
 		r := g.do("GET", "/v1/operations/"+url.PathEscape(key), g.token, nil, nil)
-		if r.str("state") != "succeeded" || r.str("target_object_id") != "INV-HAND-1" {
+		if r.str("state") != "succeeded" || r.str("target_object_id") != handInvoice {
 			t.Fatalf("agent sees %s", r.Raw)
 		}
 	})

@@ -10,11 +10,15 @@ import (
 // OperationFilter selects operations for the browser. Zero fields select
 // everything.
 type OperationFilter struct {
-	Status      Status
-	Intent      string
-	Target      string
-	Agent       string
-	KeyPrefix   string
+	Status    Status
+	Intent    string
+	Target    string
+	Agent     string
+	KeyPrefix string
+	// Search finds the operations of an order (its request's top-level
+	// order_id), of an object at a target (INV-…, a payment id, a
+	// Ref_Key) or of a key, each matched whole, each by its own index.
+	Search      string
 	NeedsReview bool // only rows flagged for a person
 	From, To    time.Time
 	// Keyset pagination: rows strictly older than (BeforeCreated, BeforeKey).
@@ -26,8 +30,28 @@ type OperationFilter struct {
 // ListOperations returns operations matching f, newest first. Pages are
 // keyset-based (never OFFSET), so every page costs the same.
 func (s *Store) ListOperations(ctx context.Context, f OperationFilter) ([]Operation, error) {
+	q, args := operationQuery(f)
+	ops, err := s.queryOperations(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list operations: %w", err)
+	}
+	return ops, nil
+}
+
+// operationQuery is ListOperations' query for f and its arguments.
+func operationQuery(f OperationFilter) (string, []any) {
 	q := `SELECT ` + operationColumns + ` FROM operations WHERE 1=1`
 	var args []any
+	if f.Search != "" {
+		// The matches are few and found first, each by its own index (a
+		// cross join keeps SQLite from starting at another filter's); the
+		// other filters then only sift them.
+		q = `SELECT ` + operationColumns + ` FROM (SELECT CAST(? AS TEXT) AS k UNION
+			SELECT operation_key FROM operations WHERE target_object_id = ? UNION
+			SELECT operation_key FROM operations WHERE order_id = ?) AS m
+			CROSS JOIN operations WHERE operation_key = m.k`
+		args = append(args, f.Search, f.Search, f.Search)
+	}
 	add := func(clause string, a ...any) { q += " AND " + clause; args = append(args, a...) }
 	if f.Status != "" {
 		add(`status = ?`, f.Status)
@@ -62,11 +86,7 @@ func (s *Store) ListOperations(ctx context.Context, f OperationFilter) ([]Operat
 	}
 	q += ` ORDER BY created_at DESC, operation_key DESC LIMIT ?`
 	args = append(args, min(f.Limit, 500))
-	ops, err := s.queryOperations(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list operations: %w", err)
-	}
-	return ops, nil
+	return q, args
 }
 
 // Unfinished returns every operation not yet final (succeeded or

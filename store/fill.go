@@ -57,10 +57,10 @@ func (s *Store) fillOne(ctx context.Context, tx *txn, prefix string, i int, at t
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent,
 			actor_id, request_id, payload, attempt_count, last_attempt_at, target_object_id, result,
-			created_at, updated_at, completed_at, intent_version, intent_digest, business_key)
-		VALUES (?, 'invoice.create', ?, ?, 'onec', 'fill-agent', '', ?, ?, 1, ?, ?, ?, ?, ?, ?, 1, '', ?)`,
+			created_at, updated_at, completed_at, intent_version, intent_digest, business_key, order_id)
+		VALUES (?, 'invoice.create', ?, ?, 'onec', 'fill-agent', '', ?, ?, 1, ?, ?, ?, ?, ?, ?, 1, '', ?, ?)`,
 		key, hex.EncodeToString(fp[:]), StatusSucceeded, key, payload, when,
-		fmt.Sprintf("INV-%s-%d", prefix, i), fmt.Sprintf(`{"number":"%06d"}`, i%1000000), when, done, done, hex.EncodeToString(bk[:]))
+		fmt.Sprintf("INV-%s-%d", prefix, i), fmt.Sprintf(`{"number":"%06d"}`, i%1000000), when, done, done, hex.EncodeToString(bk[:]), order)
 	if err != nil {
 		return interpretError(err)
 	}

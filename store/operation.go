@@ -248,14 +248,14 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision,
 		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent,
 			actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
 			error_code, error_field, error_message, created_at, updated_at, completed_at,
-			intent_version, intent_digest, business_key, duplicate_of, duplicate_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			intent_version, intent_digest, business_key, duplicate_of, duplicate_at, order_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (operation_key) DO NOTHING
 		RETURNING `+operationColumns,
 		req.Key, req.Intent, req.Fingerprint, status, req.TargetSystem, req.Agent,
 		req.ActorID, req.RequestID, string(req.Payload), owner, until, attempts, lastAttempt,
 		code, field, msg, formatTime(now), formatTime(now), completed,
-		max(req.IntentVersion, 1), req.IntentDigest, bk, dupOf, dupAt))
+		max(req.IntentVersion, 1), req.IntentDigest, bk, dupOf, dupAt, orderOf(req.Payload)))
 	inserted := err == nil
 	if errors.Is(err, sql.ErrNoRows) {
 		op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))

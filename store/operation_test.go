@@ -312,7 +312,7 @@ func TestByObject(t *testing.T) {
 		plan.WriteString(detail + "\n")
 	}
 	rows.Close()
-	if !strings.Contains(plan.String(), "operations_target_object") {
+	if !strings.Contains(plan.String(), "operations_object (target_object_id=?") {
 		t.Fatalf("the look-up does not use its index:\n%s", plan.String())
 	}
 }

@@ -47,3 +47,19 @@ func (s *Store) OrderOperations(ctx context.Context, intents []string, orderID s
 	}
 	return out, nil
 }
+
+// orderOf is the order a request names (its top-level order_id when a
+// string), recorded beside the operation so the browser finds it by its
+// index; nil when it names none.
+func orderOf(payload []byte) any {
+	var p struct {
+		OrderID any `json:"order_id"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return nil
+	}
+	if s, ok := p.OrderID.(string); ok && s != "" {
+		return s
+	}
+	return nil
+}

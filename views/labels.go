@@ -105,6 +105,7 @@ type Labels struct {
 
 	More
 	Finish
+	Records
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.

@@ -50,6 +50,12 @@ type Option struct {
 	Selected bool
 }
 
+// OptionGroup is a named group of a select's choices.
+type OptionGroup struct {
+	Label   string
+	Options []Option
+}
+
 // Field is one labelled value in a list of facts.
 type Field struct {
 	Label  string
@@ -68,8 +74,13 @@ type EventRow struct {
 	Label    string // the event's name for people
 	Key      string // operation key, when the event is about one
 	KeyHref  string
-	Detail   string // the event's JSON detail
-	HashTail string // the last characters of the chain hash
+	Detail   string  // the event's JSON detail
+	Fields   []Field // the detail as labelled fields; Detail when it is not JSON
+	HashTail string  // the last characters of the chain hash
+	// Repeat, above 1, says this row stands for a pair of events that
+	// came so many times in a row (look-ups that kept failing and were
+	// taken up again); Label then names both.
+	Repeat int
 }
 
 // LinesTable is an array of objects in a request (invoice or receipt

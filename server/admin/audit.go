@@ -22,10 +22,12 @@ const csvBatch = 1000
 const utf8BOM = "\ufeff"
 
 // handleAuditList serves GET /admin/audit: the audit trail newest first,
-// filtered by operation key, event (exact, or a prefix ending in "."),
-// actor and dates, a page at a time by keyset (?before=<id>). With
-// ?format=csv it downloads every matching event as CSV; with ?verify=1 it
-// also checks the whole hash chain.
+// filtered by operation key, event (one of the named events, or all of a
+// kind: a prefix ending in "."), actor and dates, a page at a time by
+// keyset (?before=<id>). With ?format=csv it downloads every matching
+// event as CSV for machines, with ?format=excel as CSV for people in
+// Excel; with ?verify=1 it also checks the whole hash chain and shows its
+// head as oncegate audit verify does.
 func (h *Handler) handleAuditList(c echo.Context) error {
 	l := labels(c)
 	q := c.QueryParams()
@@ -43,21 +45,33 @@ func (h *Handler) handleAuditList(c echo.Context) error {
 	csvQ := cloneValues(base)
 	csvQ.Del("limit")
 	csvQ.Set("format", "csv")
+	excelQ := cloneValues(csvQ)
+	excelQ.Set("format", "excel")
 	verifyQ := cloneValues(base)
 	verifyQ.Set("verify", "1")
 	v := views.AuditListView{
 		Page: h.page(c, "audit", l.AuditTitle), Filter: form,
-		CSVHref: "/admin/audit?" + csvQ.Encode(), VerifyHref: "/admin/audit?" + verifyQ.Encode(),
+		CSVHref: "/admin/audit?" + csvQ.Encode(), ExcelHref: "/admin/audit?" + excelQ.Encode(),
+		VerifyHref: "/admin/audit?" + verifyQ.Encode(),
 	}
+	events, known := eventChoices(l, form.Event)
+	v.Events = events
 
 	f := store.AuditFilter{OperationKey: form.Key, Event: form.Event, Actor: form.Actor}
 	var err error
+	if form.Event != "" && !known {
+		v.Error = l.ErrBadEvent
+		return Render(c, http.StatusUnprocessableEntity, views.AuditList(v))
+	}
 	if f.From, f.To, err = h.dateRange(form.From, form.To); err != nil {
 		v.Error = l.ErrBadDate
 		return Render(c, http.StatusUnprocessableEntity, views.AuditList(v))
 	}
-	if q.Get("format") == "csv" {
+	switch q.Get("format") {
+	case "csv":
 		return h.auditCSV(c, f)
+	case "excel":
+		return h.auditExcel(c, f)
 	}
 	limit, ok := h.limit(form.Limit)
 	if !ok {
@@ -97,6 +111,13 @@ func (h *Handler) handleAuditList(c echo.Context) error {
 		v.Verified, v.ChainOK = true, rep.BrokenAt == 0
 		if v.ChainOK {
 			v.ChainText = fmt.Sprintf(l.ChainOKFmt, rep.Events)
+			if rep.LastID != 0 {
+				// As oncegate audit verify prints it, to be noted and
+				// checked later with --head.
+				v.ChainHead = strconv.FormatInt(rep.LastID, 10) + ":" + rep.LastHash
+				v.HeadAt = formatSeconds(rep.LastAt, h.d.Location, lang(c))
+				v.HeadCheck = "oncegate audit verify --head " + v.ChainHead
+			}
 		} else {
 			v.ChainText = fmt.Sprintf(l.ChainBrokenFmt, rep.BrokenAt, rep.Reason)
 		}

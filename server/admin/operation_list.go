@@ -65,7 +65,8 @@ func (h *Handler) intentTitle(c echo.Context, name string) string {
 }
 
 // handleOperationList serves GET /admin/operations: the journal, newest
-// first, filtered by status, intent, target, agent, key prefix and dates,
+// first, found by an order, an object or a key (?q=), filtered by status,
+// intent, target, agent, key prefix and dates,
 // a page at a time by keyset (?before_at=…&before_key=…). Status, intent
 // and target are chosen from lists; a value not on its list is refused
 // with a message, like a bad date, rather than ignored.
@@ -82,14 +83,25 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 	}
 	ops = operationPages(&v, ops, limit, !f.BeforeCreated.IsZero())
 	l, lg := labels(c), lang(c)
+	show := mask
+	if canDecide(c) {
+		show = func(s string) string { return s }
+	}
 	for _, op := range ops {
-		v.Rows = append(v.Rows, views.OperationRow{
+		row := views.OperationRow{
 			Key: op.Key, Href: operationHref(op.Key), Intent: op.Intent,
 			Status: string(op.Status), StatusLabel: l.OutcomeLabel(string(op.Status), op.ErrorCode),
 			Target: l.TargetLabel(op.TargetSystem), Agent: op.Agent, Attempts: op.AttemptCount,
 			Created: formatTime(op.CreatedAt, h.d.Location, lg), Updated: formatTime(op.UpdatedAt, h.d.Location, lg),
 			ObjectID: op.TargetObjectID, Flagged: op.NeedsReview,
-		})
+		}
+		// Money: how much and whose, as the approvals show them (the
+		// customer masked for whoever does not decide).
+		if in := h.definition(op); in != nil && in.Money {
+			p := parsePayload(op.Payload)
+			row.Amount, row.Customer = p.amount(lg), show(p.str("customer_id"))
+		}
+		v.Rows = append(v.Rows, row)
 	}
 	return Render(c, http.StatusOK, views.OperationList(v))
 }
@@ -102,7 +114,7 @@ func (h *Handler) operationFilter(c echo.Context) (views.OperationListView, stor
 	q := c.QueryParams()
 	form := views.OperationFilterForm{
 		Status: strings.TrimSpace(q.Get("status")), Intent: strings.TrimSpace(q.Get("intent")), Target: strings.TrimSpace(q.Get("target")),
-		Agent: strings.TrimSpace(q.Get("agent")), KeyPrefix: strings.TrimSpace(q.Get("key")),
+		Agent: strings.TrimSpace(q.Get("agent")), KeyPrefix: strings.TrimSpace(q.Get("key")), Search: strings.TrimSpace(q.Get("q")),
 		From: q.Get("from"), To: q.Get("to"), Limit: q.Get("limit"),
 	}
 	// A product's name for a target stands for the gateway's.
@@ -112,7 +124,7 @@ func (h *Handler) operationFilter(c echo.Context) (views.OperationListView, stor
 		form.Target, badTarget = t, !ok
 	}
 	v := views.OperationListView{Page: h.page(c, "operations", l.OperationsTitle), Filter: form}
-	f := store.OperationFilter{Intent: form.Intent, Target: form.Target, Agent: form.Agent, KeyPrefix: form.KeyPrefix}
+	f := store.OperationFilter{Intent: form.Intent, Target: form.Target, Agent: form.Agent, KeyPrefix: form.KeyPrefix, Search: form.Search}
 	for _, st := range statusOrder {
 		v.Statuses = append(v.Statuses, views.Option{Value: string(st), Label: l.StatusLabel(string(st)), Selected: string(st) == form.Status})
 		if string(st) == form.Status {
@@ -167,7 +179,7 @@ func operationPages(v *views.OperationListView, ops []store.Operation, limit int
 	form := v.Filter
 	base := url.Values{}
 	for k, val := range map[string]string{"status": form.Status, "intent": form.Intent, "target": form.Target,
-		"agent": form.Agent, "key": form.KeyPrefix, "from": form.From, "to": form.To, "limit": form.Limit} {
+		"agent": form.Agent, "key": form.KeyPrefix, "q": form.Search, "from": form.From, "to": form.To, "limit": form.Limit} {
 		if val != "" {
 			base.Set(k, val)
 		}

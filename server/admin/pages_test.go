@@ -48,7 +48,7 @@ func TestPayloadShowsAsText(t *testing.T) {
 	// not decide, and escaped.
 	aud := a.signIn(store.RoleAuditor)
 	p = aud.get("/admin/operations/"+keyPath(callbackKey)).expect(t, http.StatusOK)
-	if strings.Contains(p.Body, "<scr") {
+	if strings.Contains(withoutOwnScript(p.Body), "<scr") {
 		t.Fatal("the operation page holds raw markup from a payload")
 	}
 	if got, want := p.text("field-comment"), "<scr…back"; got != want {
@@ -63,7 +63,7 @@ func TestPayloadShowsAsText(t *testing.T) {
 	}
 	// Whoever decides reads the request as the agent sent it, escaped.
 	full := acc.get("/admin/operations/"+keyPath(callbackKey)).expect(t, http.StatusOK)
-	if got, want := full.text("field-comment"), xss+" call back"; got != want || strings.Contains(full.Body, "<scr") {
+	if got, want := full.text("field-comment"), xss+" call back"; got != want || strings.Contains(withoutOwnScript(full.Body), "<scr") {
 		t.Fatalf("the accountant's comment %q, want %q escaped", got, want)
 	}
 	if got := p.text("summary-status"); got != "отклонено человеком" {
@@ -74,6 +74,12 @@ func TestPayloadShowsAsText(t *testing.T) {
 	}
 	// Unknown keys are a 404 page.
 	acc.get("/admin/operations/"+keyPath("test:invoice.create:nope:v1")).expect(t, http.StatusNotFound)
+}
+
+// withoutOwnScript is a page without the one script every page loads
+// (live.js), so what is left of "<script" came from elsewhere.
+func withoutOwnScript(body string) string {
+	return strings.ReplaceAll(body, `<script src="/static/live.js" defer></script>`, "")
 }
 
 // A bidirectional override an agent put in a payment's purpose cannot
@@ -574,9 +580,10 @@ func TestReviewResolve(t *testing.T) {
 	if got, _ := a.st.Get(ctx, op.Key); got.Status != store.StatusUnknown {
 		t.Fatalf("status after refused forms: %s", got.Status)
 	}
-	opr.post(path, url.Values{"outcome": {"found"}, "object_id": {"INV-7"}, "reason": {"seen in 1C by hand"}}).expect(t, http.StatusSeeOther)
+	const inv = "INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71"
+	opr.post(path, url.Values{"outcome": {"found"}, "object_id": {inv}, "reason": {"seen in 1C by hand"}}).expect(t, http.StatusSeeOther)
 	got, _ := a.st.Get(ctx, op.Key)
-	if got.Status != store.StatusSucceeded || got.TargetObjectID != "INV-7" {
+	if got.Status != store.StatusSucceeded || got.TargetObjectID != inv {
 		t.Fatalf("after resolving: %+v", got)
 	}
 	evs := a.events(store.AuditFilter{OperationKey: op.Key, Event: "operation.resolved_by_hand"})

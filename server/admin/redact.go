@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 )
 
-// targetDetail is the audit detail's field holding what a target said.
-const targetDetail = "target_detail"
+// targetDetail and lookupAnswer are the audit detail's fields holding
+// what a target said (on an attempt, on a failed look-up).
+const (
+	targetDetail = "target_detail"
+	lookupAnswer = "answer"
+)
 
 // shownDetail is an audit event's detail as the pages and the CSV show
-// it: one line of plain JSON, what a target said (target_detail) redacted
+// it: one line of plain JSON, what a target said (target_detail, answer) redacted
 // as a target's text, every other string as the gateway's own (user and
 // agent names stay readable). The engine masks details as it journals
 // them; this masks rows journaled before, or by an older gateway on a
@@ -32,7 +36,7 @@ func (h *Handler) shownDetail(raw []byte) string {
 func (h *Handler) redactJSON(v any, key string) any {
 	switch x := v.(type) {
 	case string:
-		if key == targetDetail {
+		if key == targetDetail || key == lookupAnswer {
 			return h.d.Redactor.Foreign(x)
 		}
 		return h.d.Redactor.Own(x)

@@ -89,8 +89,9 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		text:    strings.TrimSpace(c.FormValue("reason")),
 		rerun:   c.FormValue("confirm_rerun") == "yes",
 	}
-	money := false
+	money, target := false, ""
 	if op, err := h.d.Store.Get(c.Request().Context(), key); err == nil {
+		target = op.TargetSystem
 		if in := h.definition(op); in != nil {
 			money = in.Money
 		}
@@ -102,6 +103,10 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		f.msg = l.ErrReasonRequired
 	case f.outcome == "found" && f.object == "":
 		f.msg = l.ErrObjectRequired
+	case f.outcome == "found" && !h.objectFormatOK(target, f.object):
+		// An id that cannot be the target's would hand the agent an
+		// object that is not there.
+		f.msg = fmt.Sprintf(l.ErrObjectFormat, l.ObjectFormats[h.targetKind(target)])
 	case f.outcome == "not_found" && money && !f.rerun:
 		// Not found lets the next retry send the payment again: only on
 		// a deliberate word that the provider has none.
@@ -163,7 +168,7 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 		}
 		answer, answerAt := h.lastAnswer(evs)
 		slices.Reverse(evs)
-		hist := h.eventRows(c, evs)
+		hist := collapseRepeats(h.eventRows(c, evs))
 		r := views.ReviewRow{
 			Key: op.Key, KeyHref: operationHref(op.Key), Intent: op.Intent, Target: op.TargetSystem,
 			Agent: op.Agent, Flagged: op.NeedsReview, Attempts: op.AttemptCount, LookupFailures: op.LookupFailures,
@@ -174,6 +179,7 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 			ReasonCode:   op.ErrorCode,
 			Reason:       l.ErrorText(op.ErrorCode, op.ErrorMessage),
 			ObjectID:     op.TargetObjectID,
+			ObjectFormat: l.ObjectFormats[h.targetKind(op.TargetSystem)],
 			History:      hist,
 			LastAnswer:   answer,
 			LastAnswerAt: formatSeconds(answerAt, h.d.Location, lg),
@@ -231,14 +237,15 @@ func (h *Handler) lastAnswer(evs []store.AuditEvent) (string, time.Time) {
 	return "", time.Time{}
 }
 
-// history is the last n audit events of an operation, oldest first.
+// history is the last n audit events of an operation, oldest first, a
+// run of the same failed look-ups as one line.
 func (h *Handler) history(ctx context.Context, c echo.Context, key string, n int) ([]views.EventRow, error) {
 	evs, err := h.d.Store.AuditEvents(ctx, store.AuditFilter{OperationKey: key, Limit: n})
 	if err != nil {
 		return nil, fmt.Errorf("history of %q: %w", key, err)
 	}
 	slices.Reverse(evs)
-	return h.eventRows(c, evs), nil
+	return collapseRepeats(h.eventRows(c, evs)), nil
 }
 
 // eventRows are audit events as the pages show them.
@@ -249,6 +256,7 @@ func (h *Handler) eventRows(c echo.Context, evs []store.AuditEvent) []views.Even
 		r := views.EventRow{
 			ID: e.ID, At: formatSeconds(e.At, h.d.Location, lg), Actor: actorText(e.Actor.Kind, e.Actor.Name),
 			Event: e.Event, Label: l.EventLabel(e.Event), Key: e.OperationKey, Detail: h.shownDetail(e.Detail),
+			Fields: h.detailFields(e.Detail, l, lg),
 		}
 		if e.OperationKey != "" {
 			r.KeyHref = operationHref(e.OperationKey)
