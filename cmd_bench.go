@@ -37,7 +37,7 @@ import (
 
 var benchCommand = command{
 	name:    "bench",
-	args:    "[--connections N] [--duration D] [--fill N] [--journal-url-env VAR [--instances N]]",
+	args:    "[--connections N] [--duration D] [--fill N] [--journal-url-env VAR [--instances N]] [--cpu-quota F]",
 	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request and one that forwards it to 1C once",
 	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")

@@ -184,7 +184,13 @@ func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adap
 		ae = &adapters.Error{Class: adapters.ClassOf(err), Code: codes.OutcomeUnknown, Err: err}
 	}
 	detail := e.detail(ae.Err)
-	e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
+	if ae.Message != "" {
+		// What the adapter makes of it (a route the 1C module does not
+		// publish): the operator's next step, beside the target's words.
+		e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", e.detail(ae))
+	} else {
+		e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
+	}
 	switch ae.Class {
 	case adapters.Final:
 		return e.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail, ObjectID: ae.ObjectID})
