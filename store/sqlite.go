@@ -98,6 +98,20 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
+	// Checkpoints (copying the WAL's pages into the file, and its fsync)
+	// run beside the writer on a connection of their own, so a batch's
+	// COMMIT never waits for one (checkpointer).
+	ck, err := sql.Open("sqlite", dsn(path, false, 0))
+	if err == nil {
+		ck.SetMaxOpenConns(1)
+		_, err = conn.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`)
+	}
+	if err != nil {
+		conn.Close()
+		rdb.Close()
+		w.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
 	if be.file, err = os.Stat(path); err != nil {
 		conn.Close()
 		rdb.Close()
@@ -107,7 +121,35 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	s := &Store{be: be, db: w, rdb: rdb, getOp: getOp, path: path, location: path, Now: time.Now,
 		writes: make(chan *writeReq), quit: make(chan struct{})}
 	s.writers.Go(func() { s.writer(conn) })
+	s.writers.Go(func() { s.checkpointer(ck) })
 	return s, nil
+}
+
+// checkpointEvery is how often the checkpointer copies what the batches
+// since its last run wrote to the WAL into the journal's file: about as
+// often as SQLite's own automatic checkpoint would under load.
+const checkpointEvery = 200 * time.Millisecond
+
+// checkpointer runs a passive checkpoint after the writer committed, at
+// most every checkpointEvery, until the store closes, then closes ck.
+// A passive checkpoint waits for no one: the writer goes on appending to
+// the WAL, and frames a reader still uses are left for the next one.
+func (s *Store) checkpointer(ck *sql.DB) {
+	defer ck.Close()
+	t := time.NewTicker(checkpointEvery)
+	defer t.Stop()
+	var last int64
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		if n := s.batches.Load(); n != last {
+			last = n
+			ck.Exec(`PRAGMA wal_checkpoint(PASSIVE)`) // a failure only leaves the WAL longer
+		}
+	}
 }
 
 // migrateSQLite is Migrate for a SQLite journal.
