@@ -430,15 +430,37 @@ func (s *Store) RecordAttempt(ctx context.Context, key, owner string, n int, lea
 
 // Complete moves a started operation held by owner to succeeded.
 func (s *Store) Complete(ctx context.Context, key, owner, objectID string, result json.RawMessage) error {
+	_, err := s.Completed(ctx, key, owner, objectID, result)
+	return err
+}
+
+// Completed is Complete returning the row as it committed: the answer to
+// the agent needs no second read.
+func (s *Store) Completed(ctx context.Context, key, owner, objectID string, result json.RawMessage) (Operation, error) {
 	now := formatTime(s.now())
-	return s.transition(ctx, "operation.succeeded", key, owner, map[string]any{"object_id": objectID}, `
-		UPDATE operations
-		SET status = 'succeeded', target_object_id = ?, result = ?,
-			error_code = NULL, error_field = NULL, error_message = NULL,
-			lease_owner = NULL, lease_until = NULL, needs_review = 0, next_check_at = NULL,
-			updated_at = ?, completed_at = ?
-		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
-		objectID, nullJSON(result), now, now, key, owner)
+	var op Operation
+	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
+		op, err = scanOperation(tx.QueryRowContext(ctx, `
+			UPDATE operations
+			SET status = 'succeeded', target_object_id = ?, result = ?,
+				error_code = NULL, error_field = NULL, error_message = NULL,
+				lease_owner = NULL, lease_until = NULL, needs_review = 0, next_check_at = NULL,
+				updated_at = ?, completed_at = ?
+			WHERE operation_key = ? AND status = 'started' AND lease_owner = ?
+			RETURNING `+operationColumns,
+			objectID, nullJSON(result), now, now, key, owner))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("operation.succeeded %q: %w", key, ErrLeaseLost)
+		case err != nil:
+			return fmt.Errorf("operation.succeeded: %w", interpretError(err))
+		}
+		return s.appendAudit(ctx, tx, "operation.succeeded", key, map[string]any{"object_id": objectID})
+	})
+	if err != nil {
+		return Operation{}, err
+	}
+	return op, nil
 }
 
 // Failure is why an operation failed, as journaled and replayed.

@@ -336,3 +336,27 @@ func TestDecisionString(t *testing.T) {
 		}
 	}
 }
+
+// Completed returns the row as its completion committed it, so the answer
+// to the agent needs no second read; a lease not held changes nothing.
+func TestCompletedReturnsTheRow(t *testing.T) {
+	s := MustOpenStore(t)
+	ctx := context.Background()
+	key := "test:invoice.create:completed:v1"
+	MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+	if _, err := s.Completed(ctx, key, "run-2", "INV-1", nil); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("completed under another's lease: %v", err)
+	}
+	op, err := s.Completed(ctx, key, "run-1", "INV-000001", json.RawMessage(`{"number":"000001"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := s.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.Status != store.StatusSucceeded || op.TargetObjectID != "INV-000001" || string(op.Result) != `{"number":"000001"}` ||
+		op.LeaseOwner != "" || op.CompletedAt.IsZero() || op.CompletedAt != read.CompletedAt || op.UpdatedAt != read.UpdatedAt {
+		t.Fatalf("returned %+v\nread     %+v", op, read)
+	}
+}

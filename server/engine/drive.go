@@ -50,6 +50,7 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 	// an earlier one. A journal failure after that must not become
 	// "nothing was sent".
 	sent := d == store.DecisionResume && op.AttemptCount > 0
+	var done store.Operation // the row as its completion wrote it
 	err := func() error {
 		// Look the key up before anything is sent again.
 		if d == store.DecisionResume {
@@ -67,6 +68,10 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 			return e.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, e.lease(op.TargetSystem))
 		})
 		sent = sent || calls > 0
+		if err == nil {
+			done, err = e.completed(jctx, op, res)
+			return err
+		}
 		return e.settleOutcome(jctx, op, res, err)
 	}()
 	if errors.Is(err, store.ErrUnavailable) && sent {
@@ -77,6 +82,9 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		e.log.Warn("lease lost while driving an operation", "key", op.Key)
+	}
+	if done.Key != "" {
+		return done, false, nil
 	}
 	after, err := e.store.Get(jctx, op.Key)
 	return after, found && after.Status == store.StatusSucceeded, err
@@ -204,15 +212,22 @@ func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adap
 }
 
 func (e *Engine) complete(ctx context.Context, op store.Operation, res adapters.Result) error {
+	_, err := e.completed(ctx, op, res)
+	return err
+}
+
+// completed journals op succeeded with what the target answered and
+// returns the row as written.
+func (e *Engine) completed(ctx context.Context, op store.Operation, res adapters.Result) (store.Operation, error) {
 	var data json.RawMessage
 	if len(res.Data) > 0 {
 		b, err := json.Marshal(res.Data)
 		if err != nil {
-			return err
+			return store.Operation{}, err
 		}
 		data = b
 	}
-	return e.store.Complete(ctx, op.Key, op.LeaseOwner, res.ObjectID, data)
+	return e.store.Completed(ctx, op.Key, op.LeaseOwner, res.ObjectID, data)
 }
 
 // finalAtTarget reports whether a lookup found the effect ended in failure
