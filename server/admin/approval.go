@@ -171,7 +171,7 @@ func (h *Handler) payers(ctx context.Context) (map[string]bool, error) {
 func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRow {
 	l, lg, now := labels(c), lang(c), h.now()
 	op := a.Operation
-	in := h.definition(op)
+	def := h.definition(op)
 	p := parsePayload(op.Payload)
 	show := mask
 	if canDecide(c) {
@@ -182,15 +182,15 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 		Intent: op.Intent, IntentLabel: h.intentTitle(c, op.Intent),
 		Amount:        p.amount(lg),
 		OrderID:       p.str("order_id"),
-		OrderLabel:    fieldLabel(in, "order_id", lg),
+		OrderLabel:    fieldLabel(def, "order_id", lg),
 		PaymentID:     p.str("payment_id"),
-		PaymentLabel:  fieldLabel(in, "payment_id", lg),
+		PaymentLabel:  fieldLabel(def, "payment_id", lg),
 		Customer:      show(p.str("customer_id")),
-		CustomerLabel: fieldLabel(in, "customer_id", lg),
+		CustomerLabel: fieldLabel(def, "customer_id", lg),
 		Account:       show(p.str("account_id")),
-		AccountLabel:  fieldLabel(in, "account_id", lg),
+		AccountLabel:  fieldLabel(def, "account_id", lg),
 		Note:          show(p.str("description") + p.str("reason")),
-		NoteLabel:     fieldLabel(in, "description", lg),
+		NoteLabel:     fieldLabel(def, "description", lg),
 		Agent:         op.Agent, ActorID: op.ActorID,
 		Age:        fmt.Sprintf(l.Ago, formatDuration(now.Sub(a.CreatedAt), l)),
 		Created:    formatTime(a.CreatedAt, h.d.Location, lg),
@@ -201,7 +201,7 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 		DenyURL:    fmt.Sprintf("/admin/approvals/%d/deny", a.ID),
 	}
 	if p.str("reason") != "" {
-		r.NoteLabel = fieldLabel(in, "reason", lg)
+		r.NoteLabel = fieldLabel(def, "reason", lg)
 	}
 	if r.CustomerLabel == "customer_id" {
 		r.CustomerLabel = l.Customer
@@ -243,7 +243,7 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 		if id == "" && r.ChargeHref != "" {
 			id = r.Customer
 		}
-		if party, ok := h.party(c.Request().Context(), in, "customer_id", id); ok {
+		if party, ok := h.party(c.Request().Context(), def, "customer_id", id); ok {
 			r.CustomerName, r.CustomerINN = party.Name, party.INN
 		}
 	}

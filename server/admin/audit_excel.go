@@ -126,7 +126,7 @@ func (h *Handler) amountOf(ctx context.Context, seen map[string]string, key, lg 
 	case err != nil:
 		h.d.Log.Warn("audit excel: read operation", "err", err)
 	default:
-		if in := h.definition(op); in != nil && in.Money {
+		if def := h.definition(op); def != nil && def.Money {
 			amount = parsePayload(op.Payload).amount(lg)
 		}
 	}

@@ -41,13 +41,13 @@ type partyAnswer struct {
 // them: the definition's reference kind for the field if it declares one,
 // else a customer or counterparty; an answer with an ИНН is preferred. ok
 // is false when no target could tell.
-func (h *Handler) party(ctx context.Context, in *intent.Intent, field, id string) (adapters.Party, bool) {
+func (h *Handler) party(ctx context.Context, def *intent.Intent, field, id string) (adapters.Party, bool) {
 	if id == "" || len(h.d.Describers) == 0 {
 		return adapters.Party{}, false
 	}
 	kinds := partyKinds
-	if in != nil && in.References[field] != "" {
-		kinds = []string{in.References[field]}
+	if def != nil && def.References[field] != "" {
+		kinds = []string{def.References[field]}
 	}
 	ck := field + "\x00" + id
 	now := time.Now()

@@ -87,9 +87,9 @@ func (h *Handler) duplicateReview(c echo.Context, a store.Approval) *views.Dupli
 	}
 	this := parsePayload(op.Payload)
 	var fields []string
-	in, known := h.d.Catalog.Lookup(op.Intent)
+	def, known := h.d.Catalog.Lookup(op.Intent)
 	if known {
-		for _, lb := range in.Labels {
+		for _, lb := range def.Labels {
 			if !strings.Contains(lb.Field, ".") {
 				fields = append(fields, lb.Field)
 			}
@@ -124,7 +124,7 @@ func (h *Handler) duplicateReview(c echo.Context, a store.Approval) *views.Dupli
 		}
 		label := k
 		if known {
-			label = in.Label(k, lg)
+			label = def.Label(k, lg)
 		}
 		d.Rows = append(d.Rows, views.DiffRow{Field: k, Label: label, This: show(k, tv), Earlier: show(k, ev),
 			Differs: marshalPlain(tv) != marshalPlain(ev)})

@@ -26,55 +26,55 @@ func (h *Handler) handleIntentList(c echo.Context) error {
 	for _, served := range h.d.Catalog.All() {
 		v.Rows = append(v.Rows, h.intentRow(served, true, l, lg))
 		var older []*intent.Intent
-		for _, in := range defs {
-			if in.Name == served.Name && in != served {
-				older = append(older, in)
+		for _, def := range defs {
+			if def.Name == served.Name && def != served {
+				older = append(older, def)
 			}
 		}
 		slices.SortFunc(older, func(a, b *intent.Intent) int { return b.Version - a.Version })
-		for _, in := range older {
-			v.Rows = append(v.Rows, h.intentRow(in, false, l, lg))
+		for _, def := range older {
+			v.Rows = append(v.Rows, h.intentRow(def, false, l, lg))
 		}
 	}
 	return Render(c, http.StatusOK, views.IntentList(v))
 }
 
 // intentRow is one definition as the page shows it.
-func (h *Handler) intentRow(in *intent.Intent, served bool, l *views.Labels, lg string) views.IntentRow {
-	kind := h.d.TargetKinds[in.Target]
+func (h *Handler) intentRow(def *intent.Intent, served bool, l *views.Labels, lg string) views.IntentRow {
+	kind := h.d.TargetKinds[def.Target]
 	r := views.IntentRow{
-		Name: in.Name, Version: in.Version, Served: served,
-		Anchor:      "intent-" + strings.ReplaceAll(in.Name, ".", "-") + "-v" + strconv.Itoa(in.Version),
-		Title:       in.Title.In(lg),
-		Description: in.Description,
-		Target:      in.Target, TargetLabel: l.TargetLabel(in.Target),
+		Name: def.Name, Version: def.Version, Served: served,
+		Anchor:      "intent-" + strings.ReplaceAll(def.Name, ".", "-") + "-v" + strconv.Itoa(def.Version),
+		Title:       def.Title.In(lg),
+		Description: def.Description,
+		Target:      def.Target, TargetLabel: l.TargetLabel(def.Target),
 		Kind: kind, KindLabel: orRawLabel(l.TargetKinds, kind),
-		Scope: in.Scope, ScopeLabel: orRawLabel(l.ScopeFor, in.Scope),
-		Money: in.Money, Journaled: in.Journaled,
-		Source: in.Source, Digest: in.Digest,
-		Schema: indentJSON(in.Schema),
-		Map:    indentJSON(in.Map),
+		Scope: def.Scope, ScopeLabel: orRawLabel(l.ScopeFor, def.Scope),
+		Money: def.Money, Journaled: def.Journaled,
+		Source: def.Source, Digest: def.Digest,
+		Schema: indentJSON(def.Schema),
+		Map:    indentJSON(def.Map),
 	}
-	for _, lb := range in.Labels {
+	for _, lb := range def.Labels {
 		r.Fields = append(r.Fields, views.Field{Label: lb.Field, Value: lb.In(lg), Mono: false})
 	}
-	for _, path := range slices.Sorted(maps.Keys(in.References)) {
-		r.References = append(r.References, views.Field{Label: path, Value: in.References[path]})
+	for _, path := range slices.Sorted(maps.Keys(def.References)) {
+		r.References = append(r.References, views.Field{Label: path, Value: def.References[path]})
 	}
-	r.Limits = limitFields(in, l, lg)
+	r.Limits = limitFields(def, l, lg)
 	return r
 }
 
 // limitFields are a definition's business limits for people, each with
 // the field it applies to.
-func limitFields(in *intent.Intent, l *views.Labels, lg string) []views.Field {
-	lim := in.Limits
+func limitFields(def *intent.Intent, l *views.Labels, lg string) []views.Field {
+	lim := def.Limits
 	var out []views.Field
 	on := func(field string) string {
 		if field == "" {
 			return ""
 		}
-		return " (" + in.Label(field, lg) + ", " + field + ")"
+		return " (" + def.Label(field, lg) + ", " + field + ")"
 	}
 	if len(lim.Currencies) > 0 {
 		out = append(out, views.Field{Label: l.LimitCurrencies, Value: strings.Join(lim.Currencies, ", ") + on(lim.CurrencyField), TestID: "limit-currencies"})

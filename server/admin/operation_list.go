@@ -47,9 +47,9 @@ func (h *Handler) targetName(typed string) (string, bool) {
 // whitelist's order (a read-only intent never is).
 func (h *Handler) journaledIntents() []string {
 	var out []string
-	for _, in := range h.d.Catalog.All() {
-		if in.Journaled {
-			out = append(out, in.Name)
+	for _, def := range h.d.Catalog.All() {
+		if def.Journaled {
+			out = append(out, def.Name)
 		}
 	}
 	return out
@@ -58,8 +58,8 @@ func (h *Handler) journaledIntents() []string {
 // intentTitle is the people's name of an intent: its definition's title,
 // or the labels' for an intent the catalog no longer serves.
 func (h *Handler) intentTitle(c echo.Context, name string) string {
-	if in, ok := h.d.Catalog.Lookup(name); ok {
-		return in.Title.In(lang(c))
+	if def, ok := h.d.Catalog.Lookup(name); ok {
+		return def.Title.In(lang(c))
 	}
 	return labels(c).IntentLabel(name)
 }
@@ -97,7 +97,7 @@ func (h *Handler) handleOperationList(c echo.Context) error {
 		}
 		// Money: how much and whose, as the approvals show them (the
 		// customer masked for whoever does not decide).
-		if in := h.definition(op); in != nil && in.Money {
+		if def := h.definition(op); def != nil && def.Money {
 			p := parsePayload(op.Payload)
 			row.Amount, row.Customer = p.amount(lg), show(p.str("customer_id"))
 		}
@@ -132,9 +132,9 @@ func (h *Handler) operationFilter(c echo.Context) (views.OperationListView, stor
 		}
 	}
 	knownIntent := false
-	for _, in := range h.journaledIntents() {
-		v.Intents = append(v.Intents, views.Option{Value: in, Label: in + " — " + h.intentTitle(c, in), Selected: in == form.Intent})
-		knownIntent = knownIntent || in == form.Intent
+	for _, def := range h.journaledIntents() {
+		v.Intents = append(v.Intents, views.Option{Value: def, Label: def + " — " + h.intentTitle(c, def), Selected: def == form.Intent})
+		knownIntent = knownIntent || def == form.Intent
 	}
 	for _, t := range h.targetOrder() {
 		v.Targets = append(v.Targets, views.Option{Value: t, Label: l.TargetLabel(t) + " (" + t + ")", Selected: t == form.Target})

@@ -53,9 +53,9 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	// The request as the agent sent it, to whoever decides on it; masked
 	// for the others. Each field under the definition's title for it.
 	p := parsePayload(op.Payload)
-	in := h.definition(op)
+	def := h.definition(op)
 	v.Amount = p.amount(lg)
-	v.Request, v.Lines = newRequestView(in, p, lg, canDecide(c)).show(p)
+	v.Request, v.Lines = newRequestView(def, p, lg, canDecide(c)).show(p)
 	v.Result = plainJSON(op.Result)
 	if err := h.operationApproval(c, op, &v); err != nil {
 		return err

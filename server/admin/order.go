@@ -19,9 +19,9 @@ const invoicePrefix = "invoice."
 // invoiceIntents are the loaded intents that make an invoice.
 func (h *Handler) invoiceIntents() []string {
 	var out []string
-	for _, in := range h.d.Catalog.Definitions() {
-		if strings.HasPrefix(in.Name, invoicePrefix) && !slices.Contains(out, in.Name) {
-			out = append(out, in.Name)
+	for _, def := range h.d.Catalog.Definitions() {
+		if strings.HasPrefix(def.Name, invoicePrefix) && !slices.Contains(out, def.Name) {
+			out = append(out, def.Name)
 		}
 	}
 	return out

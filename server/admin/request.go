@@ -19,22 +19,22 @@ func (h *Handler) definition(op store.Operation) *intent.Intent {
 	if v == 0 {
 		v = 1
 	}
-	if in, ok := h.d.Catalog.Version(op.Intent, v); ok {
-		return in
+	if def, ok := h.d.Catalog.Version(op.Intent, v); ok {
+		return def
 	}
-	if in, ok := h.d.Catalog.Lookup(op.Intent); ok {
-		return in
+	if def, ok := h.d.Catalog.Lookup(op.Intent); ok {
+		return def
 	}
 	return nil
 }
 
 // fieldLabel is the title of the payload field at path in lang as the
 // definition gives it, or path itself.
-func fieldLabel(in *intent.Intent, path, lang string) string {
-	if in == nil {
+func fieldLabel(def *intent.Intent, path, lang string) string {
+	if def == nil {
 		return path
 	}
-	return in.Label(path, lang)
+	return def.Label(path, lang)
 }
 
 // requestView shows a payload as people read it: each field under its
@@ -43,19 +43,19 @@ func fieldLabel(in *intent.Intent, path, lang string) string {
 // agent sent it, to whoever decides on it; otherwise sensitive fields are
 // masked.
 type requestView struct {
-	in       *intent.Intent
+	def      *intent.Intent
 	lang     string
 	l        *views.Labels
 	full     bool
 	currency string
 }
 
-func newRequestView(in *intent.Intent, p payload, lang string, full bool) requestView {
+func newRequestView(def *intent.Intent, p payload, lang string, full bool) requestView {
 	cur := p.str("currency")
-	if in != nil && in.Limits.CurrencyField != "" {
-		cur = p.str(in.Limits.CurrencyField)
+	if def != nil && def.Limits.CurrencyField != "" {
+		cur = p.str(def.Limits.CurrencyField)
 	}
-	return requestView{in: in, lang: lang, l: views.LabelsFor(lang), full: full, currency: cur}
+	return requestView{def: def, lang: lang, l: views.LabelsFor(lang), full: full, currency: cur}
 }
 
 // show lays p out: its fields and its tables of lines.
@@ -89,15 +89,15 @@ func (r requestView) walk(m map[string]any, prefix string, fields *[]views.Field
 }
 
 func (r requestView) field(path, value string) views.Field {
-	return views.Field{Label: fieldLabel(r.in, path, r.lang), Value: value, TestID: "field-" + path}
+	return views.Field{Label: fieldLabel(r.def, path, r.lang), Value: value, TestID: "field-" + path}
 }
 
 // order is m's keys: those the definition titles, in its order, then the
 // rest by name.
 func (r requestView) order(m map[string]any, prefix string) []string {
 	var out []string
-	if r.in != nil {
-		for _, lb := range r.in.Labels {
+	if r.def != nil {
+		for _, lb := range r.def.Labels {
 			k, ok := strings.CutPrefix(lb.Field, prefix)
 			if !ok || strings.Contains(k, ".") {
 				continue
@@ -168,9 +168,9 @@ func (r requestView) table(path string, list []any) (views.LinesTable, bool) {
 		}
 	}
 	cols := r.order(union, path+".")
-	t := views.LinesTable{Title: fieldLabel(r.in, path, r.lang), TestID: "lines-" + path}
+	t := views.LinesTable{Title: fieldLabel(r.def, path, r.lang), TestID: "lines-" + path}
 	for _, k := range cols {
-		t.Columns = append(t.Columns, fieldLabel(r.in, path+"."+k, r.lang))
+		t.Columns = append(t.Columns, fieldLabel(r.def, path+"."+k, r.lang))
 	}
 	price := ""
 	for _, k := range cols {

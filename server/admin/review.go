@@ -92,8 +92,8 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 	money, target := false, ""
 	if op, err := h.d.Store.Get(c.Request().Context(), key); err == nil {
 		target = op.TargetSystem
-		if in := h.definition(op); in != nil {
-			money = in.Money
+		if def := h.definition(op); def != nil {
+			money = def.Money
 		}
 	}
 	switch {
@@ -202,8 +202,8 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 // reviewMoney fills a payment's review card with its amount, its
 // customer (in full only to who decides money) and who approved it.
 func (h *Handler) reviewMoney(c echo.Context, op store.Operation, r *views.ReviewRow) {
-	in := h.definition(op)
-	if in == nil || !in.Money {
+	def := h.definition(op)
+	if def == nil || !def.Money {
 		return
 	}
 	lg := lang(c)

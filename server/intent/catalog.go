@@ -33,19 +33,19 @@ type nameVersion struct {
 func newCatalog(defs []*Intent) (*Catalog, error) {
 	c := &Catalog{defs: defs, byName: map[string]*Intent{}, version: map[nameVersion]*Intent{}}
 	var errs []error
-	for _, in := range defs {
-		k := nameVersion{in.Name, in.Version}
+	for _, def := range defs {
+		k := nameVersion{def.Name, def.Version}
 		if other, dup := c.version[k]; dup {
-			errs = append(errs, fmt.Errorf("%s: name: %s version %d is also defined by %s: one file per intent version", in.Source, in.Name, in.Version, other.Source))
+			errs = append(errs, fmt.Errorf("%s: name: %s version %d is also defined by %s: one file per intent version", def.Source, def.Name, def.Version, other.Source))
 			continue
 		}
-		c.version[k] = in
-		if cur, ok := c.byName[in.Name]; !ok {
-			c.served = append(c.served, in)
-			c.byName[in.Name] = in
-		} else if in.Version > cur.Version {
-			c.served[slices.Index(c.served, cur)] = in
-			c.byName[in.Name] = in
+		c.version[k] = def
+		if cur, ok := c.byName[def.Name]; !ok {
+			c.served = append(c.served, def)
+			c.byName[def.Name] = def
+		} else if def.Version > cur.Version {
+			c.served[slices.Index(c.served, cur)] = def
+			c.byName[def.Name] = def
 		}
 	}
 	return c, errors.Join(errs...)
@@ -58,12 +58,12 @@ func (c *Catalog) override(limits map[string]config.IntentLimits) error {
 	for _, name := range slices.Sorted(maps.Keys(limits)) {
 		o := limits[name]
 		found := false
-		for _, in := range c.defs {
-			if in.Name != name {
+		for _, def := range c.defs {
+			if def.Name != name {
 				continue
 			}
 			found = true
-			l := &in.Limits
+			l := &def.Limits
 			if o.MaxItems != 0 {
 				l.MaxItems = o.MaxItems
 			}
@@ -87,7 +87,7 @@ func (c *Catalog) override(limits map[string]config.IntentLimits) error {
 				"amount_field":   l.AmountField == "" && l.PriceField == "" && len(o.AmountCeiling) > 0,
 			} {
 				if set {
-					errs = append(errs, fmt.Errorf("config: limits.%s: the definition (%s) declares no %s for this limit to apply to", name, in.Source, key))
+					errs = append(errs, fmt.Errorf("config: limits.%s: the definition (%s) declares no %s for this limit to apply to", name, def.Source, key))
 				}
 			}
 		}
@@ -107,21 +107,21 @@ func (c *Catalog) Definitions() []*Intent { return slices.Clone(c.defs) }
 
 // Lookup finds the served version of an intent by its exact name.
 func (c *Catalog) Lookup(name string) (*Intent, bool) {
-	in, ok := c.byName[name]
-	return in, ok
+	def, ok := c.byName[name]
+	return def, ok
 }
 
 // Version finds one version of an intent.
 func (c *Catalog) Version(name string, version int) (*Intent, bool) {
-	in, ok := c.version[nameVersion{name, version}]
-	return in, ok
+	def, ok := c.version[nameVersion{name, version}]
+	return def, ok
 }
 
 // Names are the served intents' names, in All's order.
 func (c *Catalog) Names() []string {
 	out := make([]string, len(c.served))
-	for i, in := range c.served {
-		out[i] = in.Name
+	for i, def := range c.served {
+		out[i] = def.Name
 	}
 	return out
 }
@@ -134,9 +134,9 @@ func (c *Catalog) NotAllowed(name string) *codes.Refusal {
 // Targets are the target instances the definitions name, sorted.
 func (c *Catalog) Targets() []string {
 	var out []string
-	for _, in := range c.defs {
-		if !slices.Contains(out, in.Target) {
-			out = append(out, in.Target)
+	for _, def := range c.defs {
+		if !slices.Contains(out, def.Target) {
+			out = append(out, def.Target)
 		}
 	}
 	sort.Strings(out)
@@ -146,17 +146,17 @@ func (c *Catalog) Targets() []string {
 // Title is the people's name of the intent name in lang, or the name
 // itself when the catalog does not serve it.
 func (c *Catalog) Title(name, lang string) string {
-	if in, ok := c.byName[name]; ok {
-		return in.Title.In(lang)
+	if def, ok := c.byName[name]; ok {
+		return def.Title.In(lang)
 	}
 	return name
 }
 
 // Binding is the definition as its target sees it.
-func (in *Intent) Binding() adapters.Binding {
+func (def *Intent) Binding() adapters.Binding {
 	return adapters.Binding{
-		Intent: in.Name, Version: in.Version, Schema: in.SchemaCopy(),
-		References: maps.Clone(in.References), Map: slices.Clone(in.Map),
+		Intent: def.Name, Version: def.Version, Schema: def.SchemaCopy(),
+		References: maps.Clone(def.References), Map: slices.Clone(def.Map),
 	}
 }
 
@@ -168,16 +168,16 @@ func (c *Catalog) Bind(targets map[string]adapters.Target) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
 		var bindings []adapters.Binding
-		for _, in := range c.defs {
-			if in.Target == name {
-				bindings = append(bindings, in.Binding())
+		for _, def := range c.defs {
+			if def.Target == name {
+				bindings = append(bindings, def.Binding())
 			}
 		}
 		b, ok := targets[name].(adapters.Binder)
 		if !ok {
-			for _, in := range c.defs {
-				if in.Target == name && in.Source != BuiltIn {
-					errs = append(errs, fmt.Errorf("%s: target: the target %s serves only its built-in intents, not declared ones", in.Source, name))
+			for _, def := range c.defs {
+				if def.Target == name && def.Source != BuiltIn {
+					errs = append(errs, fmt.Errorf("%s: target: the target %s serves only its built-in intents, not declared ones", def.Source, name))
 				}
 			}
 			continue

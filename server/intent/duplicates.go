@@ -184,18 +184,18 @@ func withoutKeys(raw []byte, root *yaml.Node, keys ...string) []byte {
 // date-time truncated to its day where the rule says. The payload is
 // already normalized (money in minor units, currencies upper case, times
 // in UTC, strings trimmed). "" when the intent has no rule.
-func (in *Intent) BusinessKey(norm contract.Normalized) (string, error) {
-	if in.Duplicates == nil {
+func (def *Intent) BusinessKey(norm contract.Normalized) (string, error) {
+	if def.Duplicates == nil {
 		return "", nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(norm.Payload))
 	dec.UseNumber()
 	var obj map[string]any
 	if err := dec.Decode(&obj); err != nil {
-		return "", fmt.Errorf("business key of %s: %w", in.Name, err)
+		return "", fmt.Errorf("business key of %s: %w", def.Name, err)
 	}
 	key := map[string]any{}
-	for _, f := range in.Duplicates.Fields {
+	for _, f := range def.Duplicates.Fields {
 		v := obj[f.Field]
 		if s, ok := v.(string); ok {
 			if f.Day && len(s) >= 10 {
@@ -205,9 +205,9 @@ func (in *Intent) BusinessKey(norm contract.Normalized) (string, error) {
 		}
 		key[f.Field] = v
 	}
-	b, err := json.Marshal(map[string]any{"intent": in.Name, "fields": key}) // keys sorted
+	b, err := json.Marshal(map[string]any{"intent": def.Name, "fields": key}) // keys sorted
 	if err != nil {
-		return "", fmt.Errorf("business key of %s: %w", in.Name, err)
+		return "", fmt.Errorf("business key of %s: %w", def.Name, err)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
@@ -234,18 +234,18 @@ func (c *Catalog) overrideDuplicates(over map[string]config.DuplicateOverride) e
 			continue
 		}
 		found := false
-		for _, in := range c.defs {
-			if in.Name != name {
+		for _, def := range c.defs {
+			if def.Name != name {
 				continue
 			}
 			found = true
 			switch {
 			case o.Action == "off":
-				in.Duplicates = nil
-			case in.Duplicates == nil:
-				errs = append(errs, fmt.Errorf("%s: the definition (%s) has no duplicate rule to change; declare its fields in the definition", at, in.Source))
+				def.Duplicates = nil
+			case def.Duplicates == nil:
+				errs = append(errs, fmt.Errorf("%s: the definition (%s) has no duplicate rule to change; declare its fields in the definition", at, def.Source))
 			default:
-				d := *in.Duplicates
+				d := *def.Duplicates
 				d.Fields = slices.Clone(d.Fields)
 				if o.Window > 0 {
 					d.Window = time.Duration(o.Window)
@@ -253,7 +253,7 @@ func (c *Catalog) overrideDuplicates(over map[string]config.DuplicateOverride) e
 				if o.Action != "" {
 					d.Action = o.Action
 				}
-				in.Duplicates = &d
+				def.Duplicates = &d
 			}
 		}
 		if !found {

@@ -124,8 +124,8 @@ type Intent struct {
 
 // Label is the people's name of the payload field at path in lang, or
 // path itself when the definition names none.
-func (in *Intent) Label(path, lang string) string {
-	for _, l := range in.Labels {
+func (def *Intent) Label(path, lang string) string {
+	for _, l := range def.Labels {
 		if l.Field == path {
 			return l.In(lang)
 		}
@@ -134,11 +134,11 @@ func (in *Intent) Label(path, lang string) string {
 }
 
 // SchemaCopy is the caller's own copy of Schema.
-func (in *Intent) SchemaCopy() json.RawMessage { return bytes.Clone(in.Schema) }
+func (def *Intent) SchemaCopy() json.RawMessage { return bytes.Clone(def.Schema) }
 
 // Accepts reports whether an operation accepted under the definition
 // digest runs under this definition's meaning: the digest is this one's,
 // or the digest of its whole file that journals recorded before.
-func (in *Intent) Accepts(digest string) bool {
-	return digest == in.Digest || digest == in.fileDigest
+func (def *Intent) Accepts(digest string) bool {
+	return digest == def.Digest || digest == def.fileDigest
 }

@@ -87,11 +87,11 @@ func Load(opts Options) (*Catalog, error) {
 			return nil, fmt.Errorf("built-in intent %s: %w", name, err)
 		}
 		raw, file = withShippedMap(raw, file, opts.Kinds)
-		in, ferrs := parse(BuiltIn+" "+file, raw, opts.Targets)
+		def, ferrs := parse(BuiltIn+" "+file, raw, opts.Targets)
 		errs = append(errs, ferrs...)
-		if in != nil {
-			in.Source = BuiltIn
-			defs = append(defs, in)
+		if def != nil {
+			def.Source = BuiltIn
+			defs = append(defs, def)
 		}
 	}
 	if opts.Dir != "" {
@@ -105,10 +105,10 @@ func Load(opts Options) (*Catalog, error) {
 				errs = append(errs, fmt.Errorf("%s: %w", path, err))
 				continue
 			}
-			in, ferrs := parse(path, raw, opts.Targets)
+			def, ferrs := parse(path, raw, opts.Targets)
 			errs = append(errs, ferrs...)
-			if in != nil {
-				defs = append(defs, in)
+			if def != nil {
+				defs = append(defs, def)
 			}
 		}
 	}
@@ -253,7 +253,7 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 	// file but its rule, which still matches (Intent.Accepts).
 	sum := sha256.Sum256(withoutKeys(raw, root, "title", "labels", "description", "duplicates"))
 	whole := sha256.Sum256(withoutKeys(raw, root, "duplicates"))
-	in := &Intent{Source: file, Digest: hex.EncodeToString(sum[:]), fileDigest: hex.EncodeToString(whole[:]), Journaled: true}
+	def := &Intent{Source: file, Digest: hex.EncodeToString(sum[:]), fileDigest: hex.EncodeToString(whole[:]), Journaled: true}
 
 	// The facts.
 	for _, k := range []string{"name", "version", "target", "scope", "title", "description", "schema"} {
@@ -262,40 +262,40 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 		}
 	}
 	if n := top["name"]; n != nil {
-		if err := n.Decode(&in.Name); err != nil || !namePattern.MatchString(in.Name) || len(in.Name) > maxNameLen {
+		if err := n.Decode(&def.Name); err != nil || !namePattern.MatchString(def.Name) || len(def.Name) > maxNameLen {
 			p.add("name", "%q must be dotted lower-case words (^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$), at most %d characters, e.g. deal.create", n.Value, maxNameLen)
 		}
 	}
 	if n := top["version"]; n != nil {
-		if err := n.Decode(&in.Version); err != nil || in.Version < 1 || n.Tag != "!!int" {
+		if err := n.Decode(&def.Version); err != nil || def.Version < 1 || n.Tag != "!!int" {
 			p.add("version", "%q must be a whole number from 1", n.Value)
 		}
 	}
 	if n := top["target"]; n != nil {
-		if err := n.Decode(&in.Target); err != nil || !slices.Contains(targets, in.Target) {
+		if err := n.Decode(&def.Target); err != nil || !slices.Contains(targets, def.Target) {
 			known := slices.Clone(targets)
 			sort.Strings(known)
 			p.add("target", "%q is not a configured target instance (configured: %s)", n.Value, strings.Join(known, ", "))
 		}
 	}
 	if n := top["scope"]; n != nil {
-		if err := n.Decode(&in.Scope); err != nil || !slices.Contains(Scopes(), in.Scope) {
+		if err := n.Decode(&def.Scope); err != nil || !slices.Contains(Scopes(), def.Scope) {
 			p.add("scope", "%q is not a scope (%s)", n.Value, strings.Join(Scopes(), ", "))
 		}
 	}
-	decodeBool(p, top["money"], "money", &in.Money)
-	decodeBool(p, top["journaled"], "journaled", &in.Journaled)
-	if !in.Journaled && in.Scope != "" && in.Scope != ScopeRead {
+	decodeBool(p, top["money"], "money", &def.Money)
+	decodeBool(p, top["journaled"], "journaled", &def.Journaled)
+	if !def.Journaled && def.Scope != "" && def.Scope != ScopeRead {
 		p.add("journaled", "only an intent of scope read may be left out of the journal: a write without a key could run twice")
 	}
-	if !in.Journaled && in.Money {
+	if !def.Journaled && def.Money {
 		p.add("journaled", "an intent that moves money is always journaled")
 	}
 	if n := top["title"]; n != nil {
-		in.Title = decodeText(p, n, "title")
+		def.Title = decodeText(p, n, "title")
 	}
 	if n := top["description"]; n != nil {
-		if err := n.Decode(&in.Description); err != nil || n.Kind != yaml.ScalarNode || strings.TrimSpace(in.Description) == "" {
+		if err := n.Decode(&def.Description); err != nil || n.Kind != yaml.ScalarNode || strings.TrimSpace(def.Description) == "" {
 			p.add("description", "must be a non-empty text")
 		}
 	}
@@ -308,31 +308,31 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 			raw, err := toJSON(n)
 			if err != nil {
 				p.add("schema", "%v", err)
-			} else if compiled, sh, err := compileSchema(in.Name+".v"+strconv.Itoa(in.Version), raw); err != nil {
+			} else if compiled, sh, err := compileSchema(def.Name+".v"+strconv.Itoa(def.Version), raw); err != nil {
 				p.add("schema", "does not compile as JSON Schema 2020-12: %v", err)
 			} else {
-				in.Schema, in.compiled, in.shape = raw, compiled, sh
+				def.Schema, def.compiled, def.shape = raw, compiled, sh
 			}
 		}
 	}
 	if sch != nil {
-		in.Labels = decodeLabels(p, top["labels"], sch)
-		in.References = decodeReferences(p, top["references"], sch)
-		in.Upper = decodeNormalize(p, top["normalize"], sch)
-		in.Limits = decodeLimits(p, top["limits"], sch)
-		in.Duplicates = decodeDuplicates(p, top["duplicates"], sch, in.shape)
+		def.Labels = decodeLabels(p, top["labels"], sch)
+		def.References = decodeReferences(p, top["references"], sch)
+		def.Upper = decodeNormalize(p, top["normalize"], sch)
+		def.Limits = decodeLimits(p, top["limits"], sch)
+		def.Duplicates = decodeDuplicates(p, top["duplicates"], sch, def.shape)
 	}
 	if n := top["map"]; n != nil {
 		raw, err := toJSON(n)
 		if err != nil {
 			p.add("map", "%v", err)
 		}
-		in.Map = raw
+		def.Map = raw
 	}
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
-	return in, nil
+	return def, nil
 }
 
 // decodeBool decodes an optional boolean.
@@ -482,10 +482,10 @@ func decodeLimits(p *problems, n *yaml.Node, sch *schemaFields) Limits {
 	field("currency_field", l.CurrencyField, sch.topOf(l.CurrencyField, "string"), "a top-level string field")
 	field("amount_field", l.AmountField, sch.topOf(l.AmountField, "integer"), "a top-level integer field")
 	field("items_field", l.ItemsField, sch.topOf(l.ItemsField, "array") && sch.types[l.ItemsField+"[]"] == "object", "a top-level array of objects")
-	in := func(f, t string) bool { return l.ItemsField != "" && sch.types[l.ItemsField+"."+f] == t }
-	field("quantity_field", l.QuantityField, in(l.QuantityField, "number") || in(l.QuantityField, "integer"), "a number field of each of items_field's lines")
-	field("unit_field", l.UnitField, in(l.UnitField, "string"), "a string field of each of items_field's lines")
-	field("price_field", l.PriceField, in(l.PriceField, "integer"), "an integer field of each of items_field's lines")
+	def := func(f, t string) bool { return l.ItemsField != "" && sch.types[l.ItemsField+"."+f] == t }
+	field("quantity_field", l.QuantityField, def(l.QuantityField, "number") || def(l.QuantityField, "integer"), "a number field of each of items_field's lines")
+	field("unit_field", l.UnitField, def(l.UnitField, "string"), "a string field of each of items_field's lines")
+	field("price_field", l.PriceField, def(l.PriceField, "integer"), "an integer field of each of items_field's lines")
 	needs := func(key string, set bool, on string, onSet bool) {
 		if set && !onSet {
 			p.add("limits."+key, "needs %s: the field it applies to", on)

@@ -31,24 +31,24 @@ import (
 //     "operation": the intent's name; the lowercase hex SHA-256 of the latter.
 //
 // Normalize is idempotent: normalizing Normalized.Payload again gives the same result.
-func (in *Intent) Normalize(payload json.RawMessage) (contract.Normalized, error) {
-	if in == nil || in.compiled == nil {
+func (def *Intent) Normalize(payload json.RawMessage) (contract.Normalized, error) {
+	if def == nil || def.compiled == nil {
 		return contract.Normalized{}, errors.New("normalize: the intent is not from a catalog")
 	}
 
 	// 1. Decode.
-	obj, err := contract.DecodePayload(in.Name, payload)
+	obj, err := contract.DecodePayload(def.Name, payload)
 	if err != nil {
 		return contract.Normalized{}, err
 	}
 
 	// 2. Declared upper-casing; drop empty optional members.
-	for _, name := range in.Upper {
+	for _, name := range def.Upper {
 		if s, ok := obj[name].(string); ok {
 			obj[name] = asciiUpper(s)
 		}
 	}
-	for _, name := range in.shape.optional {
+	for _, name := range def.shape.optional {
 		switch s, present := obj[name]; {
 		case !present:
 		case s == nil, s == "":
@@ -57,16 +57,16 @@ func (in *Intent) Normalize(payload json.RawMessage) (contract.Normalized, error
 	}
 
 	// 3. Validate.
-	if err := in.compiled.Validate(any(obj)); err != nil {
+	if err := def.compiled.Validate(any(obj)); err != nil {
 		var verr *jsonschema.ValidationError
 		if !errors.As(err, &verr) {
-			return contract.Normalized{}, fmt.Errorf("normalize %s: %w", in.Name, err)
+			return contract.Normalized{}, fmt.Errorf("normalize %s: %w", def.Name, err)
 		}
-		return contract.Normalized{}, in.schemaError(obj, verr)
+		return contract.Normalized{}, def.schemaError(obj, verr)
 	}
 
 	// 4. Dates and times.
-	for _, name := range in.shape.dateTimes {
+	for _, name := range def.shape.dateTimes {
 		s, ok := obj[name].(string)
 		if !ok {
 			continue
@@ -84,7 +84,7 @@ func (in *Intent) Normalize(payload json.RawMessage) (contract.Normalized, error
 	}
 
 	// 5. Numbers, canonical forms, fingerprint.
-	return contract.Seal(in.Name, obj)
+	return contract.Seal(def.Name, obj)
 }
 
 // asciiUpper upper-cases ASCII letters only, so no Unicode case mapping can turn a

@@ -146,7 +146,7 @@ type candidate struct {
 // schemaError turns the validator's error tree into one deterministic *codes.Refusal: an
 // unknown field anywhere wins (UNKNOWN_FIELD); otherwise the first violation by field
 // location (VALIDATION_ERROR). Messages never carry schema URLs or client values.
-func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *codes.Refusal {
+func (def *Intent) schemaError(root any, verr *jsonschema.ValidationError) *codes.Refusal {
 	var leaves []*jsonschema.ValidationError
 	var walk func(*jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
@@ -161,10 +161,10 @@ func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *codes
 
 	var cands []candidate
 	for _, e := range leaves {
-		cands = append(cands, in.candidates(root, e)...)
+		cands = append(cands, def.candidates(root, e)...)
 	}
 	if len(cands) == 0 { // defensive: the validator always names a reason
-		return codes.Refusef(codes.Validation, "", "the payload does not match the schema of %s (GET /v1/intents)", in.Name)
+		return codes.Refusef(codes.Validation, "", "the payload does not match the schema of %s (GET /v1/intents)", def.Name)
 	}
 	best := slices.MinFunc(cands, func(a, b candidate) int {
 		if a.err.Code != b.err.Code {
@@ -188,7 +188,7 @@ func (in *Intent) schemaError(root any, verr *jsonschema.ValidationError) *codes
 }
 
 // candidates describes one leaf error of the validator.
-func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidate {
+func (def *Intent) candidates(root any, e *jsonschema.ValidationError) []candidate {
 	loc := e.InstanceLocation
 	field := contract.FieldPath(root, loc)
 	where := "the payload"
@@ -207,7 +207,7 @@ func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidat
 	switch k := e.ErrorKind.(type) {
 	case *kind.AdditionalProperties:
 		var allowed []string
-		if sh := in.shape.at(root, loc); sh != nil {
+		if sh := def.shape.at(root, loc); sh != nil {
 			allowed = sh.props
 		}
 		var out []candidate
@@ -266,7 +266,7 @@ func (in *Intent) candidates(root any, e *jsonschema.ValidationError) []candidat
 	case *kind.MaxItems:
 		return one(2, "has too many items: at most %d (got %d)", k.Want, k.Got)
 	}
-	return one(9, "is not valid for %s (see its schema: GET /v1/intents)", in.Name)
+	return one(9, "is not valid for %s (see its schema: GET /v1/intents)", def.Name)
 }
 
 // article names a JSON type with its article: "a string", "an integer", "null".
