@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,43 +8,32 @@ import (
 )
 
 // OrderOperations are the operations of the given intents whose request
-// names order orderID (its top-level order_id), newest first, at most
-// limit: the 1C invoice of the order a payment is approved for, say.
-// Requests are stored in their canonical form, so the order's field is
-// found as written; each candidate is read again to be sure.
+// names order orderID (its top-level order_id, recorded beside the row),
+// newest first, at most limit: the 1C invoice of the order a payment is
+// approved for, say. It walks the order's index, so an approval card
+// costs the same on a journal of millions of operations.
 func (s *Store) OrderOperations(ctx context.Context, intents []string, orderID string, limit int) ([]Operation, error) {
 	if orderID == "" || len(intents) == 0 {
 		return nil, nil
 	}
-	var lit bytes.Buffer
-	enc := json.NewEncoder(&lit)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(orderID); err != nil {
-		return nil, fmt.Errorf("order operations: %w", err)
-	}
-	esc := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace
-	pattern := `%"order_id":` + esc(strings.TrimSpace(lit.String())) + `%`
-	q := `SELECT ` + operationColumns + ` FROM operations WHERE intent IN (?` + strings.Repeat(`, ?`, len(intents)-1) + `)
-		AND payload LIKE ? ESCAPE '!' ORDER BY created_at DESC, operation_key DESC LIMIT ?`
-	args := make([]any, 0, len(intents)+2)
-	for _, in := range intents {
-		args = append(args, in)
-	}
-	args = append(args, pattern, min(max(limit, 1), 50)*4)
+	q, args := orderQuery(intents, orderID, limit)
 	ops, err := s.queryOperations(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("order operations: %w", err)
 	}
-	out := ops[:0]
-	for _, op := range ops {
-		var p struct {
-			OrderID *string `json:"order_id"`
-		}
-		if json.Unmarshal(op.Payload, &p) == nil && p.OrderID != nil && *p.OrderID == orderID && len(out) < limit {
-			out = append(out, op)
-		}
+	return ops, nil
+}
+
+// orderQuery is OrderOperations' query and its arguments.
+func orderQuery(intents []string, orderID string, limit int) (string, []any) {
+	q := `SELECT ` + operationColumns + ` FROM operations WHERE order_id = ? AND intent IN (?` + strings.Repeat(`, ?`, len(intents)-1) + `)
+		ORDER BY created_at DESC, operation_key DESC LIMIT ?`
+	args := make([]any, 0, len(intents)+2)
+	args = append(args, orderID)
+	for _, name := range intents {
+		args = append(args, name)
 	}
-	return out, nil
+	return q, append(args, min(max(limit, 1), 50))
 }
 
 // orderOf is the order a request names (its top-level order_id when a

@@ -43,3 +43,32 @@ func TestSearchQueryUsesIndexes(t *testing.T) {
 		}
 	}
 }
+
+// The approval card's look-up of the order's other operations (its 1C
+// invoice) walks the order's index, never every operation of the intent.
+func TestOrderQueryUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	q, args := orderQuery([]string{"invoice.create", "sales_order.create_draft"}, "order-77", 5)
+	rows, err := s.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var id, parent, notused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	rows.Close()
+	if p := strings.Join(plan, "; "); !strings.Contains(p, "operations_order (order_id=?") {
+		t.Errorf("the order's look-up does not walk its index: %s", p)
+	}
+}
