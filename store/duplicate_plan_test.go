@@ -1,8 +1,6 @@
 package store
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,27 +10,10 @@ import (
 // in the window: its cost does not grow with the journal.
 func TestDuplicateQuerySearchesTheBusinessKey(t *testing.T) {
 	t.Parallel()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := planJournal(t)
 	for _, q := range []string{liveOriginalQuery, liveDuplicateQuery} {
-		rows, err := s.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, "invoice.create", "bk", "2026-01-01T00:00:00Z", "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		if p := strings.Join(plan, "; "); !strings.Contains(p, "USING INDEX operations_business_key (intent=? AND business_key=?") || strings.Contains(p, "TEMP B-TREE") {
+		p := queryPlan(t, s, q, "invoice.create", "bk", "2026-01-01T00:00:00Z", "k")
+		if !strings.Contains(p, "USING INDEX operations_business_key (intent=? AND business_key=?") || strings.Contains(p, "TEMP B-TREE") {
 			t.Fatalf("the duplicate look-up's plan: %s", p)
 		}
 	}

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,11 +12,7 @@ import (
 // check time, none on the audit trail's random hashes.
 func TestReconcileQueriesReadLiveRowsOnly(t *testing.T) {
 	t.Parallel()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := planJournal(t)
 	for _, c := range []struct {
 		name, query string
 		args        []any
@@ -27,21 +21,7 @@ func TestReconcileQueriesReadLiveRowsOnly(t *testing.T) {
 		{"due", dueQuery, []any{"2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z", 10}, []string{"operations_status_created (status=?)"}},
 		{"orphans", orphanQuery, []any{"run", 4, "run/"}, []string{"operations_status_created (status=?)"}},
 	} {
-		rows, err := s.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+c.query, c.args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := queryPlan(t, s, c.query, c.args...)
 		for _, index := range c.want {
 			if !strings.Contains(p, index) {
 				t.Errorf("%s: the plan does not read %s: %s", c.name, index, p)

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,28 +9,10 @@ import (
 // indexes, never the whole journal: its cost does not grow with it.
 func TestSearchQueryUsesIndexes(t *testing.T) {
 	t.Parallel()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := planJournal(t)
 	for _, f := range []OperationFilter{{Search: "order-77"}, {Search: "INV-1", Status: StatusSucceeded}} {
 		q, args := operationQuery(f)
-		rows, err := s.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan []string
-		for rows.Next() {
-			var id, parent, notused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		rows.Close()
-		p := strings.Join(plan, "; ")
+		p := queryPlan(t, s, q, args...)
 		for _, want := range []string{"operations_order (order_id=?", "operations_object (target_object_id=?", "USING INDEX sqlite_autoindex_operations_1 (operation_key=?)"} {
 			if !strings.Contains(p, want) {
 				t.Errorf("search %+v: plan lacks %q: %s", f, want, p)
@@ -48,27 +28,9 @@ func TestSearchQueryUsesIndexes(t *testing.T) {
 // invoice) walks the order's index, never every operation of the intent.
 func TestOrderQueryUsesItsIndex(t *testing.T) {
 	t.Parallel()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := planJournal(t)
 	q, args := orderQuery([]string{"invoice.create", "sales_order.create_draft"}, "order-77", 5)
-	rows, err := s.rdb.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+q, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var id, parent, notused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, detail)
-	}
-	rows.Close()
-	if p := strings.Join(plan, "; "); !strings.Contains(p, "operations_order (order_id=?") {
+	if p := queryPlan(t, s, q, args...); !strings.Contains(p, "operations_order (order_id=?") {
 		t.Errorf("the order's look-up does not walk its index: %s", p)
 	}
 }
