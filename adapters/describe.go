@@ -10,6 +10,7 @@ import (
 type Party struct {
 	Name string // the name the system holds, e.g. «ООО «Вектор»»
 	INN  string // the tax id (ИНН), when the system holds one
+	KPP  string // the registration code (КПП) of an organization, when held
 }
 
 // Describer is a target that can say who an external id of a reference

@@ -13,7 +13,7 @@ type More struct {
 	LimitUnits, LineSum                                                  string
 
 	ConfirmTitle, ConfirmLead, ConfirmApproveFmt, ConfirmCancel string
-	CommentOrReason, ErrDenyReason, INN, ShopUnnamed            string
+	CommentOrReason, ErrDenyReason, INN, KPP, ShopUnnamed       string
 	DirectionCharge, DirectionRefund                            string // %s: the shop
 	ErrApprovalExpiredAt                                        string // %s: when
 	ErrApprovalDecidedBy                                        string // %s: what, who, when
@@ -47,6 +47,7 @@ func init() {
 		CommentOrReason:      "Комментарий; при отказе — причина (обязательно)",
 		ErrDenyReason:        "Укажите причину отказа: она попадёт в журнал аудита. Решение не принято.",
 		INN:                  "ИНН",
+		KPP:                  "КПП",
 		ShopUnnamed:          "магазин",
 		DirectionCharge:      "Списание с карты покупателя; получатель — %s",
 		DirectionRefund:      "Возврат денег покупателю; возвращает — %s",
@@ -80,6 +81,7 @@ func init() {
 		CommentOrReason:      "Comment; for a denial, the reason (required)",
 		ErrDenyReason:        "Give the reason for the denial: it goes to the audit trail. Nothing was decided.",
 		INN:                  "INN",
+		KPP:                  "KPP",
 		ShopUnnamed:          "the shop",
 		DirectionCharge:      "Charge to the customer's card, paid to %s",
 		DirectionRefund:      "Refund to the customer, paid back by %s",

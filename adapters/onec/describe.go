@@ -38,12 +38,13 @@ func (c *Client) Describe(ctx context.Context, kind, id string) (adapters.Party,
 		var p struct {
 			Name string `json:"name"`
 			INN  string `json:"inn"`
+			KPP  string `json:"kpp"`
 		}
 		if err := json.NewDecoder(io.LimitReader(resp.Body, maxBody)).Decode(&p); err != nil || strings.TrimSpace(p.Name) == "" {
 			return adapters.Party{}, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
 				Message: "1C answered a reference read with a body the gateway could not read", Err: fmt.Errorf("reference answer: %v", err)}
 		}
-		return adapters.Party{Name: strings.TrimSpace(p.Name), INN: strings.TrimSpace(p.INN)}, nil
+		return adapters.Party{Name: strings.TrimSpace(p.Name), INN: strings.TrimSpace(p.INN), KPP: strings.TrimSpace(p.KPP)}, nil
 	case http.StatusNotFound:
 		e := c.statusError(resp)
 		switch e.Code {

@@ -21,15 +21,15 @@ func TestDescribe(t *testing.T) {
 	_, c, _ := setup(t, time.Second)
 	var _ adapters.Describer = c
 	ctx := context.Background()
-	for _, tc := range []struct{ kind, id, name, inn string }{
-		{"customer", "customer-1042", "ООО «Вектор»", "7702104200"},
-		{"customer", "customer-2001", "ИП Соколов А. В.", "770220010001"},
-		{"organization", "org-main", "ООО «Ромашка»", "7701000001"},
-		{"product", "product-778", "Кофе в зёрнах 1 кг", ""},
+	for _, tc := range []struct{ kind, id, name, inn, kpp string }{
+		{"customer", "customer-1042", "ООО «Вектор»", "7702104200", "770201001"},
+		{"customer", "customer-2001", "ИП Соколов А. В.", "770220010001", ""},
+		{"organization", "org-main", "ООО «Ромашка»", "7701000001", "770101001"},
+		{"product", "product-778", "Кофе в зёрнах 1 кг", "", ""},
 	} {
 		p, err := c.Describe(ctx, tc.kind, tc.id)
-		if err != nil || p.Name != tc.name || p.INN != tc.inn {
-			t.Errorf("%s %s = %+v, %v; want %q, ИНН %q", tc.kind, tc.id, p, err, tc.name, tc.inn)
+		if err != nil || p.Name != tc.name || p.INN != tc.inn || p.KPP != tc.kpp {
+			t.Errorf("%s %s = %+v, %v; want %q, ИНН %q, КПП %q", tc.kind, tc.id, p, err, tc.name, tc.inn, tc.kpp)
 		}
 	}
 	for _, tc := range [][2]string{{"customer", "customer-nobody"}, {"supplier", "customer-1042"}, {"customer", "../sales-orders/x"}, {"customer", ""}} {

@@ -24,7 +24,7 @@ func (c *Client) Describe(ctx context.Context, kind, id string) (adapters.Party,
 	}
 	sel := "Description"
 	if innCatalogs[r.Catalog] {
-		sel += ",ИНН"
+		sel += ",ИНН,КПП"
 	}
 	q := url.Values{
 		"$filter": {r.By[0] + " eq '" + strings.ReplaceAll(id, "'", "''") + "'"},
@@ -43,6 +43,7 @@ func (c *Client) Describe(ctx context.Context, kind, id string) (adapters.Party,
 		Value []struct {
 			Description string `json:"Description"`
 			INN         string `json:"ИНН"`
+			KPP         string `json:"КПП"`
 		} `json:"value"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
@@ -51,5 +52,5 @@ func (c *Client) Describe(ctx context.Context, kind, id string) (adapters.Party,
 	if len(list.Value) != 1 {
 		return adapters.Party{}, adapters.ErrNotFound
 	}
-	return adapters.Party{Name: list.Value[0].Description, INN: list.Value[0].INN}, nil
+	return adapters.Party{Name: list.Value[0].Description, INN: list.Value[0].INN, KPP: list.Value[0].KPP}, nil
 }

@@ -15,7 +15,7 @@ func TestDescribe(t *testing.T) {
 	f := setup(t, 0, nil)
 	ctx := context.Background()
 	p, err := f.c.Describe(ctx, "counterparty", "customer-1042")
-	if err != nil || p.Name != "ООО «Вектор»" || p.INN != "7702104200" {
+	if err != nil || p.Name != "ООО «Вектор»" || p.INN != "7702104200" || p.KPP != "770201001" {
 		t.Fatalf("counterparty customer-1042 = %+v, %v", p, err)
 	}
 	p, err = f.c.Describe(ctx, "product", "product-778")

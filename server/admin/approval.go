@@ -244,7 +244,7 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 			id = r.Customer
 		}
 		if party, ok := h.party(c.Request().Context(), def, "customer_id", id); ok {
-			r.CustomerName, r.CustomerINN = party.Name, party.INN
+			r.CustomerName, r.CustomerINN, r.CustomerKPP = party.Name, party.INN, party.KPP
 		}
 	}
 	r.ShopName = h.shopName(c.Request().Context(), op.TargetSystem)

@@ -34,7 +34,7 @@ func TestApprovalNamesTheCustomer(t *testing.T) {
 	acc := a.signIn(store.RoleAccountant)
 	p := acc.get("/admin/approvals").expect(t, http.StatusOK)
 	c := approvalCard(p.Body, key)
-	if !strings.Contains(c, "ООО «Вектор»") || !strings.Contains(c, "7702104200") || !strings.Contains(c, "customer-1042") {
+	if !strings.Contains(c, "ООО «Вектор»") || !strings.Contains(c, "7702104200") || !strings.Contains(c, "КПП 770201001") || !strings.Contains(c, "customer-1042") {
 		t.Fatalf("the card does not name the customer as 1C knows them:\n%s", c)
 	}
 	p = acc.post("/admin/approvals/"+itoa(ap.ID)+"/approve", nil).expect(t, http.StatusOK)
