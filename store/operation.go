@@ -189,8 +189,9 @@ const operationColumns = `operation_key, intent, fingerprint, status, target_sys
 func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Decision, Operation, error) {
 	var d Decision
 	var op Operation
+	order := orderOf(req.Payload) // read here, not in the one writer
 	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
-		d, op, err = s.claim(ctx, tx, req)
+		d, op, err = s.claim(ctx, tx, req, order)
 		return err
 	})
 	if err != nil {
@@ -199,7 +200,7 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Decision, Operatio
 	return d, op, nil
 }
 
-func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision, Operation, error) {
+func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest, order any) (Decision, Operation, error) {
 	now := s.now()
 	status, owner, until, attempts, lastAttempt := StatusStarted, any(req.Owner), any(formatTime(now.Add(req.Lease))), 1, any(formatTime(now))
 	var code, field, msg, completed any
@@ -255,7 +256,7 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest) (Decision,
 		req.Key, req.Intent, req.Fingerprint, status, req.TargetSystem, req.Agent,
 		req.ActorID, req.RequestID, string(req.Payload), owner, until, attempts, lastAttempt,
 		code, field, msg, formatTime(now), formatTime(now), completed,
-		max(req.IntentVersion, 1), req.IntentDigest, bk, dupOf, dupAt, orderOf(req.Payload)))
+		max(req.IntentVersion, 1), req.IntentDigest, bk, dupOf, dupAt, order))
 	inserted := err == nil
 	if errors.Is(err, sql.ErrNoRows) {
 		op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
@@ -420,7 +421,7 @@ func scanOperation(sc scanner) (Operation, error) {
 // before anything leaves, so a crash leaves a row known to be attempted.
 func (s *Store) RecordAttempt(ctx context.Context, key, owner string, n int, lease time.Duration) error {
 	now := s.now()
-	return s.transition(ctx, "operation.attempt", key, owner, map[string]any{"attempt": n}, `
+	return s.transition(ctx, "operation.attempt", key, map[string]any{"attempt": n}, `
 		UPDATE operations
 		SET attempt_count = CASE WHEN attempt_count > ? THEN attempt_count ELSE ? END,
 			last_attempt_at = ?, lease_until = ?, updated_at = ?
@@ -439,23 +440,15 @@ func (s *Store) Complete(ctx context.Context, key, owner, objectID string, resul
 func (s *Store) Completed(ctx context.Context, key, owner, objectID string, result json.RawMessage) (Operation, error) {
 	now := formatTime(s.now())
 	var op Operation
-	err := s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
-		op, err = scanOperation(tx.QueryRowContext(ctx, `
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		return s.transitionTx(ctx, tx, "operation.succeeded", key, map[string]any{"object_id": objectID}, &op, `
 			UPDATE operations
 			SET status = 'succeeded', target_object_id = ?, result = ?,
 				error_code = NULL, error_field = NULL, error_message = NULL,
 				lease_owner = NULL, lease_until = NULL, needs_review = 0, next_check_at = NULL,
 				updated_at = ?, completed_at = ?
-			WHERE operation_key = ? AND status = 'started' AND lease_owner = ?
-			RETURNING `+operationColumns,
-			objectID, nullJSON(result), now, now, key, owner))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("operation.succeeded %q: %w", key, ErrLeaseLost)
-		case err != nil:
-			return fmt.Errorf("operation.succeeded: %w", interpretError(err))
-		}
-		return s.appendAudit(ctx, tx, "operation.succeeded", key, map[string]any{"object_id": objectID})
+			WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
+			objectID, nullJSON(result), now, now, key, owner)
 	})
 	if err != nil {
 		return Operation{}, err
@@ -495,7 +488,7 @@ func (s *Store) Fail(ctx context.Context, key, owner string, final bool, f Failu
 	if final {
 		status, completed = StatusFailedFinal, formatTime(now)
 	}
-	return s.transition(ctx, "operation."+string(status), key, owner, failureDetail(f), `
+	return s.transition(ctx, "operation."+string(status), key, failureDetail(f), `
 		UPDATE operations
 		SET status = ?, error_code = ?, error_field = ?, error_message = ?,
 			target_object_id = coalesce(?, target_object_id),
@@ -510,7 +503,7 @@ func (s *Store) Fail(ctx context.Context, key, owner string, final bool, f Failu
 // kept for later lookups. The row is due for reconciliation at nextCheck.
 func (s *Store) MarkUnknown(ctx context.Context, key, owner, objectID string, f Failure, nextCheck time.Time) error {
 	now := formatTime(s.now())
-	return s.transition(ctx, "operation.unknown", key, owner, map[string]any{"object_id": objectID, "reason": f.Message}, `
+	return s.transition(ctx, "operation.unknown", key, map[string]any{"object_id": objectID, "reason": f.Message}, `
 		UPDATE operations
 		SET status = 'unknown', target_object_id = coalesce(?, target_object_id),
 			error_code = ?, error_field = NULL, error_message = ?,
@@ -521,28 +514,40 @@ func (s *Store) MarkUnknown(ctx context.Context, key, owner, objectID string, f 
 
 // transition runs one conditional update and audits it as event, in one
 // transaction; no row changed means the caller lost the lease.
-func (s *Store) transition(ctx context.Context, event, key, owner string, detail map[string]any, query string, args ...any) error {
+func (s *Store) transition(ctx context.Context, event, key string, detail map[string]any, query string, args ...any) error {
 	return s.write(ctx, func(ctx context.Context, tx *txn) error {
-		return s.transitionTx(ctx, tx, event, key, owner, detail, query, args...)
+		return s.transitionTx(ctx, tx, event, key, detail, nil, query, args...)
 	})
 }
 
-func (s *Store) transitionTx(ctx context.Context, tx *txn, event, key, owner string, detail map[string]any, query string, args ...any) error {
-	res, err := tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("%s: %w", event, interpretError(err))
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("%s: %w", event, err)
+// transitionTx runs query, an UPDATE of key's row conditional on the
+// lease its caller holds, and audits event; ErrLeaseLost when the row was
+// not as the condition says. With into, the row as updated is read back
+// from the UPDATE itself (RETURNING).
+func (s *Store) transitionTx(ctx context.Context, tx *txn, event, key string, detail map[string]any, into *Operation, query string, args ...any) error {
+	n := int64(1)
+	if into != nil {
+		op, err := scanOperation(tx.QueryRowContext(ctx, query+` RETURNING `+operationColumns, args...))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			n = 0
+		case err != nil:
+			return fmt.Errorf("%s: %w", event, interpretError(err))
+		}
+		*into = op
+	} else {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", event, interpretError(err))
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return fmt.Errorf("%s: %w", event, err)
+		}
 	}
 	if n != 1 {
 		return fmt.Errorf("%s %q: %w", event, key, ErrLeaseLost)
 	}
-	if err := s.appendAudit(ctx, tx, event, key, detail); err != nil {
-		return err
-	}
-	return nil
+	return s.appendAudit(ctx, tx, event, key, detail)
 }
 
 // OrphanLeases turns every started row whose lease belongs to another run

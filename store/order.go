@@ -41,13 +41,11 @@ func orderQuery(intents []string, orderID string, limit int) (string, []any) {
 // index; nil when it names none.
 func orderOf(payload []byte) any {
 	var p struct {
-		OrderID any `json:"order_id"`
+		OrderID json.RawMessage `json:"order_id"` // the rest of the request is skipped, not decoded
 	}
-	if json.Unmarshal(payload, &p) != nil {
+	var s string
+	if json.Unmarshal(payload, &p) != nil || json.Unmarshal(p.OrderID, &s) != nil || s == "" {
 		return nil
 	}
-	if s, ok := p.OrderID.(string); ok && s != "" {
-		return s
-	}
-	return nil
+	return s
 }

@@ -76,7 +76,7 @@ func (s *Store) LookupFailed(ctx context.Context, key, owner, objectID, answer s
 	if answer != "" {
 		detail["answer"] = answer
 	}
-	err = s.transition(ctx, event, key, owner, detail, `
+	err = s.transition(ctx, event, key, detail, `
 		UPDATE operations
 		SET status = 'unknown', lookup_failures = lookup_failures + 1,
 			target_object_id = coalesce(?, target_object_id),

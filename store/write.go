@@ -200,8 +200,8 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	// write in its savepoint.
 	savepoints := s.be.savepoints(len(batch))
 	if savepoints {
-		if s.runPlain(bg, t, batch, errs) {
-			s.finish(bg, t, errs, len(batch)-countErrs(errs), abort)
+		if landed, ok := s.runPlain(t, batch, errs); ok {
+			s.finish(bg, t, errs, landed, abort)
 			return
 		}
 		t.rollback()
@@ -233,9 +233,9 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 }
 
 // runPlain runs the batch's writes in the open transaction without
-// savepoints and reports whether none failed; a write given up before it
-// ran gets its context's error and counts as none.
-func (s *Store) runPlain(bg context.Context, t *txn, batch []*writeReq, errs []error) bool {
+// savepoints and reports whether none failed, and how many landed; a
+// write given up before it ran gets its context's error and did not.
+func (s *Store) runPlain(t *txn, batch []*writeReq, errs []error) (landed int, ok bool) {
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err // given up before it ran: nothing written
@@ -245,20 +245,11 @@ func (s *Store) runPlain(bg context.Context, t *txn, batch []*writeReq, errs []e
 		err := r.fn(wctx, t)
 		cancel()
 		if err != nil {
-			return false
+			return 0, false
 		}
+		landed++
 	}
-	return true
-}
-
-func countErrs(errs []error) int {
-	n := 0
-	for _, err := range errs {
-		if err != nil {
-			n++
-		}
-	}
-	return n
+	return landed, true
 }
 
 // finish ends a batch whose writes ran, landed of them without an error:
