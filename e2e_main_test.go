@@ -355,6 +355,26 @@ func TestBinaryOperationAndReplay(t *testing.T) {
 	if got := r.simJSON("/_sim/effects")["onec"][key]; got != 1 {
 		t.Fatalf("effects = %d, want 1", got)
 	}
+	// A reference 1C does not hold: 422 failed_final naming the field,
+	// nothing made at 1C, and the refusal replayed (API.md, sections 5
+	// and 6) — whether the gateway asked 1C to check first or 1C's execute
+	// checked in its own transaction.
+	const bad = "test:invoice.create:order-e2e-ref:v1"
+	badBody := strings.Replace(fmt.Sprintf(e2eInvoice, "order-e2e-ref", 1), "customer-1042", "customer-nobody", 1)
+	for i := range 2 {
+		code, body, err := r.post(bad, badBody)
+		field := ""
+		if errs, _ := body["errors"].([]any); len(errs) > 0 {
+			field, _ = errs[0].(map[string]any)["field"].(string)
+		}
+		if err != nil || code != 422 || body["state"] != "failed_final" || errorCode(body) != "REFERENCE_NOT_FOUND" ||
+			field != "customer_id" || (i == 1) != (body["replayed"] == true) {
+			t.Fatalf("unknown customer, request %d: %d %v %v", i+1, code, body, err)
+		}
+	}
+	if got := r.simJSON("/_sim/effects")["onec"][bad]; got != 0 {
+		t.Fatalf("an unknown customer made %d documents at 1C", got)
+	}
 }
 
 // (9) kill -9 of the gateway while the target is committing; restart;
