@@ -68,11 +68,8 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 			return e.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, e.lease(op.TargetSystem))
 		})
 		sent = sent || calls > 0
-		if err == nil {
-			done, err = e.completed(jctx, op, res)
-			return err
-		}
-		return e.settleOutcome(jctx, op, res, err)
+		done, err = e.settleOutcome(jctx, op, res, err)
+		return err
 	}()
 	if errors.Is(err, store.ErrUnavailable) && sent {
 		return e.unrecorded(op, err), false, nil
@@ -179,35 +176,36 @@ func (e *Engine) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 	}
 }
 
-// settleOutcome journals the outcome of the execute attempts.
-func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adapters.Result, err error) error {
+// settleOutcome journals the outcome of the execute attempts; on
+// success it returns the row as its completion wrote it.
+func (e *Engine) settleOutcome(ctx context.Context, op store.Operation, res adapters.Result, err error) (store.Operation, error) {
 	if err == nil {
-		return e.complete(ctx, op, res)
+		return e.completed(ctx, op, res)
 	}
 	var ae *adapters.Error
 	if !errors.As(err, &ae) {
 		if errors.Is(err, store.ErrLeaseLost) {
-			return err
+			return store.Operation{}, err
 		}
 		ae = &adapters.Error{Class: adapters.ClassOf(err), Code: codes.OutcomeUnknown, Err: err}
 	}
 	detail := e.detail(ae.Err)
+	logged := detail
 	if ae.Message != "" {
 		// What the adapter makes of it (a route the 1C module does not
 		// publish): the operator's next step, beside the target's words.
-		e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", e.detail(ae))
-	} else {
-		e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", detail)
+		logged = e.detail(ae)
 	}
+	e.log.Warn("target call failed", "key", op.Key, "class", ae.Class.String(), "code", ae.Code, "detail", logged)
 	switch ae.Class {
 	case adapters.Final:
-		return e.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail, ObjectID: ae.ObjectID})
+		return store.Operation{}, e.store.Fail(ctx, op.Key, op.LeaseOwner, true, store.Failure{Code: ae.Code, Field: ae.Field, Message: ae.Message, Detail: detail, ObjectID: ae.ObjectID})
 	case adapters.Retry:
 		// The cause (an outage, or the target refusing the gateway's own
 		// credentials) goes to the audit trail for the operator.
-		return e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target is unavailable", Detail: ae.Code + ": " + detail})
+		return store.Operation{}, e.store.Fail(ctx, op.Key, op.LeaseOwner, false, store.Failure{Code: codes.TargetUnavailable, Message: "the target is unavailable", Detail: ae.Code + ": " + detail})
 	default:
-		return e.unknownAfterSend(ctx, op, ae)
+		return store.Operation{}, e.unknownAfterSend(ctx, op, ae)
 	}
 }
 

@@ -78,7 +78,8 @@ func (e *Engine) resend(ctx, jctx context.Context, op store.Operation) error {
 	case errors.Is(err, store.ErrLeaseLost):
 		return err
 	case adapters.ClassOf(err) == adapters.Final:
-		return e.settleOutcome(jctx, op, res, err)
+		_, err := e.settleOutcome(jctx, op, res, err)
+		return err
 	}
 	return e.stillUnknown(jctx, op, err)
 }
