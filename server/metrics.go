@@ -137,6 +137,19 @@ func (t instrumented) Lookup(ctx context.Context, op adapters.Op) (adapters.Resu
 	return res, err
 }
 
+// CheckObject implements adapters.ObjectChecker for the target inside; a
+// target without a read of an object by its id cannot check one.
+func (t instrumented) CheckObject(ctx context.Context, op adapters.Op, id string) (adapters.Result, error) {
+	c, ok := t.Target.(adapters.ObjectChecker)
+	if !ok {
+		return adapters.Result{}, adapters.ErrCannotCheck
+	}
+	start := time.Now()
+	res, err := c.CheckObject(ctx, op, id)
+	t.m.observeCall(t.name, "check_object", start, err)
+	return res, err
+}
+
 // Validate implements engine.Validator; a target without checks of its own has
 // nothing to refuse.
 func (t instrumented) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error) {

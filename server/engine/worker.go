@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/store"
 )
@@ -190,4 +191,24 @@ func (e *Engine) ReconcileNow(ctx context.Context, key string) (store.Operation,
 	}
 	e.reconcileOne(ctx, op)
 	return e.store.Get(ctx, key)
+}
+
+// CheckObject asks the target of the operation under key whether id names
+// an object there that can be its effect (adapters.ObjectChecker), for a
+// person about to settle the operation by hand as found. It writes
+// nothing. A target that cannot read an object by its id answers
+// adapters.ErrCannotCheck; a Final *adapters.Error's message says why the
+// object cannot be the effect, in words safe to show.
+func (e *Engine) CheckObject(ctx context.Context, key, id string) (adapters.Result, error) {
+	op, err := e.store.Get(ctx, key)
+	if err != nil {
+		return adapters.Result{}, err
+	}
+	c, ok := e.targets[op.TargetSystem].(adapters.ObjectChecker)
+	if !ok {
+		return adapters.Result{}, adapters.ErrCannotCheck
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.lookupBudget(op.TargetSystem))
+	defer cancel()
+	return c.CheckObject(ctx, e.targetOp(op), id)
 }
