@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -82,30 +83,52 @@ func TestResolveByHand(t *testing.T) {
 		}
 	}
 	unknown("test:invoice.create:h-1:v1")
-	if err := s.ResolveByHand(ctx, "test:invoice.create:h-1:v1", true, "INV-9", ""); !errors.Is(err, store.ErrInvalid) {
+	if err := s.ResolveByHand(ctx, "test:invoice.create:h-1:v1", store.Resolution{Found: true, ObjectID: "INV-9"}); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("no reason: %v", err)
 	}
-	if err := s.ResolveByHand(ctx, "test:invoice.create:h-1:v1", true, "INV-9", "found in 1C by the accountant"); err != nil {
+	checked := store.Resolution{Found: true, ObjectID: "INV-9", Result: json.RawMessage(`{"number":"000009"}`),
+		Checked: true, Reason: "found in 1C by the accountant"}
+	if err := s.ResolveByHand(ctx, "test:invoice.create:h-1:v1", checked); err != nil {
 		t.Fatal(err)
 	}
 	op, _ := s.Get(ctx, "test:invoice.create:h-1:v1")
-	if op.Status != store.StatusSucceeded || op.TargetObjectID != "INV-9" {
-		t.Fatalf("row %+v", op)
+	if op.Status != store.StatusSucceeded || op.TargetObjectID != "INV-9" || string(op.Result) != `{"number":"000009"}` {
+		t.Fatalf("row %+v, result %s", op, op.Result)
 	}
-	if err := s.ResolveByHand(ctx, "test:invoice.create:h-1:v1", false, "", "again"); !errors.Is(err, store.ErrConflict) {
+	if err := s.ResolveByHand(ctx, "test:invoice.create:h-1:v1", store.Resolution{Reason: "again"}); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("resolving a succeeded row: %v", err)
 	}
 	unknown("test:invoice.create:h-2:v1")
-	if err := s.ResolveByHand(ctx, "test:invoice.create:h-2:v1", false, "", "not in 1C"); err != nil {
+	if err := s.ResolveByHand(ctx, "test:invoice.create:h-2:v1", store.Resolution{Reason: "not in 1C"}); err != nil {
 		t.Fatal(err)
 	}
 	op, _ = s.Get(ctx, "test:invoice.create:h-2:v1")
 	if op.Status != store.StatusFailedRetryable {
 		t.Fatalf("row %+v", op)
 	}
+	// An id the target could not confirm stands on the person's word, and
+	// the trail says so.
+	unknown("test:invoice.create:h-3:v1")
+	unchecked := store.Resolution{Found: true, ObjectID: "INV-3", Unchecked: "1C did not answer", Reason: "seen in 1C"}
+	if err := s.ResolveByHand(ctx, "test:invoice.create:h-3:v1", unchecked); err != nil {
+		t.Fatal(err)
+	}
+	if op, _ = s.Get(ctx, "test:invoice.create:h-3:v1"); op.Status != store.StatusSucceeded || op.Result != nil {
+		t.Fatalf("row %+v, result %s", op, op.Result)
+	}
 	events, _ := s.AuditEvents(ctx, store.AuditFilter{Event: "operation.resolved_by_hand"})
-	if len(events) != 2 {
+	if len(events) != 3 {
 		t.Fatalf("%d resolution events", len(events))
+	}
+	want := map[string]string{ // newest first
+		"test:invoice.create:h-3:v1": `{"check":"1C did not answer","checked":false,"found":true,"object_id":"INV-3","reason":"seen in 1C"}`,
+		"test:invoice.create:h-2:v1": `{"found":false,"object_id":"","reason":"not in 1C"}`,
+		"test:invoice.create:h-1:v1": `{"checked":true,"found":true,"object_id":"INV-9","reason":"found in 1C by the accountant"}`,
+	}
+	for _, e := range events {
+		if got := canonical(t, e.Detail); got != want[e.OperationKey] {
+			t.Errorf("%s: detail %s, want %s", e.OperationKey, got, want[e.OperationKey])
+		}
 	}
 }
 
@@ -180,4 +203,15 @@ func TestSummarizeReadFailsMidway(t *testing.T) {
 	if err == nil {
 		t.Fatalf("summary %+v from a journal it could not read to the end", sum)
 	}
+}
+
+// canonical is JSON with its keys sorted, for comparing audit details.
+func canonical(t *testing.T, b []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("detail %s: %v", b, err)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -157,32 +158,56 @@ func (s *Store) purgeTerminalTx(ctx context.Context, tx *txn, system string, cut
 	return n, nil
 }
 
+// Resolution is a person's word on an unknown operation.
+type Resolution struct {
+	// Found says the effect is at the target; ObjectID is its id there,
+	// required when Found.
+	Found    bool
+	ObjectID string
+	// Result is what the target answered for that object when it was
+	// checked there: the agent's result, as a look-up would have given it.
+	Result json.RawMessage
+	// Checked says the target confirmed the object can be the effect;
+	// Unchecked, when it did not, says why it could not tell (in words
+	// safe to show), so the trail says the id stands on a person's word.
+	Checked   bool
+	Unchecked string
+	// Reason is the person's own, mandatory.
+	Reason string
+}
+
 // ResolveByHand settles an unknown operation on a person's word, with a
-// mandatory reason: found at the target (objectID required) makes it
-// succeeded; not there makes it failed_retryable, safe for the agent to
-// send again. Only an unknown row whose lease is free can be resolved.
-func (s *Store) ResolveByHand(ctx context.Context, key string, found bool, objectID, reason string) error {
+// mandatory reason: found at the target (an object id required) makes it
+// succeeded with the result the target confirmed, if it was checked; not
+// there makes it failed_retryable, safe for the agent to send again. Only
+// an unknown row whose lease is free can be resolved.
+func (s *Store) ResolveByHand(ctx context.Context, key string, r Resolution) error {
 	return s.write(ctx, func(ctx context.Context, tx *txn) error {
-		return s.resolveByHandTx(ctx, tx, key, found, objectID, reason)
+		return s.resolveByHandTx(ctx, tx, key, r)
 	})
 }
 
-func (s *Store) resolveByHandTx(ctx context.Context, tx *txn, key string, found bool, objectID, reason string) error {
+func (s *Store) resolveByHandTx(ctx context.Context, tx *txn, key string, r Resolution) error {
 	var err error
-	if reason == "" {
+	if r.Reason == "" {
 		return fmt.Errorf("resolve by hand: %w: a reason is required", ErrInvalid)
 	}
-	if found && objectID == "" {
+	if r.Found && r.ObjectID == "" {
 		return fmt.Errorf("resolve by hand: %w: the target's object id is required", ErrInvalid)
 	}
 	now := formatTime(s.now())
 	var res sql.Result
-	if found {
+	detail := map[string]any{"found": r.Found, "object_id": r.ObjectID, "reason": r.Reason}
+	if r.Found {
 		res, err = tx.ExecContext(ctx, `
-			UPDATE operations SET status = 'succeeded', target_object_id = ?, result = NULL,
+			UPDATE operations SET status = 'succeeded', target_object_id = ?, result = ?,
 				error_code = NULL, error_field = NULL, error_message = NULL, needs_review = 0,
 				next_check_at = NULL, updated_at = ?, completed_at = ?
-			WHERE operation_key = ? AND status = 'unknown' AND lease_owner IS NULL`, objectID, now, now, key)
+			WHERE operation_key = ? AND status = 'unknown' AND lease_owner IS NULL`, r.ObjectID, nullJSON(r.Result), now, now, key)
+		detail["checked"] = r.Checked
+		if !r.Checked && r.Unchecked != "" {
+			detail["check"] = r.Unchecked
+		}
 	} else {
 		res, err = tx.ExecContext(ctx, `
 			UPDATE operations SET status = 'failed_retryable', error_code = 'TARGET_UNAVAILABLE',
@@ -196,9 +221,5 @@ func (s *Store) resolveByHandTx(ctx context.Context, tx *txn, key string, found 
 	if n, _ := res.RowsAffected(); n != 1 {
 		return fmt.Errorf("resolve by hand %q: %w: the operation is not unknown (or is being reconciled right now)", key, ErrConflict)
 	}
-	detail := map[string]any{"found": found, "object_id": objectID, "reason": reason}
-	if err := s.appendAudit(ctx, tx, "operation.resolved_by_hand", key, detail); err != nil {
-		return err
-	}
-	return nil
+	return s.appendAudit(ctx, tx, "operation.resolved_by_hand", key, detail)
 }

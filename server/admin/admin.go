@@ -48,6 +48,10 @@ type Deps struct {
 	// ReconcileNow looks one operation up at its target at once; the
 	// actor in ctx is audited.
 	ReconcileNow func(ctx context.Context, key string) (store.Operation, error)
+	// CheckObject asks an operation's target whether an object id a person
+	// typed names an object that can be the operation's effect
+	// (adapters.ObjectChecker); nil: no target can be asked.
+	CheckObject func(ctx context.Context, key, id string) (adapters.Result, error)
 	// Secure marks cookies Secure: set it when served under TLS. A request
 	// that a proxy says came over HTTPS (X-Forwarded-Proto) gets Secure
 	// cookies too.

@@ -14,7 +14,7 @@ import (
 // happened first, then whose, then the references; fields not named here
 // follow in the order of their names.
 var detailOrder = []string{
-	"intent", "target", "code", "field", "target_detail", "answer", "object_id", "found", "reason", "comment",
+	"intent", "target", "code", "field", "target_detail", "answer", "object_id", "found", "checked", "check", "reason", "comment",
 	"from", "attempt", "lookup_failures", "next_check_at", "approval_id", "kind",
 	"name", "role", "must_change", "agent", "scopes", "token_id", "token_ids", "ref", "count",
 	"duplicate_of", "duplicate_action", "request_id", "actor_id", "addr",

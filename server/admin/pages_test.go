@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -580,8 +581,19 @@ func TestReviewResolve(t *testing.T) {
 	if got, _ := a.st.Get(ctx, op.Key); got.Status != store.StatusUnknown {
 		t.Fatalf("status after refused forms: %s", got.Status)
 	}
-	const inv = "INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71"
-	opr.post(path, url.Values{"outcome": {"found"}, "object_id": {inv}, "reason": {"seen in 1C by hand"}}).expect(t, http.StatusSeeOther)
+	const inv = "INV-5d8b6a0c-7b4d-4c1a-9e2f-3f1c9a2e4e71"
+	// No target here can read the object: the person says they checked
+	// it themselves, and the trail says the id stands on their word.
+	found := url.Values{"outcome": {"found"}, "object_id": {inv}, "reason": {"seen in 1C by hand"}}
+	p = opr.post(path, found).expect(t, http.StatusUnprocessableEntity)
+	if !p.has("resolve-unchecked-confirm") || !strings.Contains(p.text("form-error"), "не смогла подтвердить") {
+		t.Fatalf("an unchecked object accepted without a word: %q", p.text("form-error"))
+	}
+	if got, _ := a.st.Get(ctx, op.Key); got.Status != store.StatusUnknown {
+		t.Fatalf("status after an unchecked object: %s", got.Status)
+	}
+	found.Set("confirm_unchecked", "yes")
+	opr.post(path, found).expect(t, http.StatusSeeOther)
 	got, _ := a.st.Get(ctx, op.Key)
 	if got.Status != store.StatusSucceeded || got.TargetObjectID != inv {
 		t.Fatalf("after resolving: %+v", got)
@@ -589,6 +601,13 @@ func TestReviewResolve(t *testing.T) {
 	evs := a.events(store.AuditFilter{OperationKey: op.Key, Event: "operation.resolved_by_hand"})
 	if len(evs) != 1 || evs[0].Actor.Name != "test-operator" {
 		t.Fatalf("resolution audit %+v", evs)
+	}
+	var detail struct {
+		Checked *bool  `json:"checked"`
+		Check   string `json:"check"`
+	}
+	if json.Unmarshal(evs[0].Detail, &detail); detail.Checked == nil || *detail.Checked || detail.Check == "" {
+		t.Fatalf("the trail does not say the object was not checked: %s", evs[0].Detail)
 	}
 	// Once settled, a second resolution is refused.
 	opr.post(path, url.Values{"outcome": {"not_found"}, "reason": {"again"}}).expect(t, http.StatusUnprocessableEntity)

@@ -64,11 +64,39 @@ func TestResolveObjectFormat(t *testing.T) {
 					t.Fatalf("%q accepted: %s", bad, got.Status)
 				}
 			}
+			// No target here can read an object by its id: the person
+			// vouches for it.
 			form := url.Values{"outcome": {"found"}, "object_id": {tc.good}, "reason": {"seen at the target"}}
+			p = opr.post(path, form).expect(t, http.StatusUnprocessableEntity)
+			if p.text("resolve-unchecked-confirm") == "" && !strings.Contains(p.Body, `data-testid="resolve-unchecked-confirm"`) {
+				t.Fatalf("%q: no question whether the person checked it", tc.good)
+			}
+			form.Set("confirm_unchecked", "yes")
 			opr.post(path, form).expect(t, http.StatusSeeOther)
 			if got, _ := a.st.Get(ctx, key); got.Status != store.StatusSucceeded || got.TargetObjectID != tc.good {
 				t.Fatalf("%q: %s %q", tc.good, got.Status, got.TargetObjectID)
 			}
 		})
+	}
+}
+
+// An object id the journal already gave to one operation as its effect
+// cannot be settled as another's: the second agent would be told of a
+// document that is the first one's.
+func TestResolveObjectTaken(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	ctx := context.Background()
+	first, second := a.unknown(a.uniq("test:invoice.create:taken-1:v1")), a.unknown(a.uniq("test:invoice.create:taken-2:v1"))
+	opr := a.signIn(store.RoleOperator)
+	const inv = "INV-7b4d3f1c-9a2e-4c1a-9e2f-5d8b6a0c4e71"
+	form := url.Values{"outcome": {"found"}, "object_id": {inv}, "reason": {"seen in 1C"}, "confirm_unchecked": {"yes"}}
+	opr.post("/admin/review/"+keyPath(first.Key)+"/resolve", form).expect(t, http.StatusSeeOther)
+	p := opr.post("/admin/review/"+keyPath(second.Key)+"/resolve", form).expect(t, http.StatusUnprocessableEntity)
+	if msg := p.text("form-error"); !strings.Contains(msg, first.Key) {
+		t.Fatalf("message %q does not name the operation that has the object", msg)
+	}
+	if got, _ := a.st.Get(ctx, second.Key); got.Status != store.StatusUnknown || got.TargetObjectID != "" {
+		t.Fatalf("the second operation after a refused resolution: %s %q", got.Status, got.TargetObjectID)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
@@ -28,6 +29,9 @@ type reviewForm struct {
 	key, msg              string
 	outcome, object, text string
 	rerun                 bool
+	// unchecked: the person vouches for an object the target could not
+	// confirm; ask: the form asks them to.
+	unchecked, ask bool
 }
 
 // handleReviewList serves GET /admin/review: operations whose outcome is
@@ -83,11 +87,12 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 	}
 	l := labels(c)
 	f := reviewForm{
-		key:     key,
-		outcome: c.FormValue("outcome"),
-		object:  strings.TrimSpace(c.FormValue("object_id")),
-		text:    strings.TrimSpace(c.FormValue("reason")),
-		rerun:   c.FormValue("confirm_rerun") == "yes",
+		key:       key,
+		outcome:   c.FormValue("outcome"),
+		object:    strings.TrimSpace(c.FormValue("object_id")),
+		text:      strings.TrimSpace(c.FormValue("reason")),
+		rerun:     c.FormValue("confirm_rerun") == "yes",
+		unchecked: c.FormValue("confirm_unchecked") == "yes",
 	}
 	money, target := false, ""
 	if op, err := h.d.Store.Get(c.Request().Context(), key); err == nil {
@@ -121,11 +126,13 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 	if f.msg != "" {
 		return h.renderReview(c, http.StatusUnprocessableEntity, false, f)
 	}
-	found := f.outcome == "found"
-	if !found {
-		f.object = ""
+	res := store.Resolution{Found: f.outcome == "found", Reason: f.text}
+	if res.Found {
+		if !h.checkObject(c, key, target, &f, &res) {
+			return h.renderReview(c, http.StatusUnprocessableEntity, false, f)
+		}
 	}
-	err = h.d.Store.ResolveByHand(actorCtx(c), key, found, f.object, f.text)
+	err = h.d.Store.ResolveByHand(actorCtx(c), key, res)
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		f.msg = l.ErrNotUnknown
@@ -137,10 +144,91 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		return fmt.Errorf("resolve %q: %w", key, err)
 	}
 	st := store.StatusSucceeded
-	if !found {
+	if !res.Found {
 		st = store.StatusFailedRetryable
 	}
 	return h.redirectWith(c, "/admin/review", "resolved", l.StatusLabel(string(st)))
+}
+
+// checkObject vets the object id of a "found" resolution before it is
+// recorded: no other operation of the target may have it, and the target
+// must confirm it can be this operation's effect. It fills res with the
+// id as the target spells it and the result the target confirmed, and
+// answers true; or refuses, with f.msg saying why, and answers false. A
+// target that cannot tell (down, or no read of an object by its id) is
+// no refusal once the person says they checked the object themselves;
+// the trail then says it stands on their word.
+func (h *Handler) checkObject(c echo.Context, key, target string, f *reviewForm, res *store.Resolution) bool {
+	ctx := c.Request().Context()
+	l := labels(c)
+	who := l.TargetLabel(target)
+	res.ObjectID = f.object
+	if taken, ok := h.objectTaken(ctx, key, target, f.object); ok {
+		f.msg = fmt.Sprintf(l.ErrObjectTaken, f.object, taken)
+		return false
+	}
+	var why string
+	if h.d.CheckObject == nil {
+		why = l.CannotCheck
+	} else {
+		got, err := h.d.CheckObject(ctx, key, f.object)
+		var ae *adapters.Error
+		switch {
+		case err == nil:
+			if got.ObjectID != "" && got.ObjectID != f.object {
+				// The target spells the id its own way (a Ref_Key in
+				// lower case): the one it spells is the one recorded.
+				if taken, ok := h.objectTaken(ctx, key, target, got.ObjectID); ok {
+					f.msg = fmt.Sprintf(l.ErrObjectTaken, got.ObjectID, taken)
+					return false
+				}
+				res.ObjectID = got.ObjectID
+			}
+			if got.Data != nil {
+				if b, err := json.Marshal(got.Data); err == nil {
+					res.Result = b
+				}
+			}
+			res.Checked = true
+			return true
+		case errors.Is(err, adapters.ErrNotFound):
+			f.msg = fmt.Sprintf(l.ErrObjectAbsent, who, f.object)
+			return false
+		case errors.As(err, &ae) && ae.Class == adapters.Final:
+			f.msg = fmt.Sprintf(l.ErrObjectNotEffect, who, f.object, h.d.Redactor.Foreign(ae.Message))
+			return false
+		case errors.Is(err, adapters.ErrCannotCheck):
+			why = l.CannotCheck
+		case errors.As(err, &ae):
+			why = h.d.Redactor.Foreign(ae.Message)
+		default:
+			h.d.Log.Warn("review: the target could not check an object", "key", key, "err", err)
+			why = l.NoAnswer
+		}
+	}
+	if !f.unchecked {
+		f.ask = true
+		f.msg = fmt.Sprintf(l.ErrObjectUnchecked, who, f.object, why, l.UncheckedConfirm)
+		return false
+	}
+	res.Unchecked = why
+	return true
+}
+
+// objectTaken is the key of another operation of target whose effect is
+// the object id, if the journal holds one: an id already given to one
+// agent cannot be another operation's answer.
+func (h *Handler) objectTaken(ctx context.Context, key, target, id string) (string, bool) {
+	ops, err := h.d.Store.ListOperations(ctx, store.OperationFilter{Target: target, Search: id, Limit: 10})
+	if err != nil {
+		return "", false
+	}
+	for _, op := range ops {
+		if op.Key != key && op.TargetObjectID == id {
+			return op.Key, true
+		}
+	}
+	return "", false
 }
 
 // renderReview renders the review list; f is a refused form to show on
@@ -189,6 +277,7 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 		h.reviewMoney(c, op, &r)
 		if f.key == op.Key {
 			r.Error, r.FormFound, r.FormObject, r.FormReason, r.FormRerun = f.msg, f.outcome, f.object, f.text, f.rerun
+			r.AskUnchecked, r.FormUnchecked = f.ask || f.unchecked, f.unchecked
 			placed = true
 		}
 		v.Rows = append(v.Rows, r)
