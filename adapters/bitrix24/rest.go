@@ -196,7 +196,7 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 		return &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
 			Message: "the CRM failed while handling the request", Err: cause}
 	default:
-		if strings.EqualFold(strings.TrimSpace(r.Description), "Not found") {
+		if noRecord(r.Description) {
 			cause = fmt.Errorf("%w (%w)", cause, errNoRecord)
 		}
 		return &adapters.Error{Class: adapters.Final, Code: codes.Validation,
@@ -209,6 +209,15 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 // the portal gives
 // (https://apidocs.bitrix24.com/api-reference/crm/contacts/crm-contact-get.html).
 var errNoRecord = errors.New("no record with this ID")
+
+// noRecord reports whether a get method's refusal says that no record has
+// the ID: "Not found" from crm.deal.get, crm.lead.get, crm.contact.get and
+// crm.company.get; "Activity is not found." from crm.activity.get, whose
+// REST proxy words it so (CCrmActivityRestProxy::innerGet).
+func noRecord(description string) bool {
+	d := strings.TrimSuffix(strings.TrimSpace(description), ".")
+	return strings.EqualFold(d, "Not found") || strings.EqualFold(d, "Activity is not found")
+}
 
 // list calls a list method page by page (start = 0, 50, …) and hands each
 // page's result array to page, which reports whether to go on.
