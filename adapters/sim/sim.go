@@ -216,6 +216,13 @@ func (s *Server) Inject(f Fault) error {
 	return nil
 }
 
+// ClearFaults forgets the faults not yet taken; what was made stays.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	s.faults = nil
+	s.mu.Unlock()
+}
+
 // Reset forgets all faults, effects, calls and created objects.
 func (s *Server) Reset() {
 	s.mu.Lock()
