@@ -126,14 +126,19 @@ func TestBSLModules(t *testing.T) {
 			// Every method the header names exists.
 			header := m.raw[:strings.Index(m.raw, "#Область ")]
 			named := regexp.MustCompile(`(?:Обработчик|—|:|,)\s+([А-ЯЁ][\p{L}]+(?:POST|GET|[а-яё]))\b`)
-			for _, want := range []string{"ОперацииPOST", "ОперацииGET", "ПроверкаPOST", "ЗаказКлиентаGET", "ВнешнийИдентификаторGET",
-				"СоздатьСчет", "СоздатьЧерновикЗаказа", "ПолноеИмяДокументаЗаказа", "ЭтоДокументЗаказа", "ВалютаРубль"} {
+			for _, want := range append([]string{"ОперацииPOST", "ОперацииGET", "ПроверкаPOST", "ЗаказКлиентаGET", "ВнешнийИдентификаторGET", "ДокументGET"}, adaptation...) {
 				if !strings.Contains(header, want) {
 					t.Errorf("the header does not name %s", want)
 				}
 			}
+			// Every route is in the header's table, with its method.
+			for _, r := range bslRoutes {
+				if !regexp.MustCompile(`(?m)^//\s+` + regexp.QuoteMeta(r.template) + `(\s+|\n//\s+)` + r.method + `\s+` + r.handler + `\b`).MatchString(header) {
+					t.Errorf("the header's table does not route %s %s to %s", r.method, r.template, r.handler)
+				}
+			}
 			for _, n := range named.FindAllStringSubmatch(header, -1) {
-				if strings.HasSuffix(n[1], "POST") || strings.HasSuffix(n[1], "GET") || slices.Contains([]string{"СоздатьСчет", "СоздатьЧерновикЗаказа", "ПолноеИмяДокументаЗаказа", "ЭтоДокументЗаказа", "ВалютаРубль"}, n[1]) {
+				if strings.HasSuffix(n[1], "POST") || strings.HasSuffix(n[1], "GET") || slices.Contains(adaptation, n[1]) {
 					if _, ok := methods[n[1]]; !ok {
 						t.Errorf("the header names %s, which the module does not define", n[1])
 					}
@@ -204,9 +209,9 @@ func TestBSLModules(t *testing.T) {
 				t.Error("ЗаписатьДокумент does not make the id from the reference's UUID")
 			}
 			// Messages left from an earlier call are cleared in every handler.
-			for _, h := range []string{"ОперацииPOST", "ОперацииGET", "ПроверкаPOST", "ЗаказКлиентаGET", "ВнешнийИдентификаторGET"} {
-				if !strings.Contains(methods[h], "ПолучитьСообщенияПользователю(Истина)") {
-					t.Errorf("%s does not clear the session's user messages", h)
+			for _, r := range bslRoutes {
+				if !strings.Contains(methods[r.handler], "ПолучитьСообщенияПользователю(Истина)") {
+					t.Errorf("%s does not clear the session's user messages", r.handler)
 				}
 			}
 			// Who an id names is read as a reference is resolved, only
@@ -222,12 +227,44 @@ func TestBSLModules(t *testing.T) {
 				}
 			}
 
+			// A document is read by its id: first as the module registered
+			// it, then by its prefix and UUID (one a person made in 1C),
+			// only if it exists, with the key of the caller's intent; a
+			// malformed id is no exception. It is only read.
+			if !strings.Contains(methods["ДокументGET"], "ОписаниеДокумента(") {
+				t.Error("ДокументGET does not answer with ОписаниеДокумента")
+			}
+			order(t, methods["ОписаниеДокумента"], `"intent"`, "НайтиДокумент(", `"NOT_FOUND"`, `"object_id, kind, number, state"`,
+				"СостояниеДокумента(", "КлючОперацииДокумента(", `"operation_key"`, "ОтветJSON(200")
+			order(t, methods["НайтиДокумент"], "ЭтоУникальныйИдентификатор(", "ДокументПоПрефиксу(", "Новый УникальныйИдентификатор(",
+				"ДокументПоВнешнемуИдентификатору(", "ДокументСуществует(")
+			order(t, methods["КлючОперацииДокумента"], "РегистрСведений.ОперацииOncegate", "ТипОперации = &ТипОперации", "Объект = &Объект")
+			order(t, methods["СостояниеДокумента"], "ПометкаУдаления", `"deleted"`, "Проведение.Разрешить И Ссылка.Проведен", `"posted"`)
+			for _, fn := range []string{"ОписаниеДокумента", "НайтиДокумент", "ДокументПоВнешнемуИдентификатору", "ДокументСуществует", "КлючОперацииДокумента", "СостояниеДокумента", "ДокументПоПрефиксу"} {
+				for _, write := range []string{"Записать(", "НачатьТранзакцию(", "ПолучитьОбъект(", "Заблокировать("} {
+					if strings.Contains(methods[fn], write) {
+						t.Errorf("%s calls %s: a read must write nothing", fn, write)
+					}
+				}
+			}
+			// The prefixes, kinds and states a document is found by are
+			// the ones the module writes it with and the adapter expects.
+			byPrefix := methods["ДокументПоПрефиксу"]
+			for _, w := range [][3]string{{"INV-", "invoice", "created"}, {"SO-", "sales_order", "draft"}} {
+				order(t, byPrefix, `Префикс = "`+w[0]+`"`, `"`+w[1]+`"`, "ПолучитьСсылку(УИД)", `"`+w[2]+`"`)
+				if !strings.Contains(m.code, `"`+w[1]+`", "`+w[0]+`", "`+w[2]+`")`) {
+					t.Errorf("no document is written as %s, %s, %s", w[1], w[0], w[2])
+				}
+			}
+
 			// An order marked for deletion is not a draft.
 			order(t, methods["СостояниеЗаказаКлиента"], "ПометкаУдаления", `"deleted"`, "Проведен")
 
 			// Documents are named only in the adaptation region.
 			adapt := m.region(t, m.code, "АдаптацияКонфигурации")
 			rest := strings.Replace(m.code, adapt, "", 1)
+			// The type of every document names none.
+			rest = strings.ReplaceAll(rest, "Документы.ТипВсеСсылки()", "")
 			if d := regexp.MustCompile(`Документы\.[\p{L}]+|"Документ\.[\p{L}]+"|ДокументСсылка\.[\p{L}]+`).FindString(rest); d != "" {
 				t.Errorf("%s outside the region АдаптацияКонфигурации", d)
 			}
@@ -256,6 +293,41 @@ func TestBSLModules(t *testing.T) {
 				}
 			}
 			t.Fatalf("%s and %s differ outside АдаптацияКонфигурации in length", bslVariants[0], bslVariants[i])
+		}
+	}
+}
+
+// bslRoute is a URL template of the HTTP service, its method and handler.
+type bslRoute struct{ template, method, handler string }
+
+// bslRoutes are the service's routes: each in every module's header, in
+// bsl/README.md's installation and contract, and served by the simulator.
+var bslRoutes = []bslRoute{
+	{"/operations", "POST", "ОперацииPOST"},
+	{"/operations", "GET", "ОперацииGET"},
+	{"/validate", "POST", "ПроверкаPOST"},
+	{"/sales-orders/{object_id}", "GET", "ЗаказКлиентаGET"},
+	{"/references/{kind}/{external_id}", "GET", "ВнешнийИдентификаторGET"},
+	{"/documents/{object_id}", "GET", "ДокументGET"},
+}
+
+// adaptation are the functions of the region АдаптацияКонфигурации the
+// header names.
+var adaptation = []string{"СоздатьСчет", "СоздатьЧерновикЗаказа", "ПолноеИмяДокументаЗаказа", "ЭтоДокументЗаказа", "ВалютаРубль", "ДокументПоПрефиксу"}
+
+func TestBSLReadme(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("bsl/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, r := range bslRoutes {
+		if !strings.Contains(readme, "`"+r.method+" "+r.template) {
+			t.Errorf("README.md's contract has no %s %s", r.method, r.template)
+		}
+		if !regexp.MustCompile(regexp.QuoteMeta("`"+r.template+"`") + ".*`" + r.method + "` → `" + r.handler + "`").MatchString(readme) {
+			t.Errorf("README.md's installation does not route %s %s to %s", r.method, r.template, r.handler)
 		}
 	}
 }
@@ -342,5 +414,5 @@ var bslBuiltins = map[string]bool{
 	"ПолучитьСтрокуИзДвоичныхДанных": true, "ПолучитьДвоичныеДанныеИзСтроки": true, "ПолучитьHexСтрокуИзДвоичныхДанных": true,
 	"ТекущаяДатаСеанса": true, "ТекущаяУниверсальнаяДатаВМиллисекундах": true, "ЗаполнитьЗначенияСвойств": true,
 	"ВызватьИсключение": true, "Структура": true, "Массив": true, "Соответствие": true, "Запрос": true,
-	"БлокировкаДанных": true, "ХешированиеДанных": true, "ЧтениеJSON": true, "ЗаписьJSON": true, "HTTPСервисОтвет": true,
+	"БлокировкаДанных": true, "ХешированиеДанных": true, "УникальныйИдентификатор": true, "ЧтениеJSON": true, "ЗаписьJSON": true, "HTTPСервисОтвет": true,
 }

@@ -111,6 +111,7 @@ func registerOneC(s *Server) {
 	s.Handle("POST "+onecRoot+"/validate", o.handleValidate)
 	s.Handle("GET "+onecRoot+"/sales-orders/{object_id}", o.handleOrderStatus)
 	s.Handle("GET "+onecRoot+"/references/{kind}/{external_id}", o.handleReference)
+	s.Handle("GET "+onecRoot+"/documents/{object_id}", o.handleDocument)
 	s.OnReset(o.reset)
 }
 
@@ -137,7 +138,7 @@ type onec struct {
 
 type onecDoc struct {
 	objectID, number, state string
-	intent                  string          // the intent that made it
+	intent                  string          // the intent that made it; empty for one a person made (MakeOneCDocument)
 	payload                 json.RawMessage // an extra intent's document: its payload as received
 }
 
