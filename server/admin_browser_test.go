@@ -377,8 +377,12 @@ func TestAdminInBrowser(t *testing.T) {
 		const key = "test:invoice.create:order-9202:v1"
 		g.unknownByHand(t, key, "order-9202")
 
-		// As 1C's HTTP service names an invoice: its kind and its UUID.
-		const handInvoice = "INV-9a0c4e71-5d8b-4c1a-9e2f-3f1c9a2e7b4d"
+		// An invoice someone made in 1C by hand, named as 1C's HTTP
+		// service names one: its kind and its UUID.
+		handInvoice, err := g.sim.MakeOneCDocument("invoice")
+		if err != nil {
+			t.Fatal(err)
+		}
 		b := g.newTab(t, root, shots)
 		b.signIn("oleg")
 		b.open("/admin/review")
@@ -410,12 +414,30 @@ func TestAdminInBrowser(t *testing.T) {
 		}
 		b.shot("review-lookup-failed")
 
-		// Resolving needs a reason; the browser's own check and ours.
+		// 1C answers again. A mistyped invoice is checked there and
+		// refused, the form kept.
+		g.sim.ClearFaults()
 		scope := row("review-row", key)
+		const mistyped = "INV-9a0c4e71-5d8b-4c1a-9e2f-3f1c9a2e7b4d"
 		b.do(
 			chromedp.Click(tid("resolve-found", scope)),
-			chromedp.SendKeys(tid("resolve-object", scope), handInvoice),
+			chromedp.SendKeys(tid("resolve-object", scope), mistyped),
 			chromedp.SendKeys(tid("resolve-reason", scope), "счёт найден в 1С вручную"),
+			chromedp.Click(tid("resolve", scope)),
+			chromedp.WaitVisible(tid("form-error", scope)),
+		)
+		if msg := b.text(tid("form-error", scope)); !strings.Contains(msg, "нет объекта") || !strings.Contains(msg, mistyped) {
+			t.Fatalf("a mistyped invoice refused as %q", msg)
+		}
+		if op := g.row(key); op.Status != store.StatusUnknown {
+			t.Fatalf("a mistyped invoice settled the operation: %+v", op)
+		}
+		b.shot("review-object-absent")
+
+		// The invoice that is there settles it, checked at 1C.
+		b.do(
+			chromedp.Clear(tid("resolve-object", scope)),
+			chromedp.SendKeys(tid("resolve-object", scope), handInvoice),
 			chromedp.Click(tid("resolve", scope)),
 			chromedp.WaitNotPresent(chromedp.CSS(scope)),
 			chromedp.WaitVisible(tid("flash")),
@@ -430,7 +452,7 @@ func TestAdminInBrowser(t *testing.T) {
 			t.Fatalf("status shown %q", got)
 		}
 		evs, err := g.store.AuditEvents(context.Background(), store.AuditFilter{OperationKey: key, Event: "operation.resolved_by_hand"})
-		if err != nil || len(evs) != 1 || evs[0].Actor.Name != "oleg" {
+		if err != nil || len(evs) != 1 || evs[0].Actor.Name != "oleg" || !strings.Contains(string(evs[0].Detail), `"checked":true`) {
 			t.Fatalf("resolution audit %+v, %v", evs, err)
 		}
 		// The agent now gets the operation as succeeded.
