@@ -72,3 +72,26 @@ func OneWriter(tb testing.TB) {
 	pgWriters = 1
 	tb.Cleanup(func() { pgWriters = old })
 }
+
+// AuditInOneWrite appends n events in one write, so one batch chains them
+// all.
+func AuditInOneWrite(ctx context.Context, s *Store, n int) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		for i := range n {
+			if err := s.appendAudit(ctx, tx, "note", "", map[string]any{"n": i}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// WriterCacheKiB is the page cache of s's writer connection, in KiB, as
+// SQLite reports it (a negative cache_size is KiB).
+func WriterCacheKiB(ctx context.Context, s *Store) (int, error) {
+	var n int
+	err := s.exclusive(ctx, func(ctx context.Context, c *sql.Conn) error {
+		return c.QueryRowContext(ctx, `PRAGMA cache_size`).Scan(&n)
+	})
+	return -n, err
+}

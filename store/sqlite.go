@@ -57,6 +57,10 @@ func dsn(path string, readOnly bool, busyMS int) string {
 	return "file:" + path + "?" + q.Encode()
 }
 
+// writerCacheKiB is the writer's page cache, in KiB; it fills only as a
+// journal grows.
+const writerCacheKiB = 16 << 10
+
 func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if _, err := Migrate(ctx, path, "up"); err != nil {
 		return nil, err
@@ -105,6 +109,13 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if err == nil {
 		ck.SetMaxOpenConns(1)
 		_, err = conn.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`)
+	}
+	if err == nil {
+		// Each new operation adds to indexes keyed by what agents choose
+		// (keys, orders, objects), at random places: with their inner
+		// pages kept, an insert into a large journal reads one page from
+		// the file, not one per level.
+		_, err = conn.ExecContext(ctx, fmt.Sprintf(`PRAGMA cache_size = %d`, -writerCacheKiB))
 	}
 	if err != nil {
 		conn.Close()
