@@ -117,19 +117,60 @@ func (s *Store) flushAudit(ctx context.Context, tx *txn) error {
 	if err != nil && err != sql.ErrNoRows {
 		return fmt.Errorf("append audit: %w", err)
 	}
-	for _, e := range tx.audit {
-		e.ID = prevID + 1
-		e.Hash = chainHash(prev, e)
-		_, err = tx.ExecContext(ctx, `
-			INSERT INTO audit_events (id, at, actor_kind, actor, event, operation_key, detail, prev_hash, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, nullString(e.OperationKey), string(e.Detail), prev, e.Hash)
-		if err != nil {
+	args := make([]any, 0, auditColumns*min(len(tx.audit), maxAuditRows))
+	for rest := tx.audit; len(rest) > 0; {
+		n := auditRows(len(rest))
+		args = args[:0]
+		for _, e := range rest[:n] {
+			e.ID = prevID + 1
+			e.Hash = chainHash(prev, e)
+			args = append(args, e.ID, formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, nullString(e.OperationKey), string(e.Detail), prev, e.Hash)
+			prevID, prev = e.ID, e.Hash
+		}
+		if _, err := tx.ExecContext(ctx, auditInsert[n], args...); err != nil {
 			return fmt.Errorf("append audit: %w", interpretError(err))
 		}
-		prevID, prev = e.ID, e.Hash
+		rest = rest[n:]
 	}
 	return nil
+}
+
+// A batch's events are written with multi-row INSERTs — on PostgreSQL
+// one round trip for many events, not one each. Each statement holds a
+// power of two of rows, up to maxAuditRows, so a batch takes as many as
+// its count has ones in binary and the writer keeps at most seven of them
+// prepared.
+const (
+	maxAuditRows = 64
+	auditColumns = 9
+)
+
+// auditInsert is the INSERT of n events, for each power of two n up to
+// maxAuditRows.
+var auditInsert = func() map[int]string {
+	out := map[int]string{}
+	for n := 1; n <= maxAuditRows; n *= 2 {
+		var b strings.Builder
+		b.WriteString(`INSERT INTO audit_events (id, at, actor_kind, actor, event, operation_key, detail, prev_hash, hash) VALUES `)
+		for i := range n {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		}
+		out[n] = b.String()
+	}
+	return out
+}()
+
+// auditRows is how many of the waiting events the next INSERT writes:
+// the largest power of two not above them, at most maxAuditRows.
+func auditRows(waiting int) int {
+	n := 1
+	for n*2 <= min(waiting, maxAuditRows) {
+		n *= 2
+	}
+	return n
 }
 
 // Audit records an event that changes nothing else in the journal (a

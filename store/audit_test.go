@@ -78,6 +78,33 @@ func TestAudit(t *testing.T) {
 			t.Fatalf("after a deletion: %+v, want broken at 5", r)
 		}
 	})
+	t.Run("ManyInOneBatch", func(t *testing.T) {
+		// A batch's events go in with multi-row INSERTs of 64, 32, … rows:
+		// every count chains in order, with no id skipped or repeated.
+		s := MustOpenStore(t)
+		total := 0
+		for _, n := range []int{1, 3, 64, 100, 255} {
+			if err := store.AuditInOneWrite(ctx, s, n); err != nil {
+				t.Fatalf("%d events: %v", n, err)
+			}
+			total += n
+		}
+		r, err := s.VerifyAudit(ctx)
+		if err != nil || r.BrokenAt != 0 || r.Events != total {
+			t.Fatalf("verify = %+v, %v; want %d events, unbroken", r, err, total)
+		}
+		evs, err := s.AuditEvents(ctx, store.AuditFilter{Limit: 500})
+		if err != nil || len(evs) != total {
+			t.Fatalf("%d events, %v", len(evs), err)
+		}
+		// Newest first: the last write's events, its last one first.
+		for i, e := range evs[:255] {
+			var d struct{ N int }
+			if json.Unmarshal(e.Detail, &d); e.ID != int64(total-i) || d.N != 254-i {
+				t.Fatalf("event %d: id %d, n %d", i, e.ID, d.N)
+			}
+		}
+	})
 	t.Run("Filter", func(t *testing.T) {
 		s := MustOpenStore(t)
 		for _, ev := range []string{"approval.approved", "approval.denied", "user.login", "approval.approved"} {
