@@ -94,14 +94,17 @@ func (h *Handler) handleReviewResolve(c echo.Context) error {
 		rerun:     c.FormValue("confirm_rerun") == "yes",
 		unchecked: c.FormValue("confirm_unchecked") == "yes",
 	}
-	money, target := false, ""
+	money, target, unknown := false, "", false
 	if op, err := h.d.Store.Get(c.Request().Context(), key); err == nil {
-		target = op.TargetSystem
+		target, unknown = op.TargetSystem, op.Status == store.StatusUnknown
 		if def := h.definition(op); def != nil {
 			money = def.Money
 		}
 	}
 	switch {
+	case !unknown:
+		// Settled meanwhile (or never there): nothing to ask the target.
+		f.msg = l.ErrNotUnknown
 	case f.outcome != "found" && f.outcome != "not_found":
 		f.msg = l.ErrOutcomeRequired
 	case f.text == "":
