@@ -76,13 +76,9 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 		return adapters.Result{}, checkRefusal(codes.Validation,
 			"the id is not one the 1C service gives: a prefix such as INV- or SO- and the document's UUID in lower case")
 	}
-	req, err := c.get(ctx, "/documents/"+url.PathEscape(id)+"?"+url.Values{"intent": {r.name}}.Encode())
+	resp, err := c.read(ctx, "/documents/"+url.PathEscape(id)+"?"+url.Values{"intent": {r.name}}.Encode())
 	if err != nil {
 		return adapters.Result{}, err
-	}
-	resp, err := c.send(req)
-	if err != nil {
-		return adapters.Result{}, adapters.ReadFailure(err)
 	}
 	defer adapters.Drain(resp)
 	switch resp.StatusCode {

@@ -24,13 +24,9 @@ func (c *Client) Describe(ctx context.Context, kind, id string) (adapters.Party,
 	if strings.TrimSpace(kind) == "" || strings.TrimSpace(id) == "" {
 		return adapters.Party{}, adapters.ErrNotFound
 	}
-	req, err := c.get(ctx, "/references/"+url.PathEscape(kind)+"/"+url.PathEscape(id))
+	resp, err := c.read(ctx, "/references/"+url.PathEscape(kind)+"/"+url.PathEscape(id))
 	if err != nil {
 		return adapters.Party{}, err
-	}
-	resp, err := c.send(req)
-	if err != nil {
-		return adapters.Party{}, adapters.ReadFailure(err)
 	}
 	defer adapters.Drain(resp)
 	switch resp.StatusCode {

@@ -187,13 +187,9 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 // lookup asks the key register for op's key under route r.
 func (c *Client) lookup(ctx context.Context, op adapters.Op, r route) (adapters.Result, error) {
 	q := url.Values{"intent": {r.name}, "key": {op.Key}}
-	req, err := c.get(ctx, "/operations?"+q.Encode())
+	resp, err := c.read(ctx, "/operations?"+q.Encode())
 	if err != nil {
 		return adapters.Result{}, err
-	}
-	resp, err := c.send(req)
-	if err != nil {
-		return adapters.Result{}, adapters.ReadFailure(err)
 	}
 	defer adapters.Drain(resp)
 	switch resp.StatusCode {
@@ -343,6 +339,21 @@ func (c *Client) bound(ctx context.Context, req *http.Request) {
 	}
 	req.Header.Set(deadlineHeader, strconv.FormatInt(deadline.UnixMilli(), 10))
 	req.Header.Set(timeoutHeader, strconv.FormatInt(max(deadline.Sub(now).Milliseconds(), 1), 10))
+}
+
+// read sends a GET of one of the service's reads (a look-up by key, who an
+// id names, a document by its id): a call that failed on the way is a
+// read's failure, which changes nothing at 1C.
+func (c *Client) read(ctx context.Context, pathAndQuery string) (*http.Response, error) {
+	req, err := c.get(ctx, pathAndQuery)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return nil, adapters.ReadFailure(err)
+	}
+	return resp, nil
 }
 
 func (c *Client) get(ctx context.Context, pathAndQuery string) (*http.Request, error) {
