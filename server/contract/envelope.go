@@ -43,6 +43,11 @@ type Envelope struct {
 	Mode          string // "execute" (default when absent) or "validate"
 	PlanHash      string // optional, "" if absent
 	Payload       json.RawMessage
+
+	// decoded is the payload as the body's strict decode read it, kept
+	// so that the first normalization does not decode it again; nil once
+	// taken (TakePayload).
+	decoded map[string]any
 }
 
 // DecodeEnvelope decodes and checks a request body: one JSON object, no duplicate
@@ -78,7 +83,22 @@ func DecodeEnvelope(body []byte) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("decode envelope: %w", err) // unreachable: checked above
 	}
 	env.Payload = raw["payload"]
+	env.decoded, _ = obj["payload"].(map[string]any)
 	return env, nil
+}
+
+// TakePayload is the payload decoded as DecodePayload decodes it. The
+// first call takes the value the body's decode already read (the body's
+// checks are the payload's: valid UTF-8 and JSON, no duplicate names, the
+// depth bound); later calls decode Payload again, so each caller gets a
+// map of its own to change.
+func (e *Envelope) TakePayload(intent string) (map[string]any, error) {
+	obj := e.decoded
+	if obj == nil {
+		return DecodePayload(intent, e.Payload)
+	}
+	e.decoded = nil
+	return checkedPayload(obj)
 }
 
 // decodeObject decodes body strictly (well-formed, no duplicate member

@@ -218,3 +218,23 @@ func TestDecodeEnvelope_ControlCharacters(t *testing.T) {
 		t.Fatalf("a bidirectional mark was refused: %v", err)
 	}
 }
+
+// The payload's first taking is the value the body's decode read; a
+// second gets a map of its own, so a normalization under another
+// definition does not see what the first changed.
+func TestTakePayload(t *testing.T) {
+	t.Parallel()
+	env, err := contract.DecodeEnvelope([]byte(`{"schema_version":"1.0","intent":"invoice.create","payload":{"order_id":" o-1 ","n":2}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := env.TakePayload("invoice.create")
+	if err != nil || first["order_id"] != "o-1" {
+		t.Fatalf("first: %v, %v (want the strings trimmed)", first, err)
+	}
+	first["order_id"] = "changed"
+	second, err := env.TakePayload("invoice.create")
+	if err != nil || second["order_id"] != "o-1" {
+		t.Fatalf("second: %v, %v", second, err)
+	}
+}

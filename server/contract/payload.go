@@ -38,6 +38,12 @@ func DecodePayload(intent string, payload json.RawMessage) (map[string]any, erro
 		return nil, codes.Refusef(codes.Validation, "payload",
 			"the payload must be a JSON object with the fields of %s (got %s)", intent, jsonType(v))
 	}
+	return checkedPayload(obj)
+}
+
+// checkedPayload applies the payload's own rules to a decoded object: its
+// numbers, and its strings trimmed.
+func checkedPayload(obj map[string]any) (map[string]any, error) {
 	if err := checkNumbers(obj, obj, nil); err != nil {
 		return nil, err
 	}

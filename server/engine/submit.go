@@ -161,7 +161,7 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 		}
 		out.Key = r.key
 	}
-	if r.norm, err = def.Normalize(r.env.Payload); err != nil {
+	if r.norm, err = def.NormalizeEnvelope(&r.env); err != nil {
 		return request{}, err
 	}
 	out.Fingerprint = r.norm.Fingerprint

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/server/contract"
 )
 
 // FuzzNormalize: Normalize never panics; an accepted payload's normalized form is
@@ -27,6 +29,15 @@ func FuzzNormalize(f *testing.F) {
 			return
 		}
 		n, err := in.Normalize(payload)
+		// The payload of a request is normalized from the value the
+		// envelope's decode read: the same answer as from its bytes.
+		body := append(append([]byte(`{"schema_version":"1.0","intent":"`+name+`","payload":`), payload...), '}')
+		if env, envErr := contract.DecodeEnvelope(body); envErr == nil {
+			viaEnv, errEnv := in.NormalizeEnvelope(&env)
+			if fmt.Sprint(errEnv) != fmt.Sprint(err) || viaEnv.Fingerprint != n.Fingerprint || !bytes.Equal(viaEnv.Payload, n.Payload) {
+				t.Fatalf("from the envelope: %s, %v; from the bytes: %s, %v", viaEnv.Payload, errEnv, n.Payload, err)
+			}
+		}
 		if err != nil {
 			if _, ok := err.(*codes.Refusal); !ok {
 				t.Fatalf("error %T is not *codes.Refusal: %v", err, err)

@@ -41,6 +41,26 @@ func (def *Intent) Normalize(payload json.RawMessage) (contract.Normalized, erro
 	if err != nil {
 		return contract.Normalized{}, err
 	}
+	return def.normalize(obj)
+}
+
+// NormalizeEnvelope is Normalize of env's payload, taking the value the
+// envelope's decode already read instead of decoding it again
+// (Envelope.TakePayload).
+func (def *Intent) NormalizeEnvelope(env *contract.Envelope) (contract.Normalized, error) {
+	if def == nil || def.compiled == nil {
+		return contract.Normalized{}, errors.New("normalize: the intent is not from a catalog")
+	}
+	obj, err := env.TakePayload(def.Name)
+	if err != nil {
+		return contract.Normalized{}, err
+	}
+	return def.normalize(obj)
+}
+
+// normalize runs Normalize's steps 2 to 5 on a decoded payload, which it
+// changes.
+func (def *Intent) normalize(obj map[string]any) (contract.Normalized, error) {
 
 	// 2. Declared upper-casing; drop empty optional members.
 	for _, name := range def.Upper {
