@@ -1,11 +1,9 @@
 package contract
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"unicode"
@@ -69,6 +67,11 @@ func controlRune(s string) (rune, bool) {
 // bool and nil. It refuses invalid JSON or UTF-8, trailing data, nesting deeper than
 // maxDepth, and duplicate member names at any level (*dupKeyError): JSON parsers
 // disagree on which duplicate wins, so such input is ambiguous.
+//
+// The syntax is checked whole first (json.Valid), so a malformed body is errNotJSON
+// whatever else it holds; the walk that builds the value then reads input known to be
+// well-formed, one byte at a time, without encoding/json's token stream (which made an
+// error value for the end of every number and literal).
 func decodeStrict(data []byte) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, errNotUTF8
@@ -76,86 +79,135 @@ func decodeStrict(data []byte) (any, error) {
 	if !json.Valid(data) { // also refuses trailing data
 		return nil, errNotJSON
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := decodeValue(dec, "", 0)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errNotJSON
-	}
-	return v, nil
+	w := walker{data: data}
+	return w.value("", 0)
 }
 
-// decodeValue reads the value starting at the decoder's next token; path is its field
-// path and depth its nesting.
-func decodeValue(dec *json.Decoder, path string, depth int) (any, error) {
+// walker reads a value out of well-formed JSON (json.Valid holds for data).
+type walker struct {
+	data []byte
+	i    int
+}
+
+func (w *walker) space() {
+	for w.i < len(w.data) {
+		switch w.data[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+// value reads the value at the next non-space byte; path is its field path and depth
+// its nesting.
+func (w *walker) value(path string, depth int) (any, error) {
 	if depth > maxDepth {
 		return nil, errTooDeep
 	}
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, errNotJSON
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			obj := map[string]any{}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, errNotJSON
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, errNotJSON
-				}
-				if _, dup := obj[k]; dup {
-					return nil, &dupKeyError{Path: path, Key: k}
-				}
-				child := k
-				if path != "" {
-					child = path + "." + k
-				}
-				if r, ok := controlRune(k); ok {
-					return nil, &controlError{Field: child, Rune: r}
-				}
-				v, err := decodeValue(dec, child, depth+1)
-				if err != nil {
-					return nil, err
-				}
-				obj[k] = v
+	w.space()
+	switch w.data[w.i] {
+	case '{':
+		w.i++
+		obj := map[string]any{}
+		for {
+			w.space()
+			if w.data[w.i] == '}' {
+				w.i++
+				return obj, nil
 			}
-			if _, err := dec.Token(); err != nil { // '}'
-				return nil, errNotJSON
+			if w.data[w.i] == ',' {
+				w.i++
+				w.space()
 			}
-			return obj, nil
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec, path+"["+strconv.Itoa(len(arr))+"]", depth+1)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
+			k, err := w.str()
+			if err != nil {
+				return nil, err
 			}
-			if _, err := dec.Token(); err != nil { // ']'
-				return nil, errNotJSON
+			if _, dup := obj[k]; dup {
+				return nil, &dupKeyError{Path: path, Key: k}
 			}
-			return arr, nil
+			child := k
+			if path != "" {
+				child = path + "." + k
+			}
+			if r, ok := controlRune(k); ok {
+				return nil, &controlError{Field: child, Rune: r}
+			}
+			w.space()
+			w.i++ // ':'
+			v, err := w.value(child, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			obj[k] = v
 		}
-		return nil, errNotJSON
-	case string:
-		if r, ok := controlRune(t); ok {
+	case '[':
+		w.i++
+		arr := []any{}
+		for {
+			w.space()
+			switch w.data[w.i] {
+			case ']':
+				w.i++
+				return arr, nil
+			case ',':
+				w.i++
+			}
+			v, err := w.value(path+"["+strconv.Itoa(len(arr))+"]", depth+1)
+			if err != nil {
+				return nil, err
+			}
+			arr = append(arr, v)
+		}
+	case '"':
+		s, err := w.str()
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := controlRune(s); ok {
 			return nil, &controlError{Field: path, Rune: r}
 		}
-		return t, nil
-	case json.Number, bool, nil:
-		return t, nil
+		return s, nil
+	case 't':
+		w.i += len("true")
+		return true, nil
+	case 'f':
+		w.i += len("false")
+		return false, nil
+	case 'n':
+		w.i += len("null")
+		return nil, nil
 	}
-	return nil, fmt.Errorf("unexpected JSON token %T", tok)
+	start := w.i
+	for w.i < len(w.data) && strings.IndexByte("+-.0123456789eE", w.data[w.i]) >= 0 {
+		w.i++
+	}
+	return json.Number(w.data[start:w.i]), nil
+}
+
+// str reads the string at w.i (its opening quote), unescaped as encoding/json
+// unescapes it.
+func (w *walker) str() (string, error) {
+	start, escaped := w.i, false
+	w.i++
+	for ; w.data[w.i] != '"'; w.i++ {
+		if w.data[w.i] == '\\' {
+			escaped = true
+			w.i++ // the escaped byte, which may be a quote
+		}
+	}
+	w.i++
+	raw := w.data[start:w.i]
+	if !escaped {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", errNotJSON
+	}
+	return s, nil
 }
 
 // fieldPath renders a location inside root as a field path: object members dotted,
