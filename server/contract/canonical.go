@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -99,8 +99,33 @@ func appendCanonical(b []byte, v any, depth int) ([]byte, error) {
 // compareUTF16 orders strings by their UTF-16 code units, as RFC 8785 section 3.2.3 asks.
 // It differs from Go's byte order only when characters above U+FFFF meet ones in
 // U+E000–U+FFFF.
+//
+// It compares without converting: strings agree up to their first different
+// characters, and those order as their first UTF-16 units (a character above U+FFFF
+// as its high surrogate), then, between two such characters with the same high
+// surrogate, as their code points (their low surrogates order so).
 func compareUTF16(a, b string) int {
-	return slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			if c := cmp.Compare(firstUnit(ra), firstUnit(rb)); c != 0 {
+				return c
+			}
+			return cmp.Compare(ra, rb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// firstUnit is the first UTF-16 code unit of r: r itself in the Basic
+// Multilingual Plane, its high surrogate above it.
+func firstUnit(r rune) rune {
+	if r < 0x10000 {
+		return r
+	}
+	return 0xD800 + (r-0x10000)>>10
 }
 
 // appendString appends s as a JSON string per RFC 8785 section 3.2.2.2.

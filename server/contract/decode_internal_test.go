@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -124,4 +126,19 @@ func decodeTokens(dec *json.Decoder, path string, depth int) (any, error) {
 		return t, nil
 	}
 	return nil, fmt.Errorf("unexpected JSON token %T", tok)
+}
+
+// compareUTF16 compares without converting; it orders as the comparison of
+// the strings' UTF-16 encodings, which RFC 8785 names.
+func FuzzCompareUTF16(f *testing.F) {
+	for _, p := range [][2]string{{"a", "b"}, {"\U0001F600", "\uFFFD"}, {"\uE000", "\U00010000"}, {"ab", "a"}, {"", "x"},
+		{"\U0001F600", "\U0001F601"}, {"\U00010400", "\U0001F600"}, {"x\xff", "x\uFFFD"}, {"é", "e\u0301"}} {
+		f.Add(p[0], p[1])
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		want := slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+		if got := compareUTF16(a, b); got != want {
+			t.Fatalf("compareUTF16(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	})
 }
