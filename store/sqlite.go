@@ -59,7 +59,7 @@ func dsn(path string, readOnly bool, busyMS int) string {
 
 // writerCacheKiB is the writer's page cache, in KiB; it fills only as a
 // journal grows.
-const writerCacheKiB = 16 << 10
+const writerCacheKiB = 8 << 10
 
 func openSQLite(ctx context.Context, path string) (*Store, error) {
 	if _, err := Migrate(ctx, path, "up"); err != nil {

@@ -313,7 +313,7 @@ func TestWriterKeepsIndexPages(t *testing.T) {
 	storetest.SQLiteOnly(t, "the page cache of the SQLite writer")
 	s := MustOpenStore(t)
 	got, err := store.WriterCacheKiB(context.Background(), s)
-	if err != nil || got < 16<<10 {
-		t.Fatalf("the writer's page cache is %d KiB (%v), want at least 16 MiB", got, err)
+	if err != nil || got < 8<<10 {
+		t.Fatalf("the writer's page cache is %d KiB (%v), want at least 8 MiB", got, err)
 	}
 }
