@@ -43,7 +43,7 @@ func newMetrics(s *Server) *metrics {
 		}, []string{"intent", "action"}),
 		targetCall: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "oncegate_target_call_seconds",
-			Help:    "Duration of calls to target systems by target instance (as the API's target_system names it), call (execute, lookup, validate, read) and outcome class.",
+			Help:    "Duration of calls to target systems by target instance (as the API's target_system names it), call (execute, lookup, validate, read, check_object) and outcome class.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"target", "call", "outcome"}),
 	}
