@@ -572,7 +572,7 @@ func TestMetrics(t *testing.T) {
 		`oncegate_target_call_seconds_count{call="execute",outcome="ok",target="crm"} 1`,
 		// Every decision and call kind is in the help text.
 		`refused.`,
-		`call (execute, lookup, validate, read)`,
+		`call (execute, lookup, validate, read, check_object)`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
