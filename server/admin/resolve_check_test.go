@@ -73,11 +73,12 @@ func TestResolveChecksObjectAtTarget(t *testing.T) {
 		}
 		return opr.post(path, form)
 	}
+	absent := newUUID()
 	for _, c := range []struct {
 		name, id string
 		want     []string
 	}{
-		{"absent", "2f8a1c3e-000f-5000-9000-1b2c3d4e5f60", []string{"нет объекта", "2f8a1c3e-000f-5000-9000-1b2c3d4e5f60"}},
+		{"absent", absent, []string{"нет объекта", absent}},
 		{"another operation's", otherPaid, []string{"не может быть результатом", other}},
 	} {
 		p := resolve(c.id, nil).expect(t, http.StatusUnprocessableEntity)

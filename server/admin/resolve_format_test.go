@@ -2,8 +2,12 @@ package admin_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,13 +41,13 @@ func TestResolveObjectFormat(t *testing.T) {
 	}{
 		{"OneC", "test:invoice.create:fmt-1:v1", "invoice.create", "onec", "INV-, SO-, DOC-",
 			[]string{"INV-7", "3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71", "inv-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71", "INV-3f1c9a2e"},
-			"INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71"},
+			"INV-" + newUUID()},
 		{"OData", "test:invoice.create:fmt-2:v1", "invoice.create", "buh", "Ref_Key",
-			[]string{"INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71", "1042"}, "8f14e45f-ceea-567a-9a0e-3f5b0c2e1d4a"},
+			[]string{"INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71", "1042"}, newUUID()},
 		{"Bitrix24", "test:crm.callback.create:fmt-3:v1", "crm.callback.create", "crm", "числовой id",
-			[]string{"TASK-12", "0", "12a"}, "1042"},
+			[]string{"TASK-12", "0", "12a"}, strconv.Itoa(1000 + int(newID()%1e9))},
 		{"YooKassa", "test:payment.charge:fmt-4:v1", "payment.charge", "payments", "id платежа",
-			[]string{"pay-1", "2f8a1c3e"}, "2f8a1c3e-000f-5000-9000-1b2c3d4e5f60"},
+			[]string{"pay-1", "2f8a1c3e"}, newUUID()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := unknown(tc.key, tc.intent, tc.target)
@@ -89,7 +93,7 @@ func TestResolveObjectTaken(t *testing.T) {
 	ctx := context.Background()
 	first, second := a.unknown(a.uniq("test:invoice.create:taken-1:v1")), a.unknown(a.uniq("test:invoice.create:taken-2:v1"))
 	opr := a.signIn(store.RoleOperator)
-	const inv = "INV-7b4d3f1c-9a2e-4c1a-9e2f-5d8b6a0c4e71"
+	inv := "INV-" + newUUID()
 	form := url.Values{"outcome": {"found"}, "object_id": {inv}, "reason": {"seen in 1C"}, "confirm_unchecked": {"yes"}}
 	opr.post("/admin/review/"+keyPath(first.Key)+"/resolve", form).expect(t, http.StatusSeeOther)
 	p := opr.post("/admin/review/"+keyPath(second.Key)+"/resolve", form).expect(t, http.StatusUnprocessableEntity)
@@ -99,4 +103,22 @@ func TestResolveObjectTaken(t *testing.T) {
 	if got, _ := a.st.Get(ctx, second.Key); got.Status != store.StatusUnknown || got.TargetObjectID != "" {
 		t.Fatalf("the second operation after a refused resolution: %s %q", got.Status, got.TargetObjectID)
 	}
+}
+
+// newUUID is a random UUID in lower case, as targets spell their objects'
+// ids: the tests share one journal, where an object id can be one
+// operation's effect only.
+func newUUID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	b[6], b[8] = b[6]&0x0f|0x40, b[8]&0x3f|0x80
+	h := hex.EncodeToString(b)
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// newID is a random positive number.
+func newID() uint64 {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return binary.BigEndian.Uint64(b) >> 1
 }
