@@ -27,3 +27,10 @@ type ObjectChecker interface {
 // ErrCannotCheck is a target that cannot read an object by its id at all.
 // It is no answer: a person may still settle the operation, saying so.
 var ErrCannotCheck = errors.New("the target has no read of an object by its id")
+
+// NotEffect is the answer of an ObjectChecker for an object that is there
+// but cannot be the operation's effect, or an id that cannot name one:
+// Final, with message saying why in words safe for a person and a model.
+func NotEffect(code, message string) *Error {
+	return &Error{Class: Final, Code: code, Message: message}
+}

@@ -455,9 +455,11 @@ func TestAdminInBrowser(t *testing.T) {
 		if err != nil || len(evs) != 1 || evs[0].Actor.Name != "oleg" || !strings.Contains(string(evs[0].Detail), `"checked":true`) {
 			t.Fatalf("resolution audit %+v, %v", evs, err)
 		}
-		// The agent now gets the operation as succeeded.
+		// The agent now gets the operation as succeeded, with what 1C
+		// holds for the invoice as its result (API.md section 5's result).
 		r := g.do("GET", "/v1/operations/"+url.PathEscape(key), g.token, nil, nil)
-		if r.str("state") != "succeeded" || r.str("target_object_id") != handInvoice {
+		result, _ := r.Body["result"].(map[string]any)
+		if number, _ := result["number"].(string); r.str("state") != "succeeded" || r.str("target_object_id") != handInvoice || number == "" || result["state"] != "created" {
 			t.Fatalf("agent sees %s", r.Raw)
 		}
 	})

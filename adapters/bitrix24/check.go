@@ -48,7 +48,7 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 		return adapters.Result{}, err
 	}
 	if string(rec["ORIGINATOR_ID"]) == Originator && rec["ORIGIN_ID"] != "" && string(rec["ORIGIN_ID"]) != op.Key {
-		return adapters.Result{}, notEffect(fmt.Sprintf("the %s was made by another operation (key %q), not by this one", e.noun, clip(string(rec["ORIGIN_ID"]), maxOriginIDLen)))
+		return adapters.Result{}, adapters.NotEffect(codes.InvalidState, fmt.Sprintf("the %s was made by another operation (key %q), not by this one", e.noun, clip(string(rec["ORIGIN_ID"]), maxOriginIDLen)))
 	}
 	if !declared {
 		p, err := decodePayload(op)
@@ -56,7 +56,7 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 			return adapters.Result{}, err
 		}
 		if rec["TYPE_ID"] != text(strconv.Itoa(activityTypeCall)) {
-			return adapters.Result{}, notEffect("the activity is not a call; this operation makes a call to the customer")
+			return adapters.Result{}, adapters.NotEffect(codes.InvalidState, "the activity is not a call; this operation makes a call to the customer")
 		}
 		if err := c.checkOwner(ctx, rec, "contact", "customer_id", p.CustomerID); err != nil {
 			return adapters.Result{}, err
@@ -134,7 +134,7 @@ func (c *Client) checkOwner(ctx context.Context, rec map[string]text, entity, fi
 		if noun == "" {
 			noun = "record of another kind"
 		}
-		return notEffect("the activity is bound to a " + noun + ", not to the " + entity + " " + field + " refers to")
+		return adapters.NotEffect(codes.InvalidState, "the activity is bound to a "+noun+", not to the "+entity+" "+field+" refers to")
 	}
 	if externalID == "" {
 		return nil
@@ -151,10 +151,5 @@ func (c *Client) checkOwner(ctx context.Context, rec map[string]text, entity, fi
 	if len(found) == 0 {
 		return nil
 	}
-	return notEffect(fmt.Sprintf("the activity is bound to %s %s, not to the %s %s refers to (%s)", entity, rec["OWNER_ID"], entity, field, found[0].id))
-}
-
-// notEffect is the answer of a record that cannot be op's effect.
-func notEffect(msg string) error {
-	return &adapters.Error{Class: adapters.Final, Code: codes.InvalidState, Message: msg}
+	return adapters.NotEffect(codes.InvalidState, fmt.Sprintf("the activity is bound to %s %s, not to the %s %s refers to (%s)", entity, rec["OWNER_ID"], entity, field, found[0].id))
 }

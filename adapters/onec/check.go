@@ -68,12 +68,12 @@ type document struct {
 func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (adapters.Result, error) {
 	r := c.route(op)
 	if r.name == orderStatusIntent {
-		return adapters.Result{}, checkRefusal(codes.IntentNotAllowed, op.Intent+" only reads: no document at 1C is its effect")
+		return adapters.Result{}, adapters.NotEffect(codes.IntentNotAllowed, op.Intent+" only reads: no document at 1C is its effect")
 	}
 	id = strings.TrimSpace(id)
 	want, builtin := effects[r.name]
 	if builtin && !builtinID.MatchString(id) || !anyID.MatchString(id) {
-		return adapters.Result{}, checkRefusal(codes.Validation,
+		return adapters.Result{}, adapters.NotEffect(codes.Validation,
 			"the id is not one the 1C service gives: a prefix such as INV- or SO- and the document's UUID in lower case")
 	}
 	resp, err := c.read(ctx, "/documents/"+url.PathEscape(id)+"?"+url.Values{"intent": {r.name}}.Encode())
@@ -107,18 +107,18 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 func judge(op adapters.Op, r route, want effect, builtin bool, d document) (adapters.Result, error) {
 	switch {
 	case builtin && d.Kind != want.kind:
-		return adapters.Result{}, checkRefusal(codes.Validation,
+		return adapters.Result{}, adapters.NotEffect(codes.Validation,
 			fmt.Sprintf("the id names %s in 1C, not %s, which %s makes", words(d.Kind), words(want.kind), op.Intent))
 	case d.State == "deleted":
-		return adapters.Result{}, checkRefusal(codes.ReferenceInactive, "the document is marked for deletion in 1C")
+		return adapters.Result{}, adapters.NotEffect(codes.ReferenceInactive, "the document is marked for deletion in 1C")
 	case d.OperationKey != "" && d.OperationKey != op.Key:
 		made := "made"
 		if want.posts {
 			made = "posted"
 		}
-		return adapters.Result{}, checkRefusal(codes.Validation, "the document was "+made+" by operation "+d.OperationKey+", not by this one")
+		return adapters.Result{}, adapters.NotEffect(codes.Validation, "the document was "+made+" by operation "+d.OperationKey+", not by this one")
 	case builtin && want.posts && d.State != "posted":
-		return adapters.Result{}, checkRefusal(codes.InvalidState,
+		return adapters.Result{}, adapters.NotEffect(codes.InvalidState,
 			fmt.Sprintf("the document is %s in 1C, not posted, and %s posts it", stateWords(d.State), op.Intent))
 	case !builtin && d.OperationKey == "":
 		// Nothing says the document is of the kind the firm's handler
@@ -127,13 +127,6 @@ func judge(op adapters.Op, r route, want effect, builtin bool, d document) (adap
 			adapters.ErrCannotCheck, r.name)
 	}
 	return adapters.Result{ObjectID: d.ObjectID, Data: map[string]any{"number": d.Number, "state": d.State}}, nil
-}
-
-// checkRefusal is a document that cannot be the operation's effect, or an
-// id that cannot name one: message says why, in words safe for a person
-// and a model.
-func checkRefusal(code, message string) *adapters.Error {
-	return &adapters.Error{Class: adapters.Final, Code: code, Message: message}
 }
 
 // unsure is a failed read: a refusal of the read itself says nothing of

@@ -34,7 +34,7 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 			Message: b.intent + " only reads " + b.entity + "; a read makes nothing at 1C to be found"}
 	}
 	if !guidPattern.MatchString(id) {
-		return adapters.Result{}, checkRefused(codes.Validation,
+		return adapters.Result{}, adapters.NotEffect(codes.Validation,
 			"this is not a 1C object id: it must be the object's Ref_Key, a GUID such as 3f2504e0-4f89-11d3-9a0c-0305e82c3301")
 	}
 	id = strings.ToLower(id)
@@ -46,11 +46,8 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 		return adapters.Result{}, err
 	}
 	if id != RefKey(c.instance, op.Intent, op.Key) && nameBased(id) {
-		return adapters.Result{}, checkRefused(codes.InvalidState,
+		return adapters.Result{}, adapters.NotEffect(codes.InvalidState,
 			"the document was made by another operation: its Ref_Key is a name-based id, which the gateway derives from an operation key and 1C never chooses, but not this operation's")
-	}
-	if doc["DeletionMark"] == true {
-		return adapters.Result{}, checkRefused(codes.InvalidState, "the document is marked for deletion in 1C")
 	}
 	return result(id, doc), nil
 }
@@ -66,16 +63,14 @@ func (c *Client) checkPosted(ctx context.Context, b *binding, op adapters.Op, id
 		if guidPattern.MatchString(named) {
 			msg += " (" + strings.ToLower(named) + ")"
 		}
-		return adapters.Result{}, checkRefused(codes.InvalidState, msg+", not this one")
+		return adapters.Result{}, adapters.NotEffect(codes.InvalidState, msg+", not this one")
 	}
 	doc, err := c.checkRead(ctx, b, id)
 	switch {
 	case err != nil:
 		return adapters.Result{}, err
-	case doc["DeletionMark"] == true:
-		return adapters.Result{}, checkRefused(codes.InvalidState, "the document is marked for deletion in 1C")
 	case doc["Posted"] != true:
-		return adapters.Result{}, checkRefused(codes.InvalidState, "the document is not posted in 1C (a draft): the posting is not done")
+		return adapters.Result{}, adapters.NotEffect(codes.InvalidState, "the document is not posted in 1C (a draft): the posting is not done")
 	}
 	return posted(id, doc), nil
 }
@@ -83,7 +78,8 @@ func (c *Client) checkPosted(ctx context.Context, b *binding, op adapters.Op, id
 // checkRead reads the document id of the binding's entity set: a 404 is
 // adapters.ErrNotFound (no such object, or one of another kind, which the
 // set does not hold); a failed read is never Final, which would say the
-// object cannot be the effect.
+// object cannot be the effect. A document marked for deletion is no
+// operation's effect, made or posted.
 func (c *Client) checkRead(ctx context.Context, b *binding, id string) (map[string]any, error) {
 	doc, found, err := c.get(ctx, b.entity, id)
 	switch {
@@ -91,6 +87,8 @@ func (c *Client) checkRead(ctx context.Context, b *binding, id string) (map[stri
 		return nil, adapters.LookupFailure(err)
 	case !found:
 		return nil, adapters.ErrNotFound
+	case doc["DeletionMark"] == true:
+		return nil, adapters.NotEffect(codes.InvalidState, "the document is marked for deletion in 1C")
 	}
 	return doc, nil
 }
@@ -100,9 +98,4 @@ func (c *Client) checkRead(ctx context.Context, b *binding, id string) (map[stri
 // they are never name-based (the platform's are version 1).
 func nameBased(id string) bool {
 	return len(id) == 36 && id[14] == '5' && strings.ContainsRune("89ab", rune(id[19]))
-}
-
-// checkRefused is the answer of an object that cannot be op's effect.
-func checkRefused(code, msg string) error {
-	return &adapters.Error{Class: adapters.Final, Code: code, Message: msg}
 }
