@@ -38,9 +38,9 @@ type backend interface {
 	// savepoints reports whether a batch of n writes runs each in a
 	// savepoint of its own.
 	savepoints(n int) bool
-	// retry reports whether a write that failed with err on its attempt
-	// runs again in its savepoint.
-	retry(err error, attempt int) bool
+	// conflict reports whether err is a write losing a conflict with
+	// another gateway's transaction (a deadlock): its batch may run again.
+	conflict(err error) bool
 	// failure reports whether err is the journal failing (its disk, file,
 	// lock or server) rather than a rule refusing the write.
 	failure(err error) bool

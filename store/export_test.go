@@ -95,3 +95,13 @@ func WriterCacheKiB(ctx context.Context, s *Store) (int, error) {
 	})
 	return -n, err
 }
+
+// WriteSQL runs fn as one write of s's, its statements through exec.
+func WriteSQL(ctx context.Context, s *Store, fn func(exec func(query string, args ...any) error) error) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		return fn(func(query string, args ...any) error {
+			_, err := tx.ExecContext(ctx, query, args...)
+			return err
+		})
+	})
+}

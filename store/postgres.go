@@ -31,8 +31,8 @@ import (
 // INSERT … ON CONFLICT DO NOTHING then a read FOR UPDATE, so a claim of
 // the same key by another gateway waits for this one's batch; every
 // status change stays a conditional update under its fence; picking work
-// skips rows another gateway has locked; a write that lost a deadlock
-// with another gateway's batch runs again in its savepoint; the batch's
+// skips rows another gateway has locked; a batch in which a write lost a
+// deadlock with another gateway's batch runs again from its start; the batch's
 // audit events are chained at its end under an advisory lock (auditLock).
 // No transaction spans a call to a target.
 //
@@ -62,11 +62,6 @@ var pgWriters = 4
 // pgWriteTimeout bounds one batch's transaction: a server that stops
 // answering fails the batch (ErrUnavailable) instead of holding the writer.
 const pgWriteTimeout = 10 * time.Second
-
-// pgWriteAttempts is how often a write that PostgreSQL aborted for a
-// conflict with another gateway's transaction (a deadlock) is run again
-// in its savepoint before it fails as unavailable.
-const pgWriteAttempts = 5
 
 // postgresBackend is the journal's backend on PostgreSQL.
 type postgresBackend struct {
@@ -185,8 +180,8 @@ func (*postgresBackend) shared() bool { return true }
 // The journal is not a file of this machine's.
 func (*postgresBackend) check() error { return nil }
 
-// savepoints: every write has one, so a write that lost a deadlock with
-// another gateway's batch runs again in it.
+// savepoints: every write has one (once a first run without them
+// failed), so a write that fails is undone alone.
 func (*postgresBackend) savepoints(int) bool { return true }
 
 // batchContext: a server that stops answering fails the batch instead of
@@ -210,11 +205,9 @@ func (b *postgresBackend) begin(ctx context.Context, t *txn) error {
 	return err
 }
 
-// retry: a write PostgreSQL aborted for a conflict with another
-// gateway's transaction runs again, up to pgWriteAttempts times.
-func (*postgresBackend) retry(err error, attempt int) bool {
-	return pgConflict(err) && attempt < pgWriteAttempts
-}
+// conflict: PostgreSQL aborted the write for a conflict with another
+// gateway's transaction.
+func (*postgresBackend) conflict(err error) bool { return pgConflict(err) }
 
 // failure: the server failing, or a conflict that outlasted its retries.
 func (*postgresBackend) failure(err error) bool { return pgFailure(err) || pgConflict(err) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,5 +76,113 @@ func TestWritersReconnect(t *testing.T) {
 	}
 	if rep, err := s.VerifyAudit(ctx); err != nil || rep.BrokenAt != 0 {
 		t.Fatalf("audit chain after the cut: %+v, %v", rep, err)
+	}
+}
+
+// Two gateways' batches deadlock over locks that earlier writes of the
+// batches took. Rolling the losing write back to its savepoint keeps those
+// locks, so it would lose again and again; the losing batch is run again
+// from its start instead, and every write lands once the other batch
+// committed. The batch here runs in savepoints (one of its writes fails on
+// its own), as a batch that lost a deadlock once does.
+func TestBatchLosingDeadlockRunsAgain(t *testing.T) {
+	if !storetest.Postgres() {
+		t.Skip("PostgreSQL journal only: SQLite has one writer")
+	}
+	store.OneWriter(t) // so the writes queued together go as one batch
+	ctx := context.Background()
+	a := MustOpenStore(t)
+	b, err := store.Open(ctx, store.LocationOf(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	const lock1, lock2 = 7101, 7102
+	aHas1, bHas2 := make(chan struct{}), make(chan struct{})
+	closeOnce := func(c chan struct{}) func() { return sync.OnceFunc(func() { close(c) }) }
+	signalA, signalB := closeOnce(aHas1), closeOnce(bHas2)
+	lock := func(exec func(string, ...any) error, key int) error {
+		return exec(`SELECT pg_advisory_xact_lock(?)`, key)
+	}
+	refused := errors.New("refused by its own rule")
+
+	// A's batch: a write that fails on its own, one that takes lock 1,
+	// one that waits for B to hold lock 2 and then wants it.
+	release := make(chan struct{})
+	blocker := make(chan error, 1)
+	go func() {
+		blocker <- store.WriteSQL(ctx, a, func(func(string, ...any) error) error { <-release; return nil })
+	}()
+	waitRunning := func() { time.Sleep(50 * time.Millisecond) }
+	waitRunning()
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	writesA := []func(exec func(string, ...any) error) error{
+		func(func(string, ...any) error) error { return refused },
+		func(exec func(string, ...any) error) error {
+			err := lock(exec, lock1)
+			signalA()
+			return err
+		},
+		func(exec func(string, ...any) error) error {
+			<-bHas2
+			return lock(exec, lock2)
+		},
+	}
+	for i, w := range writesA {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = store.WriteSQL(ctx, a, w) }()
+		waitQueued(t, a, int64(i+1))
+	}
+	close(release)
+	if err := <-blocker; err != nil {
+		t.Fatal(err)
+	}
+
+	// B's batch: a write that fails on its own, one that takes lock 2,
+	// one that waits for A to hold lock 1 and then wants it.
+	errsB := make([]error, 3)
+	writesB := []func(exec func(string, ...any) error) error{
+		func(func(string, ...any) error) error { return refused },
+		func(exec func(string, ...any) error) error {
+			err := lock(exec, lock2)
+			signalB()
+			return err
+		},
+		func(exec func(string, ...any) error) error {
+			<-aHas1
+			return lock(exec, lock1)
+		},
+	}
+	releaseB := make(chan struct{})
+	blockerB := make(chan error, 1)
+	go func() {
+		blockerB <- store.WriteSQL(ctx, b, func(func(string, ...any) error) error { <-releaseB; return nil })
+	}()
+	waitRunning()
+	for i, w := range writesB {
+		wg.Add(1)
+		go func() { defer wg.Done(); errsB[i] = store.WriteSQL(ctx, b, w) }()
+		waitQueued(t, b, int64(i+1))
+	}
+	close(releaseB)
+	if err := <-blockerB; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+
+	for name, es := range map[string][]error{"A": errs, "B": errsB} {
+		if !errors.Is(es[0], refused) {
+			t.Errorf("%s's refused write: %v, want its own error", name, es[0])
+		}
+		for i, err := range es[1:] {
+			if err != nil {
+				t.Errorf("%s's write %d: %v, want it landed", name, i+2, err)
+			}
+		}
+	}
+	if a.WriteStats().Reruns+b.WriteStats().Reruns < 3 {
+		t.Errorf("reruns: %d + %d, want the losing batch run again", a.WriteStats().Reruns, b.WriteStats().Reruns)
 	}
 }

@@ -198,7 +198,7 @@ func (*sqliteBackend) skipLocked() string                       { return `` }
 func (*sqliteBackend) lock(context.Context, *txn, ...any) error { return nil }
 func (*sqliteBackend) ready(*txn, <-chan struct{}) bool         { return true }
 func (*sqliteBackend) afterFailure(*txn)                        {}
-func (*sqliteBackend) retry(error, int) bool                    { return false }
+func (*sqliteBackend) conflict(error) bool                      { return false }
 func (*sqliteBackend) shared() bool                             { return false }
 func (*sqliteBackend) batchContext() (context.Context, context.CancelFunc) {
 	return context.Background(), func() {}

@@ -212,24 +212,59 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 			return
 		}
 	}
-	landed := 0
+	for attempt := 1; ; attempt++ {
+		landed, stage, err := s.runEach(bg, t, batch, errs, savepoints, attempt < conflictAttempts)
+		switch {
+		case err == nil:
+			s.finish(bg, t, errs, landed, abort)
+			return
+		case stage != stageConflict:
+			abort(stage, err)
+			return
+		}
+		// A write lost a deadlock with another gateway's batch. Rolled
+		// back to its savepoint, it would meet the same batch again: the
+		// locks this batch's earlier writes took are still held, and only
+		// the end of the transaction lets them go. The batch runs again
+		// from its start, after the other committed.
+		t.rollback()
+		clear(errs)
+		s.reruns.Add(1)
+		if err := s.be.begin(bg, t); err != nil {
+			abort("begin", err)
+			return
+		}
+	}
+}
+
+// conflictAttempts is how often a batch in which a write lost a conflict
+// with another gateway's transaction (a deadlock) is run; at the last, the
+// write that loses fails as unavailable and the others land.
+const conflictAttempts = 5
+
+// stageConflict is runEach's stage when a write lost a conflict and the
+// batch is to run again.
+const stageConflict = "conflict"
+
+// runEach runs the batch's writes in the open transaction, each in its
+// savepoint when the batch has them, and reports how many landed. When
+// the transaction broke, or a write lost a conflict and rerun allows the
+// batch to run again, it stops and says at which stage and why.
+func (s *Store) runEach(bg context.Context, t *txn, batch []*writeReq, errs []error, savepoints, rerun bool) (landed int, stage string, broken error) {
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err // given up before it ran: nothing written
 			continue
 		}
-		var stage string
-		var broken error
-		errs[i], stage, broken = s.run(bg, t, r, savepoints)
+		errs[i], stage, broken = s.run(bg, t, r, savepoints, rerun)
 		if broken != nil {
-			abort(stage, broken)
-			return
+			return landed, stage, broken
 		}
 		if errs[i] == nil {
 			landed++
 		}
 	}
-	s.finish(bg, t, errs, landed, abort)
+	return landed, "", nil
 }
 
 // runPlain runs the batch's writes in the open transaction without
@@ -292,44 +327,42 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 }
 
 // run runs one write of a batch, in a savepoint of its own when the
-// batch has them, and again while the backend says the write lost a
-// conflict that may not recur. It returns the write's error; and when the
-// transaction itself broke (nothing in it lands), the stage and why.
-func (s *Store) run(bg context.Context, t *txn, r *writeReq, savepoint bool) (werr error, stage string, broken error) {
+// batch has them. It returns the write's error; and when the transaction
+// itself broke (nothing in it lands), or the write lost a conflict and
+// rerun allows the batch to run again (stageConflict), the stage and why.
+func (s *Store) run(bg context.Context, t *txn, r *writeReq, savepoint, rerun bool) (werr error, stage string, broken error) {
 	wctx, cancel := s.be.writeContext(context.WithoutCancel(r.ctx))
 	defer cancel()
-	for attempt := 1; ; attempt++ {
-		if savepoint {
-			if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
-				return werr, "savepoint", err
-			}
-		}
-		mark := len(t.audit)
-		werr = r.fn(wctx, t)
-		if werr != nil {
-			t.audit = t.audit[:mark] // undone with the write
-		}
-		retry := s.be.retry(werr, attempt)
-		if !retry && s.be.failure(werr) {
-			werr = fmt.Errorf("%w: %w", ErrUnavailable, werr)
-		}
-		if werr != nil && savepoint {
-			if _, err := t.ExecContext(bg, `ROLLBACK TO w`); err != nil {
-				// The transaction is gone (SQLite rolls it back itself
-				// on some I/O errors; the connection to PostgreSQL
-				// broke): nothing in it landed.
-				return werr, "rollback to savepoint", err
-			}
-		}
-		if savepoint {
-			if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
-				return werr, "release", err
-			}
-		}
-		if !retry {
-			return werr, "", nil
+	if savepoint {
+		if _, err := t.ExecContext(bg, `SAVEPOINT w`); err != nil {
+			return nil, "savepoint", err
 		}
 	}
+	mark := len(t.audit)
+	werr = r.fn(wctx, t)
+	if werr != nil {
+		t.audit = t.audit[:mark] // undone with the write
+	}
+	if rerun && s.be.conflict(werr) {
+		return nil, stageConflict, werr
+	}
+	if s.be.failure(werr) {
+		werr = fmt.Errorf("%w: %w", ErrUnavailable, werr)
+	}
+	if werr != nil && savepoint {
+		if _, err := t.ExecContext(bg, `ROLLBACK TO w`); err != nil {
+			// The transaction is gone (SQLite rolls it back itself
+			// on some I/O errors; the connection to PostgreSQL
+			// broke): nothing in it landed.
+			return werr, "rollback to savepoint", err
+		}
+	}
+	if savepoint {
+		if _, err := t.ExecContext(bg, `RELEASE w`); err != nil {
+			return werr, "release", err
+		}
+	}
+	return werr, "", nil
 }
 
 // exec runs one statement as a write of its own.
