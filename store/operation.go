@@ -201,24 +201,30 @@ func (s *Store) Claim(ctx context.Context, req ClaimRequest) (Decision, Operatio
 }
 
 func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest, order any) (Decision, Operation, error) {
-	now := s.now()
-	status, owner, until, attempts, lastAttempt := StatusStarted, any(req.Owner), any(formatTime(now.Add(req.Lease))), 1, any(formatTime(now))
-	var code, field, msg, completed any
+	now := stored(s.now())
+	// The row a new key gets; written below unless the key has one.
+	op := Operation{Key: req.Key, Intent: req.Intent, Fingerprint: req.Fingerprint, Status: StatusStarted,
+		TargetSystem: req.TargetSystem, Agent: req.Agent, ActorID: req.ActorID, RequestID: req.RequestID,
+		Payload: req.Payload, IntentVersion: max(req.IntentVersion, 1), IntentDigest: req.IntentDigest,
+		LeaseOwner: req.Owner, LeaseUntil: stored(now.Add(req.Lease)), AttemptCount: 1, LastAttemptAt: now,
+		CreatedAt: now, UpdatedAt: now}
+	unleased := func(status Status) {
+		op.Status, op.LeaseOwner, op.LeaseUntil, op.AttemptCount, op.LastAttemptAt = status, "", time.Time{}, 0, time.Time{}
+	}
 	switch {
 	case req.Refused != nil:
-		status, owner, until, attempts, lastAttempt = StatusFailedFinal, nil, nil, 0, nil
-		code, field, msg, completed = req.Refused.Code, nullString(req.Refused.Field), req.Refused.Message, formatTime(now)
+		unleased(StatusFailedFinal)
+		op.ErrorCode, op.ErrorField, op.ErrorMessage, op.CompletedAt = req.Refused.Code, req.Refused.Field, req.Refused.Message, now
 	case req.AwaitApproval:
-		status, owner, until, attempts, lastAttempt = StatusAwaitingApproval, nil, nil, 0, nil
+		unleased(StatusAwaitingApproval)
 	}
 	// The duplicate rule, for a key not seen before: the business key is
 	// locked (across gateways), then the earlier live operation of the
 	// same business event looked for, all before this claim writes.
-	var bk, dupOf, dupAt any
 	var dup *Operation
 	hold := false
 	if r := req.Duplicates; r != nil && req.Refused == nil {
-		bk = r.BusinessKey
+		op.BusinessKey = r.BusinessKey
 		earlier, err := s.findDuplicate(ctx, tx, req.Intent, *r, req.Key, true)
 		if err != nil {
 			return 0, Operation{}, err
@@ -232,39 +238,42 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest, order any)
 				if r.Action == DuplicateBlock {
 					return DecisionDuplicate, *earlier, nil
 				}
-				dup, dupOf, dupAt = earlier, earlier.Key, formatTime(earlier.CreatedAt)
+				dup, op.DuplicateOf, op.DuplicateAt = earlier, earlier.Key, earlier.CreatedAt
 				if r.Action == DuplicateHold {
 					hold = true
-					status, owner, until, attempts, lastAttempt = StatusAwaitingApproval, nil, nil, 0, nil
-					code = codes.DuplicateReviewRequired
+					unleased(StatusAwaitingApproval)
+					op.ErrorCode = codes.DuplicateReviewRequired
 				}
 			}
 		}
 	}
-	// A new key's row comes back from the INSERT itself; a key seen
-	// before is read, locked until the claim commits: a concurrent claim
-	// of the same key on another gateway waits here, then reads what this
-	// one decided.
-	op, err := scanOperation(tx.QueryRowContext(ctx, `
+	// A new key's row is the one built above: the INSERT returns nothing
+	// (reading back every column cost more than the statement). A key
+	// seen before is read, locked until the claim commits: a concurrent
+	// claim of the same key on another gateway waits here, then reads what
+	// this one decided.
+	res, err := tx.ExecContext(ctx, `
 		INSERT INTO operations (operation_key, intent, fingerprint, status, target_system, agent,
 			actor_id, request_id, payload, lease_owner, lease_until, attempt_count, last_attempt_at,
 			error_code, error_field, error_message, created_at, updated_at, completed_at,
 			intent_version, intent_digest, business_key, duplicate_of, duplicate_at, order_id)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (operation_key) DO NOTHING
-		RETURNING `+operationColumns,
-		req.Key, req.Intent, req.Fingerprint, status, req.TargetSystem, req.Agent,
-		req.ActorID, req.RequestID, string(req.Payload), owner, until, attempts, lastAttempt,
-		code, field, msg, formatTime(now), formatTime(now), completed,
-		max(req.IntentVersion, 1), req.IntentDigest, bk, dupOf, dupAt, order))
-	inserted := err == nil
-	if errors.Is(err, sql.ErrNoRows) {
+		ON CONFLICT (operation_key) DO NOTHING`,
+		op.Key, op.Intent, op.Fingerprint, op.Status, op.TargetSystem, op.Agent,
+		op.ActorID, op.RequestID, string(op.Payload), nullString(op.LeaseOwner), nullTime(op.LeaseUntil), op.AttemptCount, nullTime(op.LastAttemptAt),
+		nullString(op.ErrorCode), nullString(op.ErrorField), nullString(op.ErrorMessage), formatTime(now), formatTime(now), nullTime(op.CompletedAt),
+		op.IntentVersion, op.IntentDigest, nullString(op.BusinessKey), nullString(op.DuplicateOf), nullTime(op.DuplicateAt), order)
+	var inserted int64
+	if err == nil {
+		inserted, err = res.RowsAffected()
+	}
+	if err == nil && inserted == 0 {
 		op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
 	}
 	if err != nil {
 		return 0, Operation{}, interpretError(err)
 	}
-	if inserted {
+	if inserted == 1 {
 		detail := map[string]any{"intent": req.Intent, "fingerprint": req.Fingerprint, "target": req.TargetSystem, "request_id": req.RequestID, "actor_id": req.ActorID}
 		if req.Refused != nil {
 			for k, v := range failureDetail(*req.Refused) {

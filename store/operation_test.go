@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -358,5 +359,47 @@ func TestCompletedReturnsTheRow(t *testing.T) {
 	if op.Status != store.StatusSucceeded || op.TargetObjectID != "INV-000001" || string(op.Result) != `{"number":"000001"}` ||
 		op.LeaseOwner != "" || op.CompletedAt.IsZero() || op.CompletedAt != read.CompletedAt || op.UpdatedAt != read.UpdatedAt {
 		t.Fatalf("returned %+v\nread     %+v", op, read)
+	}
+}
+
+// A new key's claim answers the row it wrote without reading it back:
+// that answer is exactly what the journal then holds, for each kind of
+// new row (to run, refused, awaiting approval, a suspected duplicate held
+// or let through).
+func TestClaimAnswersTheRowWritten(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := MustOpenStore(t)
+	rule := func(action store.DuplicateAction) *store.DuplicateCheck {
+		return &store.DuplicateCheck{BusinessKey: strings.Repeat("ab", 32), Window: time.Hour, Action: action}
+	}
+	withRule := func(r store.ClaimRequest, action store.DuplicateAction) store.ClaimRequest {
+		r.Duplicates = rule(action)
+		r.IntentVersion, r.IntentDigest, r.ActorID, r.RequestID = 3, strings.Repeat("cd", 32), "user-7", "req-1"
+		return r
+	}
+	refused := claimReq("test:invoice.create:refused:v1", fp1, "run-1")
+	refused.Refused = &store.Failure{Code: "REFERENCE_NOT_FOUND", Field: "customer_id", Message: "no such customer"}
+	money := claimReq("test:invoice.create:money:v1", fp1, "run-1")
+	money.AwaitApproval, money.ApprovalTTL = true, time.Hour
+	for _, c := range []struct {
+		req  store.ClaimRequest
+		want store.Decision
+	}{
+		{withRule(claimReq("test:invoice.create:first:v1", fp1, "run-1"), store.DuplicateWarn), store.DecisionExecute},
+		{withRule(claimReq("test:invoice.create:warned:v1", fp1, "run-1"), store.DuplicateWarn), store.DecisionExecute},
+		{withRule(claimReq("test:invoice.create:held:v1", fp1, "run-1"), store.DuplicateHold), store.DecisionAwaitingApproval},
+		{refused, store.DecisionRefused},
+		{money, store.DecisionAwaitingApproval},
+	} {
+		answered := MustClaim(t, s, c.req, c.want)
+		answered.Suspected = false // not stored
+		held, err := s.Get(ctx, c.req.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(answered, held) {
+			t.Errorf("%s: the claim answered\n%+v\nthe journal holds\n%+v", c.req.Key, answered, held)
+		}
 	}
 }

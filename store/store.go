@@ -212,6 +212,9 @@ func LatestVersion() int {
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
+// stored is t as the journal gives it back: UTC, to the microsecond.
+func stored(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
 func nullTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
