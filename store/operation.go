@@ -438,30 +438,54 @@ func (s *Store) RecordAttempt(ctx context.Context, key, owner string, n int, lea
 		n, n, formatTime(now), formatTime(now.Add(lease)), formatTime(now), key, owner)
 }
 
+// completeQuery moves a started operation held by its lease's owner to
+// succeeded.
+const completeQuery = `
+	UPDATE operations
+	SET status = 'succeeded', target_object_id = ?, result = ?,
+		error_code = NULL, error_field = NULL, error_message = NULL,
+		lease_owner = NULL, lease_until = NULL, needs_review = 0, next_check_at = NULL,
+		updated_at = ?, completed_at = ?
+	WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`
+
 // Complete moves a started operation held by owner to succeeded.
 func (s *Store) Complete(ctx context.Context, key, owner, objectID string, result json.RawMessage) error {
-	_, err := s.Completed(ctx, key, owner, objectID, result)
-	return err
+	now := formatTime(s.now())
+	return s.transition(ctx, "operation.succeeded", key, map[string]any{"object_id": objectID},
+		completeQuery, objectID, nullJSON(result), now, now, key, owner)
 }
 
-// Completed is Complete returning the row as it committed: the answer to
-// the agent needs no second read.
-func (s *Store) Completed(ctx context.Context, key, owner, objectID string, result json.RawMessage) (Operation, error) {
-	now := formatTime(s.now())
-	var op Operation
+// Completed is Complete of op, the row as its caller holds it (its claim's
+// answer), returning the row as it committed: the answer to the agent
+// needs no second read. What the completion sets is applied to op; what
+// others may have changed since the claim (the attempts recorded, failed
+// look-ups) comes back from the UPDATE; the rest of a row never changes.
+func (s *Store) Completed(ctx context.Context, op Operation, objectID string, result json.RawMessage) (Operation, error) {
+	now := stored(s.now())
+	var lastAttempt sql.NullString
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		return s.transitionTx(ctx, tx, "operation.succeeded", key, map[string]any{"object_id": objectID}, &op, `
-			UPDATE operations
-			SET status = 'succeeded', target_object_id = ?, result = ?,
-				error_code = NULL, error_field = NULL, error_message = NULL,
-				lease_owner = NULL, lease_until = NULL, needs_review = 0, next_check_at = NULL,
-				updated_at = ?, completed_at = ?
-			WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`,
-			objectID, nullJSON(result), now, now, key, owner)
+		err := tx.QueryRowContext(ctx, completeQuery+` RETURNING attempt_count, last_attempt_at, lookup_failures`,
+			objectID, nullJSON(result), formatTime(now), formatTime(now), op.Key, op.LeaseOwner).
+			Scan(&op.AttemptCount, &lastAttempt, &op.LookupFailures)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("operation.succeeded %q: %w", op.Key, ErrLeaseLost)
+		case err != nil:
+			return fmt.Errorf("operation.succeeded: %w", interpretError(err))
+		}
+		return s.appendAudit(ctx, tx, "operation.succeeded", op.Key, map[string]any{"object_id": objectID})
 	})
 	if err != nil {
 		return Operation{}, err
 	}
+	op.Status, op.TargetObjectID, op.Result = StatusSucceeded, objectID, nil
+	if len(result) > 0 {
+		op.Result = result
+	}
+	op.ErrorCode, op.ErrorField, op.ErrorMessage = "", "", ""
+	op.LeaseOwner, op.LeaseUntil, op.NeedsReview, op.NextCheckAt = "", time.Time{}, false, time.Time{}
+	op.LastAttemptAt, op.UpdatedAt, op.CompletedAt = parseTime(lastAttempt), now, now
+	op.ResumedFrom, op.Suspected = "", false // of the claim, not stored
 	return op, nil
 }
 

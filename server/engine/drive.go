@@ -225,7 +225,7 @@ func (e *Engine) completed(ctx context.Context, op store.Operation, res adapters
 		}
 		data = b
 	}
-	return e.store.Completed(ctx, op.Key, op.LeaseOwner, res.ObjectID, data)
+	return e.store.Completed(ctx, op, res.ObjectID, data)
 }
 
 // finalAtTarget reports whether a lookup found the effect ended in failure
