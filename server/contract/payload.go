@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,6 +22,25 @@ type Normalized struct {
 	Payload     json.RawMessage // normalized payload, RFC 8785 canonical JSON, without "operation"
 	Canonical   []byte          // RFC 8785 of payload fields + "operation": intent name
 	Fingerprint string          // lowercase hex SHA-256 of Canonical
+
+	// value is Payload as the normalization left it decoded (numbers as
+	// json.Number), so its readers need not decode Payload again.
+	value map[string]any
+}
+
+// Object is the normalized payload decoded, numbers as json.Number: what
+// decoding Payload gives. It is shared; callers only read it.
+func (n Normalized) Object() (map[string]any, error) {
+	if n.value != nil {
+		return n.value, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(n.Payload))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return nil, fmt.Errorf("normalized payload: %w", err)
+	}
+	return obj, nil
 }
 
 // DecodePayload is the first, intent-blind part of a payload's normalization (API.md
@@ -44,8 +64,8 @@ func DecodePayload(intent string, payload json.RawMessage) (map[string]any, erro
 // checkedPayload applies the payload's own rules to a decoded object: its
 // numbers, and its strings trimmed.
 func checkedPayload(obj map[string]any) (map[string]any, error) {
-	if err := checkNumbers(obj, obj, nil); err != nil {
-		return nil, err
+	if !eachNumber(obj, func(n json.Number) (json.Number, bool) { return n, saneNumber(string(n)) }) {
+		return nil, checkNumbers(obj, obj, nil) // names the first, in field order
 	}
 	trimStrings(obj)
 	return obj, nil
@@ -56,7 +76,10 @@ func checkedPayload(obj map[string]any) (map[string]any, error) {
 // and of the payload plus "operation": intent, and the fingerprint, the lowercase hex
 // SHA-256 of the latter. obj is changed in place.
 func Seal(intent string, obj map[string]any) (Normalized, error) {
-	if _, err := normalizeNumbers(obj, obj, nil); err != nil {
+	if !eachNumber(obj, normalNumber) {
+		// normalizeNumbers names the first refused, in field order (the
+		// numbers normalized already stay as they are).
+		_, err := normalizeNumbers(obj, obj, nil)
 		return Normalized{}, err
 	}
 	canonPayload, err := Canonicalize(obj)
@@ -73,7 +96,7 @@ func Seal(intent string, obj map[string]any) (Normalized, error) {
 		return Normalized{}, fmt.Errorf("normalize %s: %w", intent, err)
 	}
 	sum := sha256.Sum256(canonical)
-	return Normalized{Payload: canonPayload, Canonical: canonical, Fingerprint: hex.EncodeToString(sum[:])}, nil
+	return Normalized{Payload: canonPayload, Canonical: canonical, Fingerprint: hex.EncodeToString(sum[:]), value: obj}, nil
 }
 
 // payloadError maps a decodeStrict error on a payload.
@@ -131,6 +154,49 @@ const (
 	maxNumberLen      = 100  // characters of one number literal
 	maxNumberExponent = 1000 // magnitude of its decimal exponent
 )
+
+// eachNumber calls f on every number inside v, in no set order, putting
+// what f returns in its place, and reports false at the first f refuses.
+// The walks that name a refused number's field (checkNumbers,
+// normalizeNumbers) go in field order and build paths: they run only when
+// this one met a number to refuse.
+func eachNumber(v any, f func(json.Number) (json.Number, bool)) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if n, ok := e.(json.Number); ok {
+				if t[k], ok = f(n); !ok {
+					t[k] = n
+					return false
+				}
+			} else if !eachNumber(e, f) {
+				return false
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if n, ok := e.(json.Number); ok {
+				if t[i], ok = f(n); !ok {
+					t[i] = n
+					return false
+				}
+			} else if !eachNumber(e, f) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// normalNumber is n in the normal form normalizeNumbers gives it; false
+// when n cannot be represented exactly.
+func normalNumber(n json.Number) (json.Number, bool) {
+	f, err := numberValue(n)
+	if err != nil {
+		return n, false
+	}
+	return json.Number(formatNumber(f)), true
+}
 
 // checkNumbers refuses number literals inside v, located at loc in root, that are too
 // long, have a huge exponent, overflow a double or underflow it to zero.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -22,10 +21,8 @@ func (e *Engine) checkLimits(def *intent.Intent, norm contract.Normalized) error
 	if lim.CurrencyField == "" && lim.AmountField == "" && lim.ItemsField == "" {
 		return nil
 	}
-	var p map[string]any
-	dec := json.NewDecoder(bytes.NewReader(norm.Payload))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
+	p, err := norm.Object()
+	if err != nil {
 		return fmt.Errorf("limits: %w", err)
 	}
 	// Limit codes are not in the status table: they answer 422.

@@ -188,10 +188,8 @@ func (def *Intent) BusinessKey(norm contract.Normalized) (string, error) {
 	if def.Duplicates == nil {
 		return "", nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(norm.Payload))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
+	obj, err := norm.Object()
+	if err != nil {
 		return "", fmt.Errorf("business key of %s: %w", def.Name, err)
 	}
 	key := map[string]any{}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/codes"
@@ -44,6 +45,7 @@ func FuzzNormalize(f *testing.F) {
 			}
 			return
 		}
+		sameObject(t, n)
 		sum := sha256.Sum256(n.Canonical)
 		if n.Fingerprint != hex.EncodeToString(sum[:]) {
 			t.Fatal("fingerprint is not the SHA-256 of Canonical")
@@ -84,6 +86,7 @@ func FuzzNormalizeFields(f *testing.F) {
 				}
 				continue
 			}
+			sameObject(t, n)
 			again, err := in.Normalize(n.Payload)
 			if err != nil {
 				t.Fatalf("%s: normalized payload %s refused: %v", name, n.Payload, err)
@@ -93,4 +96,22 @@ func FuzzNormalizeFields(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sameObject fails t unless the decoded payload the normalization keeps
+// for its readers (limits, the business key) is what decoding the
+// normalized payload gives.
+func sameObject(t *testing.T, n contract.Normalized) {
+	t.Helper()
+	kept, err := n.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := contract.Normalized{Payload: n.Payload}.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(kept, decoded) {
+		t.Fatalf("kept %#v\ndecoded %#v", kept, decoded)
+	}
 }

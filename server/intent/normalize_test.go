@@ -425,3 +425,20 @@ func TestNormalize_Concurrent(t *testing.T) {
 		}
 	}
 }
+
+// Of several numbers to refuse, the answer names the first in field
+// order, whatever order the walk that finds them meets them in.
+func TestFirstRefusedNumberInFieldOrder(t *testing.T) {
+	in := mustLookup(t, "invoice.create")
+	inv := validPayloads["invoice.create"]
+	payloads := map[string]string{
+		"items[0].quantity": withField(t, withField(t, inv, false, "order_id", `1e99999999`), true, "quantity", `1e-400`),
+		"due_date":          withField(t, withField(t, inv, false, "order_id", `1e99999999`), false, "due_date", `1e99999999`),
+	}
+	for field, p := range payloads {
+		for range 30 { // map order differs from run to run
+			_, err := in.Normalize([]byte(p))
+			mustRefuse(t, err, codes.Validation, field)
+		}
+	}
+}
