@@ -60,8 +60,9 @@ const businessKeyLockClass = 0x6f6e6364 // "oncd"
 // liveDuplicateQuery finds the earliest live operation of an intent and
 // business key since a time, other than the claiming key: live is any
 // status but failed_final (refused by the target or a person, nothing
-// made).
-const liveDuplicateQuery = `SELECT ` + operationColumns + ` FROM operations
+// made). It reads the key only (and whether that one was itself
+// suspected): nearly every claim finds none, and the row is read after.
+const liveDuplicateQuery = `SELECT operation_key, coalesce(duplicate_of, '') FROM operations
 	WHERE intent = ? AND business_key = ? AND created_at > ? AND status <> 'failed_final' AND operation_key <> ?
 	ORDER BY created_at, operation_key LIMIT 1`
 
@@ -70,7 +71,7 @@ const liveDuplicateQuery = `SELECT ` + operationColumns + ` FROM operations
 // taken before a claim waits for the business key's lock, so on a shared
 // journal a held operation may carry an earlier time than the one that
 // went on; a later duplicate names the original all the same.
-const liveOriginalQuery = `SELECT ` + operationColumns + ` FROM operations
+const liveOriginalQuery = `SELECT operation_key, '' FROM operations
 	WHERE intent = ? AND business_key = ? AND created_at > ? AND status <> 'failed_final' AND operation_key <> ? AND duplicate_of IS NULL
 	ORDER BY created_at, operation_key LIMIT 1`
 
@@ -80,14 +81,21 @@ func (s *Store) earliestLive(ctx context.Context, q rowQuerier, intent string, r
 	since := formatTime(s.now().Add(-r.Window))
 	// The earliest live operation is the original unless it was itself
 	// suspected: one query for the usual claim, which finds none.
-	op, err := scanOperation(q.QueryRowContext(ctx, liveDuplicateQuery, intent, r.BusinessKey, since, key))
-	if err != nil || op.DuplicateOf == "" {
-		return op, err
+	var found, dupOf string
+	err := q.QueryRowContext(ctx, liveDuplicateQuery, intent, r.BusinessKey, since, key).Scan(&found, &dupOf)
+	if err != nil {
+		return Operation{}, err
 	}
-	if orig, err := scanOperation(q.QueryRowContext(ctx, liveOriginalQuery, intent, r.BusinessKey, since, key)); !errors.Is(err, sql.ErrNoRows) {
-		return orig, err
+	if dupOf != "" {
+		var orig string
+		switch err := q.QueryRowContext(ctx, liveOriginalQuery, intent, r.BusinessKey, since, key).Scan(&orig, &dupOf); {
+		case err == nil:
+			found = orig
+		case !errors.Is(err, sql.ErrNoRows):
+			return Operation{}, err
+		}
 	}
-	return op, nil
+	return scanOperation(q.QueryRowContext(ctx, getOperationQuery, found))
 }
 
 // findDuplicate is the earlier live operation of the same business event

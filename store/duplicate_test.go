@@ -224,3 +224,32 @@ func TestDupWarn(t *testing.T) {
 		t.Fatalf("find: %+v, %v", got, err)
 	}
 }
+
+// A later request's earlier operation is the business event's original,
+// even when a suspected duplicate carries an earlier time (on a shared
+// journal times are taken before the business key's lock is waited
+// for); with no live original, the earliest live suspected one.
+func TestDupOriginal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := MustOpenStore(t)
+	c := pinClock(s)
+	rule := *dupReq("", bk1, store.DuplicateWarn).Duplicates
+	c.Advance(10 * time.Second)
+	orig := MustClaim(t, s, dupReq("test:invoice.create:orig:v1", bk1, store.DuplicateWarn), store.DecisionExecute)
+	c.Advance(-5 * time.Second)
+	early := MustClaim(t, s, dupReq("test:invoice.create:early:v1", bk1, store.DuplicateWarn), store.DecisionExecute)
+	if early.DuplicateOf != orig.Key || !early.CreatedAt.Before(orig.CreatedAt) {
+		t.Fatalf("suspected %+v", early)
+	}
+	c.Advance(time.Minute)
+	if got, err := s.FindDuplicate(ctx, "invoice.create", rule, "test:invoice.create:later:v1"); err != nil || got.Key != orig.Key || got.Fingerprint != orig.Fingerprint {
+		t.Fatalf("find: %+v, %v; want the original %s", got, err, orig.Key)
+	}
+	if err := s.Fail(ctx, orig.Key, "run-1", true, store.Failure{Code: "REFERENCE_NOT_FOUND"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.FindDuplicate(ctx, "invoice.create", rule, "test:invoice.create:later:v1"); err != nil || got.Key != early.Key || got.DuplicateOf != orig.Key {
+		t.Fatalf("find: %+v, %v; want the suspected %s, the original having failed", got, err, early.Key)
+	}
+}

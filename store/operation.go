@@ -356,7 +356,7 @@ func (s *Store) takeLease(ctx context.Context, tx *txn, op Operation, owner stri
 
 // Get returns the operation for key, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) (Operation, error) {
-	op, err := scanOperation(s.getOp.QueryRowContext(ctx, key))
+	op, err := firstOperation(s.getOp.QueryContext(ctx, key))
 	if err = interpretError(err); err != nil {
 		if !errors.Is(err, ErrNotFound) {
 			if lost := s.be.check(); lost != nil {
@@ -391,6 +391,27 @@ func getOperation(ctx context.Context, tx *txn, key string) (Operation, error) {
 }
 
 type scanner interface{ Scan(dest ...any) error }
+
+// firstOperation is the first row of a query's rows, or sql.ErrNoRows.
+// A query that finds none costs no scanning (QueryRow's Scan would set up
+// every column's destination first).
+func firstOperation(rows *sql.Rows, err error) (Operation, error) {
+	if err != nil {
+		return Operation{}, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return Operation{}, err
+		}
+		return Operation{}, sql.ErrNoRows
+	}
+	op, err := scanOperation(rows)
+	if err != nil {
+		return Operation{}, err
+	}
+	return op, rows.Close()
+}
 
 func scanOperation(sc scanner) (Operation, error) {
 	var (
