@@ -129,6 +129,9 @@ type ClaimRequest struct {
 	Duplicates *DuplicateCheck
 	Owner      string        // lease owner: the id of this serve run
 	Lease      time.Duration // how long the lease lasts
+	// OnlyNew claims the key only if it has no row, for a caller that has
+	// not read it: a key with a row is left as it is (DecisionExists).
+	OnlyNew bool
 }
 
 // Decision is what the caller of Claim must do next.
@@ -160,12 +163,16 @@ const (
 	// live operation under a rule that blocks; nothing was journaled and
 	// the key stays free. The Operation returned is the earlier one.
 	DecisionDuplicate
+	// DecisionExists: a claim of a new key only (ClaimRequest.OnlyNew)
+	// found the key has a row; nothing was written. The Operation returned
+	// is the row as it is.
+	DecisionExists
 )
 
 // decisionNames are the decisions' names, by value.
 var decisionNames = [...]string{DecisionExecute: "execute", DecisionResume: "resume", DecisionReplay: "replay",
 	DecisionInProgress: "in_progress", DecisionAwaitingApproval: "awaiting_approval", DecisionMismatch: "mismatch",
-	DecisionForeign: "foreign", DecisionRefused: "refused", DecisionDuplicate: "duplicate"}
+	DecisionForeign: "foreign", DecisionRefused: "refused", DecisionDuplicate: "duplicate", DecisionExists: "exists"}
 
 // String names the decision for logs and metrics; a value that is no
 // decision is named by its number, Decision(9), rather than panicking.
@@ -268,6 +275,10 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest, order any)
 		inserted, err = res.RowsAffected()
 	}
 	if err == nil && inserted == 0 {
+		if req.OnlyNew {
+			op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery, req.Key))
+			return DecisionExists, op, interpretError(err)
+		}
 		op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
 	}
 	if err != nil {

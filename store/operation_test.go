@@ -54,6 +54,26 @@ func TestClaim(t *testing.T) {
 			t.Fatalf("new row = %+v", op)
 		}
 	})
+	t.Run("OnlyNew", func(t *testing.T) {
+		// A claim of a new key only: the key's first claim runs; once the
+		// key has a row, it is answered as it is and nothing is written.
+		s := MustOpenStore(t)
+		req := claimReq(key, fp1, "run-1")
+		req.OnlyNew = true
+		first := MustClaim(t, s, req, store.DecisionExecute)
+		for _, other := range []store.ClaimRequest{req, claimReq(key, fp2, "run-2")} {
+			other.OnlyNew = true
+			other.Duplicates = &store.DuplicateCheck{BusinessKey: strings.Repeat("ab", 32), Window: time.Hour, Action: store.DuplicateBlock}
+			got := MustClaim(t, s, other, store.DecisionExists)
+			if !reflect.DeepEqual(got, first) {
+				t.Fatalf("answered %+v, want the row %+v", got, first)
+			}
+		}
+		events, err := s.AuditEvents(ctx, store.AuditFilter{OperationKey: key})
+		if err != nil || len(events) != 1 {
+			t.Fatalf("audit events %+v, %v; want the first claim's only", events, err)
+		}
+	})
 	t.Run("InProgress", func(t *testing.T) {
 		s := MustOpenStore(t)
 		MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
@@ -329,7 +349,8 @@ func TestDecisionString(t *testing.T) {
 		{store.DecisionRefused, "refused"},
 		{0, "Decision(0)"},
 		{store.DecisionDuplicate, "duplicate"},
-		{store.DecisionDuplicate + 1, "Decision(10)"},
+		{store.DecisionExists, "exists"},
+		{store.DecisionExists + 1, "Decision(11)"},
 		{-1, "Decision(-1)"},
 	} {
 		if got := c.d.String(); got != c.want {

@@ -185,7 +185,31 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		e.decided(def.Name, store.DecisionReplay)
 		return final, true, nil
 	}
-	existing, err := e.store.Get(ctx, key)
+	ctx = store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: tok.Agent})
+
+	// A new key that needs nothing asked of the target before its claim is
+	// claimed at once, as new: one read of the journal fewer per new
+	// operation. A key that has a row comes back unchanged, nothing
+	// written, and goes the way of a key seen before below; so does any
+	// request the limits refuse (a key seen before is not refused by them)
+	// or whose claim failed.
+	var existing store.Operation
+	if !e.checksBeforeClaim(def, env.PlanHash) && e.checkLimits(def, norm) == nil {
+		if dup, err = duplicateCheck(def, norm); err != nil {
+			return store.Operation{}, false, err
+		}
+		d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, nil, dup, true))
+		if err == nil && d != store.DecisionExists {
+			return e.claimed(ctx, tok, def, key, d, op)
+		}
+		if err == nil {
+			existing = op
+		}
+	}
+	err = nil
+	if existing.Key == "" {
+		existing, err = e.store.Get(ctx, key)
+	}
 	switch {
 	case err == nil && existing.Status.Terminal() && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint:
 		// Fast path: a final row of this agent with this fingerprint is
@@ -231,15 +255,29 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		return store.Operation{}, false, err
 	}
 
-	ctx = store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: tok.Agent})
-	d, op, err := e.store.Claim(ctx, store.ClaimRequest{
-		Key:           key,
+	d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, refused, dup, false))
+	if err != nil {
+		if errors.Is(err, store.ErrUnavailable) && existing.AttemptCount > 0 && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint {
+			// This request sent nothing, but an earlier one with this key
+			// may have: "nothing was sent" would invite a new key.
+			return e.unrecorded(existing, err), false, nil
+		}
+		return store.Operation{}, false, err
+	}
+	return e.claimed(ctx, tok, def, key, d, op)
+}
+
+// claimRequest is the claim of r's key under def, its payload normalized
+// as norm.
+func (e *Engine) claimRequest(tok store.Token, r request, def *intent.Intent, norm contract.Normalized, refused *adapters.Error, dup *store.DuplicateCheck, onlyNew bool) store.ClaimRequest {
+	return store.ClaimRequest{
+		Key:           r.key,
 		Intent:        def.Name,
 		Fingerprint:   norm.Fingerprint,
 		TargetSystem:  def.Target,
 		Agent:         tok.Agent,
-		ActorID:       env.ActorID,
-		RequestID:     env.RequestID,
+		ActorID:       r.env.ActorID,
+		RequestID:     r.env.RequestID,
 		Payload:       norm.Payload,
 		IntentVersion: def.Version,
 		IntentDigest:  def.Digest,
@@ -249,15 +287,13 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		Duplicates:    dup,
 		Owner:         e.leaseOwner(),
 		Lease:         e.lease(def.Target),
-	})
-	if err != nil {
-		if errors.Is(err, store.ErrUnavailable) && existing.AttemptCount > 0 && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint {
-			// This request sent nothing, but an earlier one with this key
-			// may have: "nothing was sent" would invite a new key.
-			return e.unrecorded(existing, err), false, nil
-		}
-		return store.Operation{}, false, err
+		OnlyNew:       onlyNew,
 	}
+}
+
+// claimed answers what the journal decided for a claim of key, driving the
+// operation when it is the caller's to run.
+func (e *Engine) claimed(ctx context.Context, tok store.Token, def *intent.Intent, key string, d store.Decision, op store.Operation) (store.Operation, bool, error) {
 	e.log.Info("operation claimed", "key", key, "intent", def.Name, "agent", tok.Agent, "decision", d.String())
 	e.decided(def.Name, d)
 	if d == store.DecisionDuplicate || op.Suspected {
