@@ -100,76 +100,48 @@ func TestBatchLosingDeadlockRunsAgain(t *testing.T) {
 
 	const lock1, lock2 = 7101, 7102
 	aHas1, bHas2 := make(chan struct{}), make(chan struct{})
-	closeOnce := func(c chan struct{}) func() { return sync.OnceFunc(func() { close(c) }) }
-	signalA, signalB := closeOnce(aHas1), closeOnce(bHas2)
 	lock := func(exec func(string, ...any) error, key int) error {
 		return exec(`SELECT pg_advisory_xact_lock(?)`, key)
 	}
 	refused := errors.New("refused by its own rule")
-
-	// A's batch: a write that fails on its own, one that takes lock 1,
-	// one that waits for B to hold lock 2 and then wants it.
-	release := make(chan struct{})
-	blocker := make(chan error, 1)
-	go func() {
-		blocker <- store.WriteSQL(ctx, a, func(func(string, ...any) error) error { <-release; return nil })
-	}()
-	waitRunning := func() { time.Sleep(50 * time.Millisecond) }
-	waitRunning()
+	// batch sends s three writes that go as one batch: one that fails on
+	// its own, one that takes lock first and says so on took, one that
+	// waits for other to be taken and then wants lock second.
 	var wg sync.WaitGroup
-	errs := make([]error, 3)
-	writesA := []func(exec func(string, ...any) error) error{
-		func(func(string, ...any) error) error { return refused },
-		func(exec func(string, ...any) error) error {
-			err := lock(exec, lock1)
-			signalA()
-			return err
-		},
-		func(exec func(string, ...any) error) error {
-			<-bHas2
-			return lock(exec, lock2)
-		},
+	batch := func(s *store.Store, first, second int, took, other chan struct{}) []error {
+		signal := sync.OnceFunc(func() { close(took) })
+		writes := []func(exec func(string, ...any) error) error{
+			func(func(string, ...any) error) error { return refused },
+			func(exec func(string, ...any) error) error {
+				err := lock(exec, first)
+				signal()
+				return err
+			},
+			func(exec func(string, ...any) error) error {
+				<-other
+				return lock(exec, second)
+			},
+		}
+		// The writer is held by a write of its own while the three queue.
+		release, blocker := make(chan struct{}), make(chan error, 1)
+		go func() {
+			blocker <- store.WriteSQL(ctx, s, func(func(string, ...any) error) error { <-release; return nil })
+		}()
+		time.Sleep(50 * time.Millisecond)
+		errs := make([]error, len(writes))
+		for i, w := range writes {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = store.WriteSQL(ctx, s, w) }()
+			waitQueued(t, s, int64(i+1))
+		}
+		close(release)
+		if err := <-blocker; err != nil {
+			t.Fatal(err)
+		}
+		return errs
 	}
-	for i, w := range writesA {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = store.WriteSQL(ctx, a, w) }()
-		waitQueued(t, a, int64(i+1))
-	}
-	close(release)
-	if err := <-blocker; err != nil {
-		t.Fatal(err)
-	}
-
-	// B's batch: a write that fails on its own, one that takes lock 2,
-	// one that waits for A to hold lock 1 and then wants it.
-	errsB := make([]error, 3)
-	writesB := []func(exec func(string, ...any) error) error{
-		func(func(string, ...any) error) error { return refused },
-		func(exec func(string, ...any) error) error {
-			err := lock(exec, lock2)
-			signalB()
-			return err
-		},
-		func(exec func(string, ...any) error) error {
-			<-aHas1
-			return lock(exec, lock1)
-		},
-	}
-	releaseB := make(chan struct{})
-	blockerB := make(chan error, 1)
-	go func() {
-		blockerB <- store.WriteSQL(ctx, b, func(func(string, ...any) error) error { <-releaseB; return nil })
-	}()
-	waitRunning()
-	for i, w := range writesB {
-		wg.Add(1)
-		go func() { defer wg.Done(); errsB[i] = store.WriteSQL(ctx, b, w) }()
-		waitQueued(t, b, int64(i+1))
-	}
-	close(releaseB)
-	if err := <-blockerB; err != nil {
-		t.Fatal(err)
-	}
+	errs := batch(a, lock1, lock2, aHas1, bHas2)
+	errsB := batch(b, lock2, lock1, bHas2, aHas1)
 	wg.Wait()
 
 	for name, es := range map[string][]error{"A": errs, "B": errsB} {

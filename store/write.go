@@ -198,17 +198,25 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	// savepoints (on PostgreSQL, two round trips fewer per write); when one
 	// fails, the transaction is rolled back and the batch runs again, each
 	// write in its savepoint.
+	// rerun rolls the transaction back and begins it again for the batch
+	// to run anew; false when it could not begin (the batch is aborted).
+	rerun := func() bool {
+		t.rollback()
+		clear(errs)
+		s.reruns.Add(1)
+		if err := s.be.begin(bg, t); err != nil {
+			abort("begin", err)
+			return false
+		}
+		return true
+	}
 	savepoints := s.be.savepoints(len(batch))
 	if savepoints {
 		if landed, ok := s.runPlain(t, batch, errs); ok {
 			s.finish(bg, t, errs, landed, abort)
 			return
 		}
-		t.rollback()
-		clear(errs)
-		s.reruns.Add(1)
-		if err := s.be.begin(bg, t); err != nil {
-			abort("begin", err)
+		if !rerun() {
 			return
 		}
 	}
@@ -227,11 +235,7 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		// locks this batch's earlier writes took are still held, and only
 		// the end of the transaction lets them go. The batch runs again
 		// from its start, after the other committed.
-		t.rollback()
-		clear(errs)
-		s.reruns.Add(1)
-		if err := s.be.begin(bg, t); err != nil {
-			abort("begin", err)
+		if !rerun() {
 			return
 		}
 	}
