@@ -195,10 +195,11 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 	// or whose claim failed.
 	var existing store.Operation
 	if !e.checksBeforeClaim(def, env.PlanHash) && e.checkLimits(def, norm) == nil {
-		if dup, err = duplicateCheck(def, norm); err != nil {
+		rule, err := duplicateCheck(def, norm)
+		if err != nil {
 			return store.Operation{}, false, err
 		}
-		d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, nil, dup, true))
+		d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, nil, rule, true))
 		if err == nil && d != store.DecisionExists {
 			return e.claimed(ctx, tok, def, key, d, op)
 		}
@@ -206,7 +207,6 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 			existing = op
 		}
 	}
-	err = nil
 	if existing.Key == "" {
 		existing, err = e.store.Get(ctx, key)
 	}
