@@ -373,6 +373,34 @@ func TestBusinessLimits(t *testing.T) {
 	expect(t, g.charge(payer, "test:payment.charge:lim-2:v1", "order-lim", 2_000_000_000), http.StatusUnprocessableEntity, "rejected", "LIMIT_EXCEEDED")
 }
 
+// A key accepted before the limits were tightened keeps its answer: a
+// retry is replayed, not refused by limits it was never held to; a new key
+// with the same request is refused.
+func TestLimitsTightenedAfterAccept(t *testing.T) {
+	t.Parallel()
+	item := map[string]any{"product_id": "product-778", "quantity": 1, "unit": "pcs"}
+	three := draft(item, item, item)
+	g := setupWith(t, testConfig())
+	const key = "test:sales_order.create_draft:before-limits:v1"
+	first := g.post(key, three)
+	expect(t, first, http.StatusOK, "succeeded", "")
+	if err := g.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testConfig()
+	lim := cfg.Limits["sales_order.create_draft"]
+	lim.MaxItems = 2
+	cfg.Limits["sales_order.create_draft"] = lim
+	tight := serveOver(t, cfg, g.store)
+	again := tight.post(key, three)
+	expect(t, again, http.StatusOK, "succeeded", "")
+	if again.str("target_object_id") != first.str("target_object_id") {
+		t.Fatalf("replayed object %q, want %q", again.str("target_object_id"), first.str("target_object_id"))
+	}
+	expect(t, tight.post("test:sales_order.create_draft:after-limits:v1", three), http.StatusUnprocessableEntity, "rejected", "LIMIT_EXCEEDED")
+}
+
 // A charge's ceiling and currency list hold however the configuration
 // spells the currency: requests' codes are upper case, and so are the
 // configuration's once loaded.

@@ -482,9 +482,8 @@ const completeQuery = `
 
 // Complete moves a started operation held by owner to succeeded.
 func (s *Store) Complete(ctx context.Context, key, owner, objectID string, result json.RawMessage) error {
-	now := formatTime(s.now())
-	return s.transition(ctx, "operation.succeeded", key, map[string]any{"object_id": objectID},
-		completeQuery, objectID, nullJSON(result), now, now, key, owner)
+	_, err := s.Completed(ctx, Operation{Key: key, LeaseOwner: owner}, objectID, result)
+	return err
 }
 
 // Completed is Complete of op, the row as its caller holds it (its claim's
@@ -495,17 +494,10 @@ func (s *Store) Complete(ctx context.Context, key, owner, objectID string, resul
 func (s *Store) Completed(ctx context.Context, op Operation, objectID string, result json.RawMessage) (Operation, error) {
 	now := stored(s.now())
 	var lastAttempt sql.NullString
+	ret := &returning{`attempt_count, last_attempt_at, lookup_failures`, []any{&op.AttemptCount, &lastAttempt, &op.LookupFailures}}
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
-		err := tx.QueryRowContext(ctx, completeQuery+` RETURNING attempt_count, last_attempt_at, lookup_failures`,
-			objectID, nullJSON(result), formatTime(now), formatTime(now), op.Key, op.LeaseOwner).
-			Scan(&op.AttemptCount, &lastAttempt, &op.LookupFailures)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("operation.succeeded %q: %w", op.Key, ErrLeaseLost)
-		case err != nil:
-			return fmt.Errorf("operation.succeeded: %w", interpretError(err))
-		}
-		return s.appendAudit(ctx, tx, "operation.succeeded", op.Key, map[string]any{"object_id": objectID})
+		return s.transitionTx(ctx, tx, "operation.succeeded", op.Key, map[string]any{"object_id": objectID}, ret,
+			completeQuery, objectID, nullJSON(result), formatTime(now), formatTime(now), op.Key, op.LeaseOwner)
 	})
 	if err != nil {
 		return Operation{}, err
@@ -585,21 +577,27 @@ func (s *Store) transition(ctx context.Context, event, key string, detail map[st
 	})
 }
 
+// returning is what a transition reads back from its UPDATE: the
+// columns, and where they go.
+type returning struct {
+	columns string
+	into    []any
+}
+
 // transitionTx runs query, an UPDATE of key's row conditional on the
 // lease its caller holds, and audits event; ErrLeaseLost when the row was
-// not as the condition says. With into, the row as updated is read back
-// from the UPDATE itself (RETURNING).
-func (s *Store) transitionTx(ctx context.Context, tx *txn, event, key string, detail map[string]any, into *Operation, query string, args ...any) error {
+// not as the condition says. With ret, ret's columns are read back from
+// the UPDATE itself (RETURNING).
+func (s *Store) transitionTx(ctx context.Context, tx *txn, event, key string, detail map[string]any, ret *returning, query string, args ...any) error {
 	n := int64(1)
-	if into != nil {
-		op, err := scanOperation(tx.QueryRowContext(ctx, query+` RETURNING `+operationColumns, args...))
+	if ret != nil {
+		err := tx.QueryRowContext(ctx, query+` RETURNING `+ret.columns, args...).Scan(ret.into...)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			n = 0
 		case err != nil:
 			return fmt.Errorf("%s: %w", event, interpretError(err))
 		}
-		*into = op
 	} else {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {

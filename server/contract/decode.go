@@ -125,15 +125,9 @@ func (w *walker) value(path string, depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, dup := obj[k]; dup {
-				return nil, &dupKeyError{Path: path, Key: k}
-			}
-			child := k
-			if path != "" {
-				child = path + "." + k
-			}
-			if r, ok := controlRune(k); ok {
-				return nil, &controlError{Field: child, Rune: r}
+			child, err := member(obj, path, k)
+			if err != nil {
+				return nil, err
 			}
 			w.space()
 			w.i++ // ':'
@@ -248,4 +242,21 @@ func fieldPathIn(root any, loc []string, member string) string {
 		return p + "." + member
 	}
 	return member
+}
+
+// member checks the name k of a member of obj, an object at path, before
+// its value is read: a name given twice or holding a control character is
+// refused. It returns the member's path.
+func member(obj map[string]any, path, k string) (string, error) {
+	if _, dup := obj[k]; dup {
+		return "", &dupKeyError{Path: path, Key: k}
+	}
+	child := k
+	if path != "" {
+		child = path + "." + k
+	}
+	if r, ok := controlRune(k); ok {
+		return "", &controlError{Field: child, Rune: r}
+	}
+	return child, nil
 }

@@ -82,15 +82,9 @@ func decodeTokens(dec *json.Decoder, path string, depth int) (any, error) {
 				if !ok {
 					return nil, errNotJSON
 				}
-				if _, dup := obj[k]; dup {
-					return nil, &dupKeyError{Path: path, Key: k}
-				}
-				child := k
-				if path != "" {
-					child = path + "." + k
-				}
-				if r, ok := controlRune(k); ok {
-					return nil, &controlError{Field: child, Rune: r}
+				child, err := member(obj, path, k)
+				if err != nil {
+					return nil, err
 				}
 				v, err := decodeTokens(dec, child, depth+1)
 				if err != nil {

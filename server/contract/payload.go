@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -29,19 +28,8 @@ type Normalized struct {
 }
 
 // Object is the normalized payload decoded, numbers as json.Number: what
-// decoding Payload gives. It is shared; callers only read it.
-func (n Normalized) Object() (map[string]any, error) {
-	if n.value != nil {
-		return n.value, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(n.Payload))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		return nil, fmt.Errorf("normalized payload: %w", err)
-	}
-	return obj, nil
-}
+// decoding Payload gives, kept by Seal. It is shared; callers only read it.
+func (n Normalized) Object() map[string]any { return n.value }
 
 // DecodePayload is the first, intent-blind part of a payload's normalization (API.md
 // section 4): the payload of intent decoded as one JSON object, numbers kept exact and

@@ -21,10 +21,7 @@ func (e *Engine) checkLimits(def *intent.Intent, norm contract.Normalized) error
 	if lim.CurrencyField == "" && lim.AmountField == "" && lim.ItemsField == "" {
 		return nil
 	}
-	p, err := norm.Object()
-	if err != nil {
-		return fmt.Errorf("limits: %w", err)
-	}
+	p := norm.Object()
 	// Limit codes are not in the status table: they answer 422.
 	bad := func(code, field, format string, args ...any) error {
 		return codes.Refusef(code, field, format, args...)

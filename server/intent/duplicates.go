@@ -188,10 +188,7 @@ func (def *Intent) BusinessKey(norm contract.Normalized) (string, error) {
 	if def.Duplicates == nil {
 		return "", nil
 	}
-	obj, err := norm.Object()
-	if err != nil {
-		return "", fmt.Errorf("business key of %s: %w", def.Name, err)
-	}
+	obj := norm.Object()
 	key := map[string]any{}
 	for _, f := range def.Duplicates.Fields {
 		v := obj[f.Field]

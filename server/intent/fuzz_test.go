@@ -103,15 +103,13 @@ func FuzzNormalizeFields(f *testing.F) {
 // normalized payload gives.
 func sameObject(t *testing.T, n contract.Normalized) {
 	t.Helper()
-	kept, err := n.Object()
-	if err != nil {
+	dec := json.NewDecoder(bytes.NewReader(n.Payload))
+	dec.UseNumber()
+	var decoded map[string]any
+	if err := dec.Decode(&decoded); err != nil {
 		t.Fatal(err)
 	}
-	decoded, err := contract.Normalized{Payload: n.Payload}.Object()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(kept, decoded) {
+	if kept := n.Object(); !reflect.DeepEqual(kept, decoded) {
 		t.Fatalf("kept %#v\ndecoded %#v", kept, decoded)
 	}
 }
