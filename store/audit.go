@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -56,17 +57,24 @@ type AuditEvent struct {
 // genesis is the prev_hash of the first event.
 var genesis = strings.Repeat("0", 64)
 
-// canonicalEvent is what an event's hash covers, in a fixed field order.
+// canonicalEvent is what an event's hash covers, in a fixed field order:
+// {"id":N followed by its canonicalRest.
 func canonicalEvent(e AuditEvent) []byte {
+	return append(strconv.AppendInt([]byte(`{"id":`), e.ID, 10), canonicalRest(e)...)
+}
+
+// canonicalRest is an event's canonical form after its id, the part
+// known before the chain's head tells the id: ,"at":…}.
+func canonicalRest(e AuditEvent) []byte {
 	b, _ := json.Marshal(struct {
-		ID           int64           `json:"id"`
 		At           string          `json:"at"`
 		ActorKind    string          `json:"actor_kind"`
 		Actor        string          `json:"actor"`
 		Event        string          `json:"event"`
 		OperationKey string          `json:"operation_key"`
 		Detail       json.RawMessage `json:"detail"`
-	}{e.ID, formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, e.OperationKey, e.Detail})
+	}{formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, e.OperationKey, e.Detail})
+	b[0] = ','
 	return b
 }
 
@@ -94,31 +102,38 @@ func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, det
 
 // auditLock is the PostgreSQL advisory lock that orders appends to the
 // chain: each event names its predecessor's hash, so two instances must
-// not both read one head. A transaction takes it as its last step, after
-// its row locks, and holds it until it commits (pg_advisory_xact_lock), so
+// not both read one head. A transaction takes it as its last step (the
+// server's oncegate_chain_audit, called last in a batch), after its row
+// locks, and holds it until it commits (pg_advisory_xact_lock), so
 // appends are serialized for no longer than a commit and cannot deadlock
 // with the rows' locks. A sequence would order the ids but not give an
 // event its predecessor's hash before that one commits.
 const auditLock = 0x6f6e636567617465 // "oncegate"
 
 // flushAudit writes the events the batch's writes added, chained to the
-// head, in its transaction.
+// head, in its transaction (backend.chainAudit).
 func (s *Store) flushAudit(ctx context.Context, tx *txn) error {
 	if len(tx.audit) == 0 {
 		return nil
 	}
 	defer func() { tx.audit = tx.audit[:0] }()
-	if err := tx.lock(ctx, int64(auditLock)); err != nil {
-		return fmt.Errorf("append audit: %w", err)
+	if err := s.be.chainAudit(ctx, tx, tx.audit); err != nil {
+		return fmt.Errorf("append audit: %w", interpretError(err))
 	}
+	return nil
+}
+
+// chainAudit reads the chain's head and writes events after it, each
+// naming its predecessor's hash.
+func chainAudit(ctx context.Context, tx *txn, events []AuditEvent) error {
 	var prevID int64
 	prev := genesis
 	err := tx.QueryRowContext(ctx, `SELECT id, hash FROM audit_events ORDER BY id DESC LIMIT 1`).Scan(&prevID, &prev)
 	if err != nil && err != sql.ErrNoRows {
-		return fmt.Errorf("append audit: %w", err)
+		return err
 	}
-	args := make([]any, 0, auditColumns*min(len(tx.audit), maxAuditRows))
-	for rest := tx.audit; len(rest) > 0; {
+	args := make([]any, 0, auditColumns*min(len(events), maxAuditRows))
+	for rest := events; len(rest) > 0; {
 		n := auditRows(len(rest))
 		args = args[:0]
 		for _, e := range rest[:n] {
@@ -128,11 +143,27 @@ func (s *Store) flushAudit(ctx context.Context, tx *txn) error {
 			prevID, prev = e.ID, e.Hash
 		}
 		if _, err := tx.ExecContext(ctx, auditInsert[n], args...); err != nil {
-			return fmt.Errorf("append audit: %w", interpretError(err))
+			return err
 		}
 		rest = rest[n:]
 	}
 	return nil
+}
+
+// chainAuditInServer has the journal server chain events (the function
+// oncegate_chain_audit, migration 0012): it takes the chain's lock, reads
+// the head, hashes each event's canonical form after its id and inserts
+// them, all in one round trip.
+func chainAuditInServer(ctx context.Context, tx *txn, events []AuditEvent) error {
+	n := len(events)
+	ats, kinds, actors, names, keys, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	rests := make([][]byte, n)
+	for i, e := range events {
+		ats[i], kinds[i], actors[i], names[i], keys[i], details[i] = formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, e.OperationKey, string(e.Detail)
+		rests[i] = canonicalRest(e)
+	}
+	_, err := tx.ExecContext(ctx, `SELECT oncegate_chain_audit(?, ?, ?, ?, ?, ?, ?, ?)`, int64(auditLock), ats, kinds, actors, names, keys, details, rests)
+	return err
 }
 
 // A batch's events are written with multi-row INSERTs — on PostgreSQL

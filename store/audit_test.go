@@ -105,6 +105,33 @@ func TestAudit(t *testing.T) {
 			}
 		}
 	})
+	t.Run("HashCoversEveryByte", func(t *testing.T) {
+		// The chain's hashes are computed where the events are written (on
+		// PostgreSQL by the server) and checked by the gateway: both must
+		// hash the same bytes for text JSON escapes, outside ASCII and
+		// with no operation key.
+		s := MustOpenStore(t)
+		actx := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: "Бухгалтер <главный> & Co"})
+		details := []map[string]any{
+			{"note": "Счёт № 17 «ООО Ромашка»", "sum": 1234.5},
+			{"html": "<script>&amp;</script>", "sep": "\u2028 \u2029", "emoji": "😀", "quote": `"'\\`},
+			{"nested": map[string]any{"b": []any{1, "два", nil, true}, "a": "\x00\x1f"}},
+		}
+		keys := []string{"", "ключ:Заказ-1", "test:invoice.create:a-1:v1"}
+		for i, d := range details {
+			if err := s.Audit(actx, "note.добавлена", keys[i], d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := s.VerifyAudit(ctx)
+		if err != nil || r.BrokenAt != 0 || r.Events != len(details) {
+			t.Fatalf("verify = %+v, %v", r, err)
+		}
+		var nullKeys int
+		if err := store.RawDB(t, s).QueryRow(`SELECT count(*) FROM audit_events WHERE operation_key IS NULL`).Scan(&nullKeys); err != nil || nullKeys != 1 {
+			t.Fatalf("events without a key stored as NULL: %d, %v", nullKeys, err)
+		}
+	})
 	t.Run("Filter", func(t *testing.T) {
 		s := MustOpenStore(t)
 		for _, ev := range []string{"approval.approved", "approval.denied", "user.login", "approval.approved"} {

@@ -33,7 +33,8 @@ import (
 // status change stays a conditional update under its fence; picking work
 // skips rows another gateway has locked; a batch in which a write lost a
 // deadlock with another gateway's batch runs again from its start; the batch's
-// audit events are chained at its end under an advisory lock (auditLock).
+// audit events are chained at its end by the server, under an advisory
+// lock (auditLock), in one round trip.
 // No transaction spans a call to a target.
 //
 // What the single-process journal knows from the data directory's lock,
@@ -209,6 +210,11 @@ func (b *postgresBackend) begin(ctx context.Context, t *txn) error {
 		_, err = t.ExecContext(ctx, `BEGIN`)
 	}
 	return err
+}
+
+// chainAudit: the server chains the events, in one round trip.
+func (*postgresBackend) chainAudit(ctx context.Context, t *txn, events []AuditEvent) error {
+	return chainAuditInServer(ctx, t, events)
 }
 
 // conflict: PostgreSQL aborted the write for a conflict with another
