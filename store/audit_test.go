@@ -132,6 +132,25 @@ func TestAudit(t *testing.T) {
 			t.Fatalf("events without a key stored as NULL: %d, %v", nullKeys, err)
 		}
 	})
+	t.Run("ChainCarriesOverTheUpgrade", func(t *testing.T) {
+		// A journal whose events the gateway chained (before migration
+		// 0012; on SQLite, always) goes on with events the server chains,
+		// and the other way round: one chain, each event after its
+		// predecessor.
+		s := MustOpenStore(t)
+		for range 2 {
+			if err := store.AuditChainedByGateway(ctx, s, 3); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.AuditInOneWrite(ctx, s, 3); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := s.VerifyAudit(ctx)
+		if err != nil || r.BrokenAt != 0 || r.Events != 12 {
+			t.Fatalf("verify = %+v, %v", r, err)
+		}
+	})
 	t.Run("Filter", func(t *testing.T) {
 		s := MustOpenStore(t)
 		for _, ev := range []string{"approval.approved", "approval.denied", "user.login", "approval.approved"} {

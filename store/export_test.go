@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -83,6 +85,22 @@ func AuditInOneWrite(ctx context.Context, s *Store, n int) error {
 			}
 		}
 		return nil
+	})
+}
+
+// AuditChainedByGateway appends n events chained by the gateway itself,
+// as every journal did before PostgreSQL's server chained them (migration
+// 0012): under the chain's lock, after the head it reads.
+func AuditChainedByGateway(ctx context.Context, s *Store, n int) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		if err := tx.lock(ctx, int64(auditLock)); err != nil {
+			return err
+		}
+		events := make([]AuditEvent, n)
+		for i := range events {
+			events[i] = AuditEvent{At: s.now(), Actor: actorOf(ctx), Event: "note.before", Detail: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+		}
+		return chainAudit(ctx, tx, events)
 	})
 }
 
