@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -22,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -121,7 +123,10 @@ type benchSetup struct {
 // turn, the reference twice (first and last), so a machine that changes
 // speed shows.
 func bench(stdout io.Writer, b benchSetup) error {
-	ctx, cancel := context.WithCancel(context.Background())
+	// An interrupt (Ctrl-C, a service manager's stop) ends the load early
+	// and the run cleans up as it does at its end: the gateways stopped,
+	// their control groups and the temporary journal removed.
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "oncegate-bench-")
 	if err != nil {
@@ -222,7 +227,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 		}})
 	}
 	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil})
-	if err := benchTable(stdout, client, token, paths, gw, b); err != nil {
+	if err := benchTable(ctx, stdout, client, token, paths, gw, b); err != nil {
 		return err
 	}
 	if filled > 0 {
@@ -375,12 +380,15 @@ type benchPath struct {
 // benchTable loads each path in turn (those b.only names, and the
 // references) and writes a row of its rate and latencies, beside the
 // first reference's and the forwarding's rates and the journal's batches.
-func benchTable(stdout io.Writer, client *http.Client, token string, paths []benchPath, gw *benchGateways, b benchSetup) error {
+func benchTable(ctx context.Context, stdout io.Writer, client *http.Client, token string, paths []benchPath, gw *benchGateways, b benchSetup) error {
 	writeStats := gw.writeStats
 	tw := tabwriter.NewWriter(stdout, 2, 8, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "path\trequests\treq/s\tp50\tp99\tvs reference\tvs forwarding\tCPU/req\tjournal batches/s × writes\t")
 	var ref, fwdRate float64
 	for _, p := range paths {
+		if ctx.Err() != nil {
+			return errors.New("interrupted")
+		}
 		if b.only != "" && !strings.Contains(strings.ToLower(p.name), strings.ToLower(b.only)) && !strings.Contains(p.name, "reference") {
 			continue
 		}
@@ -398,7 +406,10 @@ func benchTable(stdout io.Writer, client *http.Client, token string, paths []ben
 			r   loadResult
 			err error
 		)
-		labeled("client", func() { r, err = load(client, p.urls, token, p.key, b.conns, b.dur) })
+		labeled("client", func() { r, err = load(ctx, client, p.urls, token, p.key, b.conns, b.dur) })
+		if ctx.Err() != nil {
+			return errors.New("interrupted") // a shortened load is not a measurement
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -451,7 +462,7 @@ type loadResult struct {
 
 // load sends requests from conns clients for dur, client i to urls[i %
 // len(urls)], and measures them; any answer but 200 stops it with an error.
-func load(client *http.Client, urls []string, token string, key func() string, conns int, dur time.Duration) (loadResult, error) {
+func load(ctx context.Context, client *http.Client, urls []string, token string, key func() string, conns int, dur time.Duration) (loadResult, error) {
 	var wg sync.WaitGroup
 	lat := make([][]time.Duration, conns)
 	errs := make([]error, conns)
@@ -459,7 +470,7 @@ func load(client *http.Client, urls []string, token string, key func() string, c
 	end := start.Add(dur)
 	for i := range conns {
 		wg.Go(func() {
-			for time.Now().Before(end) {
+			for time.Now().Before(end) && ctx.Err() == nil {
 				t0 := time.Now()
 				if err := send(client, urls[i%len(urls)], token, key()); err != nil {
 					errs[i] = err

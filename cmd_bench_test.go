@@ -1,13 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncegate/oncegate/store/storetest"
 )
@@ -89,9 +92,80 @@ func TestBenchCommandCapped(t *testing.T) {
 	if fi, err := os.Stat(profile + ".gateway-0"); err != nil || fi.Size() == 0 {
 		t.Errorf("the gateway wrote no profile: %v", err)
 	}
-	for _, pattern := range []string{"/sys/fs/cgroup/oncegate-bench-*", "/sys/fs/cgroup/cpu/oncegate-bench-*"} {
-		if m, _ := filepath.Glob(pattern); len(m) != 0 {
-			t.Errorf("control groups left behind: %v", m)
+	if m := benchGroups(cmd.Process.Pid); len(m) != 0 {
+		t.Errorf("control groups left behind: %v", m)
+	}
+}
+
+// benchGroups are the control groups the bench with process id pid made
+// (oncegate-bench-PID-N) that are still there.
+func benchGroups(pid int) []string {
+	var all []string
+	for _, root := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/cpu"} {
+		m, _ := filepath.Glob(filepath.Join(root, fmt.Sprintf("oncegate-bench-%d-*", pid)))
+		all = append(all, m...)
+	}
+	return all
+}
+
+// An interrupted bench (Ctrl-C, a service manager's stop) stops loading,
+// prints no row from a shortened load and cleans up as at its end: its
+// gateways stopped and their control groups gone.
+func TestBenchCommandInterrupted(t *testing.T) {
+	args := []string{"bench", "--duration", "60s", "--connections", "4", "--only", "new"}
+	capped := canMakeControlGroups()
+	if capped {
+		args = append(args, "--cpu-quota", "0.5")
+	}
+	cmd := exec.Command(bin(t), args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// Loading: the header is printed once the gateways answer; capped, the
+	// gateway's process is in its group.
+	var gateway int
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the bench did not start loading:\n%s", out.String())
+		}
+		if !capped && strings.Contains(out.String(), "oncegate bench:") {
+			break
+		}
+		if g := benchGroups(cmd.Process.Pid); capped && len(g) == 1 {
+			b, _ := os.ReadFile(filepath.Join(g[0], "cgroup.procs"))
+			if gateway, _ = strconv.Atoi(strings.TrimSpace(string(b))); gateway > 0 && strings.Contains(out.String(), "oncegate bench:") {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(out.String(), "interrupted") {
+			t.Errorf("interrupted bench: %v\n%s", err, out.String())
+		}
+	case <-time.After(45 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the bench did not stop when interrupted:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), "new operation (1C simulator)") {
+		t.Errorf("a row from a shortened load:\n%s", out.String())
+	}
+	if m := benchGroups(cmd.Process.Pid); len(m) != 0 {
+		t.Errorf("control groups left behind: %v", m)
+	}
+	if gateway > 0 {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", gateway)); err == nil {
+			t.Errorf("the capped gateway (process %d) still runs", gateway)
 		}
 	}
 }
