@@ -117,12 +117,8 @@ func TestBenchCommandInterrupted(t *testing.T) {
 	if capped {
 		args = append(args, "--cpu-quota", "0.5")
 	}
-	cmd := exec.Command(bin(t), args...)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	p := start(t, nil, args...)
+	cmd := p.cmd
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	// Loading: the header is printed once the gateways answer; capped, the
@@ -132,14 +128,14 @@ func TestBenchCommandInterrupted(t *testing.T) {
 	for {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatalf("the bench did not start loading:\n%s", out.String())
+			t.Fatalf("the bench did not start loading:\n%s", p.output())
 		}
-		if !capped && strings.Contains(out.String(), "oncegate bench:") {
+		if !capped && strings.Contains(p.output(), "oncegate bench:") {
 			break
 		}
 		if g := benchGroups(cmd.Process.Pid); capped && len(g) == 1 {
 			b, _ := os.ReadFile(filepath.Join(g[0], "cgroup.procs"))
-			if gateway, _ = strconv.Atoi(strings.TrimSpace(string(b))); gateway > 0 && strings.Contains(out.String(), "oncegate bench:") {
+			if gateway, _ = strconv.Atoi(strings.TrimSpace(string(b))); gateway > 0 && strings.Contains(p.output(), "oncegate bench:") {
 				break
 			}
 		}
@@ -150,15 +146,15 @@ func TestBenchCommandInterrupted(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if err == nil || !strings.Contains(out.String(), "interrupted") {
-			t.Errorf("interrupted bench: %v\n%s", err, out.String())
+		if err == nil || !strings.Contains(p.output(), "interrupted") {
+			t.Errorf("interrupted bench: %v\n%s", err, p.output())
 		}
 	case <-time.After(45 * time.Second):
 		cmd.Process.Kill()
-		t.Fatalf("the bench did not stop when interrupted:\n%s", out.String())
+		t.Fatalf("the bench did not stop when interrupted:\n%s", p.output())
 	}
-	if strings.Contains(out.String(), "new operation (1C simulator)") {
-		t.Errorf("a row from a shortened load:\n%s", out.String())
+	if strings.Contains(p.output(), "new operation (1C simulator)") {
+		t.Errorf("a row from a shortened load:\n%s", p.output())
 	}
 	if m := benchGroups(cmd.Process.Pid); len(m) != 0 {
 		t.Errorf("control groups left behind: %v", m)
