@@ -166,11 +166,11 @@ func chainAuditInServer(ctx context.Context, tx *txn, events []AuditEvent) error
 	return err
 }
 
-// A batch's events are written with multi-row INSERTs — on PostgreSQL
-// one round trip for many events, not one each. Each statement holds a
-// power of two of rows, up to maxAuditRows, so a batch takes as many as
-// its count has ones in binary and the writer keeps at most seven of them
-// prepared.
+// Where the gateway chains them (SQLite), a batch's events are written
+// with multi-row INSERTs: one statement for many events, not one each.
+// Each statement holds a power of two of rows, up to maxAuditRows, so a
+// batch takes as many as its count has ones in binary and the writer
+// keeps at most seven of them prepared.
 const (
 	maxAuditRows = 64
 	auditColumns = 9

@@ -196,13 +196,17 @@ func (*sqliteBackend) bind(query string) string { return query }
 func (*sqliteBackend) forUpdate() string                        { return `` }
 func (*sqliteBackend) skipLocked() string                       { return `` }
 func (*sqliteBackend) lock(context.Context, *txn, ...any) error { return nil }
+func (*sqliteBackend) ready(*txn, <-chan struct{}) bool         { return true }
+func (*sqliteBackend) afterFailure(*txn)                        {}
+func (*sqliteBackend) conflict(error) bool                      { return false }
+func (*sqliteBackend) shared() bool                             { return false }
+
+// chainAudit: the one writer chains the events itself; there are no round
+// trips to save.
 func (*sqliteBackend) chainAudit(ctx context.Context, t *txn, events []AuditEvent) error {
 	return chainAudit(ctx, t, events)
 }
-func (*sqliteBackend) ready(*txn, <-chan struct{}) bool { return true }
-func (*sqliteBackend) afterFailure(*txn)                {}
-func (*sqliteBackend) conflict(error) bool              { return false }
-func (*sqliteBackend) shared() bool                     { return false }
+
 func (*sqliteBackend) batchContext() (context.Context, context.CancelFunc) {
 	return context.Background(), func() {}
 }
