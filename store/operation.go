@@ -276,8 +276,8 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest, order any)
 	}
 	if err == nil && inserted == 0 {
 		if req.OnlyNew {
-			op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery, req.Key))
-			return DecisionExists, op, interpretError(err)
+			op, err = getOperation(ctx, tx, req.Key)
+			return DecisionExists, op, err
 		}
 		op, err = scanOperation(tx.QueryRowContext(ctx, getOperationQuery+tx.forUpdate(), req.Key))
 	}

@@ -57,8 +57,8 @@ const pgPoolSize = 32
 // server one round trip at a time, so one writer spends most of a batch
 // waiting on the network; a second keeps the server busy meanwhile. More
 // split the queue into smaller batches, each paying the batch's own round
-// trips (BEGIN, the audit chain's lock, head and events, COMMIT) and
-// contending for the chain's lock: measured with the bench's 32
+// trips (BEGIN, the audit chain's append, COMMIT) and contending for the
+// chain's lock: measured with the bench's 32
 // connections on one machine, two writers made 950–1,040 new operations a
 // second, four 755–805 and one 825–835; with two gateways on one journal,
 // two writers each 927, four 509. (SQLite has one writer: the file has one

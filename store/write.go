@@ -198,6 +198,7 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	// savepoints (on PostgreSQL, two round trips fewer per write); when one
 	// fails, the transaction is rolled back and the batch runs again, each
 	// write in its savepoint.
+	//
 	// rerun rolls the transaction back and begins it again for the batch
 	// to run anew; false when it could not begin (the batch is aborted).
 	rerun := func() bool {

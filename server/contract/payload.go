@@ -152,28 +152,37 @@ func eachNumber(v any, f func(json.Number) (json.Number, bool)) bool {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, e := range t {
-			if n, ok := e.(json.Number); ok {
-				if t[k], ok = f(n); !ok {
-					t[k] = n
-					return false
-				}
-			} else if !eachNumber(e, f) {
+			n, isNumber, ok := numberIn(e, f)
+			if !ok {
 				return false
+			}
+			if isNumber {
+				t[k] = n
 			}
 		}
 	case []any:
 		for i, e := range t {
-			if n, ok := e.(json.Number); ok {
-				if t[i], ok = f(n); !ok {
-					t[i] = n
-					return false
-				}
-			} else if !eachNumber(e, f) {
+			n, isNumber, ok := numberIn(e, f)
+			if !ok {
 				return false
+			}
+			if isNumber {
+				t[i] = n
 			}
 		}
 	}
 	return true
+}
+
+// numberIn is eachNumber of one member or element e: f of e when e is a
+// number (isNumber; its place is the caller's to set), else the walk into
+// e. ok is false when f refused a number.
+func numberIn(e any, f func(json.Number) (json.Number, bool)) (n json.Number, isNumber, ok bool) {
+	if n, isNumber = e.(json.Number); !isNumber {
+		return "", false, eachNumber(e, f)
+	}
+	n, ok = f(n)
+	return n, true, ok
 }
 
 // normalNumber is n in the normal form normalizeNumbers gives it; false
