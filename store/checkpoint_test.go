@@ -3,8 +3,13 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -48,4 +53,67 @@ func TestCheckpointsBesideTheWriter(t *testing.T) {
 		}
 	}
 	t.Fatalf("the journal's file holds %d of %d committed operations: nothing checkpointed the WAL", got, n)
+}
+
+// Under writes that never pause, the WAL starts again from its beginning
+// after checkpoints, as it does when the load pauses: it does not grow
+// for as long as the load lasts (and is not all read again at the next
+// start). Each start again counts up the checkpoint sequence in the WAL's
+// header.
+func TestWALStartsAgainUnderSteadyWrites(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	restarts := func() (uint32, int64) {
+		f, err := os.Open(path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var h [16]byte
+		if _, err := io.ReadFull(f, h[:]); err != nil {
+			return 0, 0 // not written yet
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return binary.BigEndian.Uint32(h[12:]), fi.Size()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var writers sync.WaitGroup
+	var written atomic.Int64
+	for w := range 8 {
+		writers.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				req := ClaimRequest{Key: fmt.Sprintf("test:invoice.create:steady-%d-%d:v1", w, i), Intent: "invoice.create",
+					Fingerprint: fmt.Sprintf("%064d", i), TargetSystem: "onec", Agent: "agent", Payload: []byte(`{"n":1}`),
+					Owner: "run-1", Lease: time.Minute}
+				if _, _, err := s.Claim(context.Background(), req); err != nil {
+					t.Error(err)
+					return
+				}
+				written.Add(1)
+			}
+		})
+	}
+	defer func() {
+		stop()
+		writers.Wait()
+	}()
+	for written.Load() < 100 {
+		time.Sleep(time.Millisecond)
+	}
+	first, _ := restarts()
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if seq, _ := restarts(); seq >= first+2 {
+			return
+		}
+	}
+	seq, size := restarts()
+	t.Fatalf("under steady writes the WAL started again %d times in 20 s and grew to %d bytes (%d operations written)", seq-first, size, written.Load())
 }

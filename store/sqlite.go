@@ -145,6 +145,14 @@ const checkpointEvery = 200 * time.Millisecond
 // most every checkpointEvery, until the store closes, then closes ck.
 // A passive checkpoint waits for no one: the writer goes on appending to
 // the WAL, and frames a reader still uses are left for the next one.
+//
+// The WAL starts again from its beginning only when a write transaction
+// begins with every frame checkpointed; under steady writes the writer
+// has always committed more while ck copied, so the file would grow for
+// as long as the load lasts (hundreds of MB a minute, all read again at
+// the next start). So after ck has copied the bulk, the writer copies the
+// few frames committed since, between two batches: its next batch then
+// writes the WAL from the start, into the file's existing blocks.
 func (s *Store) checkpointer(ck *sql.DB) {
 	defer ck.Close()
 	t := time.NewTicker(checkpointEvery)
@@ -159,6 +167,10 @@ func (s *Store) checkpointer(ck *sql.DB) {
 		if n := s.batches.Load(); n != last {
 			last = n
 			ck.Exec(`PRAGMA wal_checkpoint(PASSIVE)`) // a failure only leaves the WAL longer
+			s.exclusive(context.Background(), func(ctx context.Context, c *sql.Conn) error {
+				_, err := c.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+				return err
+			})
 		}
 	}
 }
