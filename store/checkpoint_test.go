@@ -14,6 +14,24 @@ import (
 	"time"
 )
 
+// openFile opens a new journal file, closed when the test ends.
+func openFile(t *testing.T) (string, *Store) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return path, s
+}
+
+// newClaim is the claim of a new invoice under key name.
+func newClaim(name string, i int) ClaimRequest {
+	return ClaimRequest{Key: "test:invoice.create:" + name + ":v1", Intent: "invoice.create",
+		Fingerprint: fmt.Sprintf("%064d", i), TargetSystem: "onec", Agent: "agent", Payload: []byte(`{}`),
+		Owner: "run-1", Lease: time.Minute}
+}
+
 // The writer's COMMIT never waits for a checkpoint: a connection of its
 // own copies what the batches wrote to the WAL into the journal's file
 // soon after, long before SQLite's own automatic checkpoint (at 1000
@@ -21,18 +39,10 @@ import (
 // the WAL unseen).
 func TestCheckpointsBesideTheWriter(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	s, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	path, s := openFile(t)
 	const n = 10
 	for i := range n {
-		req := ClaimRequest{Key: fmt.Sprintf("test:invoice.create:ck-%d:v1", i), Intent: "invoice.create",
-			Fingerprint: fmt.Sprintf("%064d", i), TargetSystem: "onec", Agent: "agent", Payload: []byte(`{}`),
-			Owner: "run-1", Lease: time.Minute}
-		if _, _, err := s.Claim(context.Background(), req); err != nil {
+		if _, _, err := s.Claim(context.Background(), newClaim(fmt.Sprintf("ck-%d", i), i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,12 +72,7 @@ func TestCheckpointsBesideTheWriter(t *testing.T) {
 // header.
 func TestWALStartsAgainUnderSteadyWrites(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	s, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	path, s := openFile(t)
 	restarts := func() (uint32, int64) {
 		f, err := os.Open(path + "-wal")
 		if err != nil {
@@ -90,10 +95,7 @@ func TestWALStartsAgainUnderSteadyWrites(t *testing.T) {
 	for w := range 8 {
 		writers.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
-				req := ClaimRequest{Key: fmt.Sprintf("test:invoice.create:steady-%d-%d:v1", w, i), Intent: "invoice.create",
-					Fingerprint: fmt.Sprintf("%064d", i), TargetSystem: "onec", Agent: "agent", Payload: []byte(`{"n":1}`),
-					Owner: "run-1", Lease: time.Minute}
-				if _, _, err := s.Claim(context.Background(), req); err != nil {
+				if _, _, err := s.Claim(context.Background(), newClaim(fmt.Sprintf("steady-%d-%d", w, i), i)); err != nil {
 					t.Error(err)
 					return
 				}
