@@ -149,10 +149,10 @@ const checkpointEvery = 200 * time.Millisecond
 // The WAL starts again from its beginning only when a write transaction
 // begins with every frame checkpointed; under steady writes the writer
 // has always committed more while ck copied, so the file would grow for
-// as long as the load lasts (tens of MB a second at full load, all read again at
-// the next start). So after ck has copied the bulk, the writer copies the
-// few frames committed since, between two batches: its next batch then
-// writes the WAL from the start, into the file's existing blocks.
+// as long as the load lasts (tens of MB a second at full load, all read
+// again at the next start). So after ck has copied the bulk, the writer
+// copies the few frames committed since, between two batches: its next
+// batch then writes the WAL from the start, into the file's blocks.
 func (s *Store) checkpointer(ck *sql.DB) {
 	defer ck.Close()
 	t := time.NewTicker(checkpointEvery)
