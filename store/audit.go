@@ -110,19 +110,6 @@ func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, det
 // event its predecessor's hash before that one commits.
 const auditLock = 0x6f6e636567617465 // "oncegate"
 
-// flushAudit writes the events the batch's writes added, chained to the
-// head, in its transaction (backend.chainAudit).
-func (s *Store) flushAudit(ctx context.Context, tx *txn) error {
-	if len(tx.audit) == 0 {
-		return nil
-	}
-	defer func() { tx.audit = tx.audit[:0] }()
-	if err := s.be.chainAudit(ctx, tx, tx.audit); err != nil {
-		return fmt.Errorf("append audit: %w", interpretError(err))
-	}
-	return nil
-}
-
 // chainAudit reads the chain's head and writes events after it, each
 // naming its predecessor's hash.
 func chainAudit(ctx context.Context, tx *txn, events []AuditEvent) error {
@@ -150,11 +137,13 @@ func chainAudit(ctx context.Context, tx *txn, events []AuditEvent) error {
 	return nil
 }
 
-// chainAuditInServer has the journal server chain events (the function
+// chainAuditCall has the journal server chain events (the function
 // oncegate_chain_audit, migration 0012): it takes the chain's lock, reads
 // the head, hashes each event's canonical form after its id and inserts
-// them, all in one round trip.
-func chainAuditInServer(ctx context.Context, tx *txn, events []AuditEvent) error {
+// them, in one statement; chainAuditArgs are its arguments.
+const chainAuditCall = `SELECT oncegate_chain_audit($1, $2, $3, $4, $5, $6, $7, $8)`
+
+func chainAuditArgs(events []AuditEvent) []any {
 	n := len(events)
 	ats, kinds, actors, names, keys, details := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	rests := make([][]byte, n)
@@ -162,8 +151,7 @@ func chainAuditInServer(ctx context.Context, tx *txn, events []AuditEvent) error
 		ats[i], kinds[i], actors[i], names[i], keys[i], details[i] = formatTime(e.At), e.Actor.Kind, e.Actor.Name, e.Event, e.OperationKey, string(e.Detail)
 		rests[i] = canonicalRest(e)
 	}
-	_, err := tx.ExecContext(ctx, `SELECT oncegate_chain_audit(?, ?, ?, ?, ?, ?, ?, ?)`, int64(auditLock), ats, kinds, actors, names, keys, details, rests)
-	return err
+	return []any{int64(auditLock), ats, kinds, actors, names, keys, details, rests}
 }
 
 // Where the gateway chains them (SQLite), a batch's events are written

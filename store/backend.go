@@ -22,9 +22,10 @@ type backend interface {
 	// int64, or two int32: a class and a key), for rules that read before
 	// they write and must not interleave with another writer's.
 	lock(ctx context.Context, t *txn, keys ...any) error
-	// chainAudit writes a batch's audit events in t's transaction, chained
-	// to the head of the trail, last in the batch.
-	chainAudit(ctx context.Context, t *txn, events []AuditEvent) error
+	// commit ends t's transaction: it writes the batch's audit events,
+	// chained to the head of the trail, and commits. A failure says its
+	// stage: "append audit" or "commit".
+	commit(ctx context.Context, t *txn, events []AuditEvent) (stage string, err error)
 
 	// ready readies the writer's connection for its next batch; it
 	// reports false when the store closed meanwhile.

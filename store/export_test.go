@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"net"
+	"sync/atomic"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Store tests hash with the cheapest parameters: production cost (64 MiB,
@@ -122,4 +124,63 @@ func WriteSQL(ctx context.Context, s *Store, fn func(exec func(query string, arg
 			return err
 		})
 	})
+}
+
+// CommitSends ends a transaction of n audit events on s's PostgreSQL
+// journal the way a batch does (backend.commit), on a connection of its
+// own, and reports how many times the gateway sent to the server for it:
+// each send the gateway then waits on is a round trip. The commit is done
+// once before it is counted, so statements are prepared as in a writer
+// that has run before.
+func CommitSends(ctx context.Context, s *Store, n int) (int64, error) {
+	pg, ok := s.be.(*postgresBackend)
+	if !ok {
+		return 0, fmt.Errorf("not a PostgreSQL journal")
+	}
+	cfg, err := pgConfig(pg.url)
+	if err != nil {
+		return 0, err
+	}
+	var sends atomic.Int64
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		return countingConn{c, &sends}, err
+	}
+	sqldb := stdlib.OpenDB(*cfg)
+	defer sqldb.Close()
+	conn, err := sqldb.Conn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	t := newTxn(conn, pg)
+	defer t.close()
+	events := make([]AuditEvent, n)
+	for i := range events {
+		events[i] = AuditEvent{At: s.now(), Actor: actorOf(ctx), Event: "note", Detail: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	var counted int64
+	for range 2 {
+		if err := pg.begin(ctx, t); err != nil {
+			return 0, err
+		}
+		before := sends.Load()
+		if stage, err := pg.commit(ctx, t, events); err != nil {
+			return 0, fmt.Errorf("%s: %w", stage, err)
+		}
+		counted = sends.Load() - before
+	}
+	return counted, nil
+}
+
+// countingConn counts the writes on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
 }

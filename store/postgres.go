@@ -212,9 +212,43 @@ func (b *postgresBackend) begin(ctx context.Context, t *txn) error {
 	return err
 }
 
-// chainAudit: the server chains the events, in one round trip.
-func (*postgresBackend) chainAudit(ctx context.Context, t *txn, events []AuditEvent) error {
-	return chainAuditInServer(ctx, t, events)
+// commit: the server chains the events and commits, sent at once. The
+// audit chain's lock is the one point every gateway's batches pass
+// through; sent one after the other, the lock would be held while the
+// answer to the append travelled back and the COMMIT came, and a gateway
+// slowed then (by its CPU quota, or a pause of its process) would hold up
+// every other. Sent as one pipeline, the server runs both without
+// waiting for the gateway. When the append fails, the server skips the
+// COMMIT and the transaction is left aborted, for the writer to roll
+// back.
+func (*postgresBackend) commit(ctx context.Context, t *txn, events []AuditEvent) (string, error) {
+	if len(events) == 0 {
+		if _, err := t.ExecContext(ctx, `COMMIT`); err != nil {
+			return "commit", err
+		}
+		return "", nil
+	}
+	stage := "append audit"
+	err := t.conn.Raw(func(dc any) error {
+		var b pgx.Batch
+		b.Queue(chainAuditCall, chainAuditArgs(events)...)
+		b.Queue(`COMMIT`)
+		r := dc.(*stdlib.Conn).Conn().SendBatch(ctx, &b)
+		if _, err := r.Exec(); err != nil {
+			r.Close()
+			return err
+		}
+		stage = "commit"
+		if _, err := r.Exec(); err != nil {
+			r.Close()
+			return err
+		}
+		return r.Close()
+	})
+	if err != nil {
+		return stage, err
+	}
+	return "", nil
 }
 
 // conflict: PostgreSQL aborted the write for a conflict with another

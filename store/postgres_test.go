@@ -158,3 +158,28 @@ func TestBatchLosingDeadlockRunsAgain(t *testing.T) {
 		t.Errorf("reruns: %d + %d, want the losing batch run again", a.WriteStats().Reruns, b.WriteStats().Reruns)
 	}
 }
+
+// The audit chain's lock is the one point every gateway's batches pass
+// through, held from a batch's audit append to the end of its COMMIT: the
+// two leave the gateway together, so the lock is never held while the
+// server waits for the gateway (a gateway slowed by its CPU quota would
+// hold up every other).
+func TestAuditAppendAndCommitSentTogether(t *testing.T) {
+	if !storetest.Postgres() {
+		t.Skip("PostgreSQL journal only: SQLite's writer has no round trips")
+	}
+	t.Parallel()
+	s := MustOpenStore(t)
+	for _, n := range []int{1, 3} {
+		sends, err := store.CommitSends(context.Background(), s, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sends != 1 {
+			t.Errorf("%d audit events and the COMMIT took %d sends to the server, want 1", n, sends)
+		}
+	}
+	if rep, err := s.VerifyAudit(context.Background()); err != nil || rep.BrokenAt != 0 || rep.Events != 2*(1+3) {
+		t.Errorf("audit after the commits: %+v, %v; want %d events, whole", rep, err, 2*(1+3))
+	}
+}

@@ -293,7 +293,7 @@ func (s *Store) runPlain(t *txn, batch []*writeReq, errs []error) (landed int, o
 }
 
 // finish ends a batch whose writes ran, landed of them without an error:
-// it chains their audit events and commits, or rolls back when none
+// it commits them with their audit events, or rolls back when none
 // landed.
 func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abort func(string, error)) {
 	if landed == 0 {
@@ -306,25 +306,23 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 		}
 		return
 	}
-	// The batch's audit events are chained last: one read of the chain's
-	// head per batch, and on PostgreSQL the chain's lock is held from here
-	// to COMMIT only.
-	if err := s.flushAudit(bg, t); err != nil {
-		abort("append audit", err)
-		return
-	}
 	if hook := s.beforeCommit.Load(); hook != nil {
 		if err := (*hook)(); err != nil {
 			abort("commit", err)
 			return
 		}
 	}
-	if _, err := t.ExecContext(bg, `COMMIT`); err != nil {
+	// The batch's audit events are chained last, with the COMMIT: one
+	// read of the chain's head per batch, and on PostgreSQL the chain's
+	// lock is held from the append to the end of the COMMIT, both sent at
+	// once.
+	if stage, err := s.be.commit(bg, t, t.audit); err != nil {
 		// A COMMIT that failed may leave the transaction open on the
 		// connection; abort ends it so the next batch can begin.
-		abort("commit", err)
+		abort(stage, err)
 		return
 	}
+	t.audit = t.audit[:0]
 	// A batch that committed does not clear failing: one that changed
 	// nothing (a claim finding its key in progress) commits on a full
 	// disk too. Only Ready's probe, a real write, says the journal writes

@@ -317,3 +317,47 @@ func TestWriterKeepsIndexPages(t *testing.T) {
 		t.Fatalf("the writer's page cache is %d KiB (%v), want at least 8 MiB", got, err)
 	}
 }
+
+// When a batch's audit events cannot be written, the batch does not
+// commit: its writes fail as unavailable and none is in the journal (on
+// PostgreSQL the COMMIT sent with the append is skipped, and the aborted
+// transaction rolled back); the batches after it commit.
+func TestAuditAppendFails(t *testing.T) {
+	s := MustOpenStore(t)
+	ctx := context.Background()
+	raw := store.RawDB(t, s)
+	refuse, allow := []string{
+		`CREATE TRIGGER audit_refused BEFORE INSERT ON audit_events BEGIN SELECT RAISE(ABORT, 'audit refused (injected)'); END`,
+	}, []string{`DROP TRIGGER audit_refused`}
+	if storetest.Postgres() {
+		refuse = []string{
+			`CREATE FUNCTION audit_refused() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit refused (injected)'; END $$`,
+			`CREATE TRIGGER audit_refused BEFORE INSERT ON audit_events FOR EACH ROW EXECUTE FUNCTION audit_refused()`,
+		}
+		allow = []string{`DROP TRIGGER audit_refused ON audit_events`, `DROP FUNCTION audit_refused()`}
+	}
+	for _, q := range refuse {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const key = "test:invoice.create:audit-refused:v1"
+	if _, _, err := s.Claim(ctx, claimReq(key, fp1, "run-1")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("claim with the audit refused: %v, want ErrUnavailable", err)
+	}
+	if _, err := s.Get(ctx, key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the claim is in the journal though its audit event was refused: %v", err)
+	}
+	for _, q := range allow {
+		if _, err := raw.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	MustClaim(t, s, claimReq(key, fp1, "run-1"), store.DecisionExecute)
+	for i := range 4 {
+		MustClaim(t, s, claimReq(fmt.Sprintf("test:invoice.create:audit-after-%d:v1", i), fp1, "run-1"), store.DecisionExecute)
+	}
+	if rep, err := s.VerifyAudit(ctx); err != nil || rep.BrokenAt != 0 || rep.Events == 0 {
+		t.Errorf("audit after the refused batch: %+v, %v", rep, err)
+	}
+}
