@@ -86,7 +86,7 @@ func chainHash(prev string, e AuditEvent) string {
 }
 
 // appendAudit adds an event to the caller's write, chained to the last
-// one when its batch is done (flushAudit). detail is marshalled as JSON
+// one when its batch commits (backend.commit). detail is marshalled as JSON
 // (maps sort their keys).
 func (s *Store) appendAudit(ctx context.Context, tx *txn, event, key string, detail map[string]any) error {
 	if detail == nil {

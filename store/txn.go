@@ -16,7 +16,7 @@ type txn struct {
 	// connection before the next (reconnect).
 	broken bool
 
-	// audit holds the events of the batch's writes until flushAudit
+	// audit holds the events of the batch's writes until the commit
 	// chains them, so the chain's head is read, and on PostgreSQL locked,
 	// last.
 	audit []AuditEvent
