@@ -98,11 +98,7 @@ func AuditChainedByGateway(ctx context.Context, s *Store, n int) error {
 		if err := tx.lock(ctx, int64(auditLock)); err != nil {
 			return err
 		}
-		events := make([]AuditEvent, n)
-		for i := range events {
-			events[i] = AuditEvent{At: s.now(), Actor: actorOf(ctx), Event: "note.before", Detail: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
-		}
-		return chainAudit(ctx, tx, events)
+		return chainAudit(ctx, tx, notes(ctx, s, "note.before", n))
 	})
 }
 
@@ -156,10 +152,7 @@ func CommitSends(ctx context.Context, s *Store, n int) (int64, error) {
 	defer conn.Close()
 	t := newTxn(conn, pg)
 	defer t.close()
-	events := make([]AuditEvent, n)
-	for i := range events {
-		events[i] = AuditEvent{At: s.now(), Actor: actorOf(ctx), Event: "note", Detail: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
-	}
+	events := notes(ctx, s, "note", n)
 	var counted int64
 	for range 2 {
 		if err := pg.begin(ctx, t); err != nil {
@@ -183,4 +176,13 @@ type countingConn struct {
 func (c countingConn) Write(b []byte) (int, error) {
 	c.writes.Add(1)
 	return c.Conn.Write(b)
+}
+
+// notes are n audit events named event, numbered in their details.
+func notes(ctx context.Context, s *Store, event string, n int) []AuditEvent {
+	events := make([]AuditEvent, n)
+	for i := range events {
+		events[i] = AuditEvent{At: s.now(), Actor: actorOf(ctx), Event: event, Detail: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	return events
 }

@@ -223,10 +223,7 @@ func (b *postgresBackend) begin(ctx context.Context, t *txn) error {
 // back.
 func (*postgresBackend) commit(ctx context.Context, t *txn, events []AuditEvent) (string, error) {
 	if len(events) == 0 {
-		if _, err := t.ExecContext(ctx, `COMMIT`); err != nil {
-			return "commit", err
-		}
-		return "", nil
+		return chainAndCommit(ctx, t, nil) // nothing to chain: a plain COMMIT
 	}
 	stage := "append audit"
 	err := t.conn.Raw(func(dc any) error {
@@ -234,16 +231,15 @@ func (*postgresBackend) commit(ctx context.Context, t *txn, events []AuditEvent)
 		b.Queue(chainAuditCall, chainAuditArgs(events)...)
 		b.Queue(`COMMIT`)
 		r := dc.(*stdlib.Conn).Conn().SendBatch(ctx, &b)
-		if _, err := r.Exec(); err != nil {
-			r.Close()
-			return err
+		_, err := r.Exec()
+		if err == nil {
+			stage = "commit"
+			_, err = r.Exec()
 		}
-		stage = "commit"
-		if _, err := r.Exec(); err != nil {
-			r.Close()
-			return err
+		if cerr := r.Close(); err == nil {
+			err = cerr
 		}
-		return r.Close()
+		return err
 	})
 	if err != nil {
 		return stage, err

@@ -216,6 +216,12 @@ func (*sqliteBackend) shared() bool                             { return false }
 // commit: the one writer chains the events itself, then commits; there
 // are no round trips to save.
 func (*sqliteBackend) commit(ctx context.Context, t *txn, events []AuditEvent) (string, error) {
+	return chainAndCommit(ctx, t, events)
+}
+
+// chainAndCommit chains events in the gateway (chainAudit) and commits
+// t's transaction, reporting the stage that failed.
+func chainAndCommit(ctx context.Context, t *txn, events []AuditEvent) (string, error) {
 	if len(events) > 0 {
 		if err := chainAudit(ctx, t, events); err != nil {
 			return "append audit", err
