@@ -2,6 +2,7 @@ package contract_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -18,6 +19,7 @@ func FuzzCheckKey(f *testing.F) {
 		{"test:invoice.create:order-demo-1:v1", "test", "invoice.create"},
 		{"prod:payment.charge:4111111111111111:v1", "prod", "payment.charge"},
 		{"prod:payment.charge:4111-1111-1111-1111:v1", "prod", "payment.charge"},
+		{"test:invoice.create:4111--1111__1111-_-1111:v1", "test", "invoice.create"},
 		{"prod:invoice.create:550e8400-e29b-41d4-a716-446655440000:v1", "prod", "invoice.create"},
 		{"prod:invoice.create:og_AbCdEfGhIjKlMnOpQrStUv:v1", "prod", "invoice.create"},
 		{"prod:a::v1", "prod", "a"},
@@ -66,6 +68,11 @@ func FuzzCheckKey(f *testing.F) {
 				t.Fatalf("accepted a card number run %s", run)
 			}
 		}
+		for _, m := range groupedCard.FindAllStringSubmatch(key, -1) {
+			if d := m[1] + m[2] + m[3] + m[4]; luhnOK(d) {
+				t.Fatalf("accepted a card number %s written in groups of four", d)
+			}
+		}
 		for _, run := range strings.FieldsFunc(key, func(r rune) bool { return strings.ContainsRune("._:-", r) }) {
 			if len(run) >= 32 && strings.ContainsAny(run, "0123456789") && strings.Trim(run, "0123456789") != "" {
 				t.Fatalf("accepted a high-entropy run %s", run)
@@ -73,6 +80,10 @@ func FuzzCheckKey(f *testing.F) {
 		}
 	})
 }
+
+// groupedCard is four groups of four digits joined by runs of separators, for the fuzz
+// body: a card number as people write it, however the groups are joined.
+var groupedCard = regexp.MustCompile(`(?:^|[^0-9])([0-9]{4})[._:-]+([0-9]{4})[._:-]+([0-9]{4})[._:-]+([0-9]{4})(?:[^0-9]|$)`)
 
 // luhnOK is an independent Luhn check for the fuzz body.
 func luhnOK(d string) bool {

@@ -91,7 +91,7 @@ func parseSFString(s string) (string, bool) {
 // ":"-separated non-empty segments; the first is the contour; the last is v<digits>; the
 // segments between the contour and the last two, joined with ".", are the intent name.
 // A key that holds a card number (a 13–19 digit run passing the Luhn check, digits
-// possibly grouped by single - . or _) or anything shaped like a secret is refused, and
+// possibly grouped by runs of - . _ or :) or anything shaped like a secret is refused, and
 // the message then never echoes the key: keys are stored and logged in clear.
 //
 // Secret checks are heuristics biased towards refusal: a segment containing a word such

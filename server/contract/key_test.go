@@ -134,9 +134,22 @@ func TestCheckKey(t *testing.T) {
 		{"ErrCard19", "prod:payment.charge:6011000000000000001:v1", "prod", "payment.charge", false},
 		{"ErrCardDiners", "prod:payment.charge:3056-930902-5904:v1", "prod", "payment.charge", false},
 		{"ErrCard19Grouped", "prod:payment.charge:6011-0000-0000-0000-001:v1", "prod", "payment.charge", false},
+		// Runs of separators between the groups hide nothing.
+		{"ErrCardDoubledDashes", "test:invoice.create:4111--1111--1111--1111:v1", "test", "invoice.create", false},
+		{"ErrCardDoubledUnderscores", "test:invoice.create:4111__1111__1111__1111:v1", "test", "invoice.create", false},
+		{"ErrCardDoubledDots", "test:invoice.create:4111..1111..1111..1111:v1", "test", "invoice.create", false},
+		{"ErrCardMixedRuns", "test:invoice.create:4111-_-1111._.1111---1111:v1", "test", "invoice.create", false},
+		{"ErrCardAmexDoubled", "prod:payment.charge:3782__822463--10005:v1", "prod", "payment.charge", false},
+		{"ErrCardDoubledAfterText", "test:invoice.create:order--4111--1111--1111--1111:v1", "test", "invoice.create", false},
+		{"ErrCardColons", "prod:payment.charge:4111:1111:1111:1111:v1", "prod", "payment.charge", false},
 		// Separate numbers are business ids, however many digits they hold together.
 		{"OKTimestampAndCounter", "test:invoice.create:o-1796370520-1000000:v1", "test", "invoice.create", true},
 		{"OKDateAndNumber", "test:invoice.create:2026-12-04-000123456789:v1", "test", "invoice.create", true},
+		{"OKDoubledDate", "test:invoice.create:order--2026--12--06:v1", "test", "invoice.create", true},
+		{"OKDoubledOrderNumber", "test:invoice.create:order__48291__7:v1", "test", "invoice.create", true},
+		{"OKDoubledShortRuns", "test:invoice.create:12--34__56..78:v1", "test", "invoice.create", true},
+		{"OKDoubledLuhnFails", "test:invoice.create:4111--1111--1111--1112:v1", "test", "invoice.create", true},
+		{"OKDoubledTimestampAndCounter", "test:invoice.create:o--1796370520--1000000:v1", "test", "invoice.create", true},
 
 		// Secrets.
 		{"ErrPassword", "prod:invoice.create:password-hunter2:v1", "prod", "invoice.create", false},
@@ -203,6 +216,9 @@ func TestCheckKey_Messages(t *testing.T) {
 		{"prod:invoice.create:order-1:v1", "prod", "payment.charge", []string{"payment.charge", "invoice.create"}},
 		{"prod:invoice.create:order-1:1", "prod", "invoice.create", []string{"v<digits>"}},
 		{"prod:payment.charge:4111111111111111:v1", "prod", "payment.charge", []string{"card number"}},
+		{"test:invoice.create:4111--1111--1111--1111:v1", "test", "invoice.create", []string{"card number"}},
+		{"test:invoice.create:4111__1111__1111__1111:v1", "test", "invoice.create", []string{"card number"}},
+		{"prod:payment.charge:4111:1111:1111:1111:v1", "prod", "payment.charge", []string{"card number"}},
 		{"short", "prod", "invoice.create", []string{"8 to 255"}},
 		{"prod:invoice.create:order#1:v1", "prod", "invoice.create", []string{"position 26"}},
 	}
@@ -218,7 +234,8 @@ func TestCheckKey_Messages(t *testing.T) {
 
 // Keys made of separate business numbers are never taken for card numbers: order ids
 // built from timestamps, counters, dates and document numbers, in every joining the key
-// alphabet allows. (A Luhn check passes one chain in ten; the layout decides.)
+// alphabet allows, singly or in runs. (A Luhn check passes one chain in ten; the layout
+// decides.)
 func TestCheckKey_NoCardFalsePositives(t *testing.T) {
 	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
@@ -239,11 +256,27 @@ func TestCheckKey_NoCardFalsePositives(t *testing.T) {
 		func() string { return num(6, 8) + "-" + num(6, 8) + "-" + num(1, 3) },            // three ids
 		func() string { return "doc-" + num(2, 3) + "-" + num(10, 12) + "-" + num(2, 3) }, // region, number, line
 	}
+	// doubled joins the parts of id with runs of one to three separators instead.
+	doubled := func(id string) string {
+		var b strings.Builder
+		for i := 0; i < len(id); i++ {
+			if !strings.ContainsRune("-._", rune(id[i])) {
+				b.WriteByte(id[i])
+				continue
+			}
+			for range 1 + r.IntN(3) {
+				b.WriteByte("-._"[r.IntN(3)])
+			}
+		}
+		return b.String()
+	}
 	for i := range 20000 {
 		id := shapes[i%len(shapes)]()
-		key := "test:invoice.create:" + id + ":v1"
-		if err := contract.CheckKey(key, "test", "invoice.create"); err != nil {
-			t.Fatalf("CheckKey(%q) = %v, want nil: separate numbers are not a card number", key, err)
+		for _, id := range []string{id, doubled(id)} {
+			key := "test:invoice.create:" + id + ":v1"
+			if err := contract.CheckKey(key, "test", "invoice.create"); err != nil {
+				t.Fatalf("CheckKey(%q) = %v, want nil: separate numbers are not a card number", key, err)
+			}
 		}
 	}
 }

@@ -126,10 +126,11 @@ func mixesCases(s string) bool {
 }
 
 // hasCardNumber reports whether s holds a card number: a maximal run of 13–19 digits
-// passing the Luhn check, or consecutive digit groups joined by single '-', '.' or '_'
-// laid out as card numbers are written (cardLayout) and passing it. Other chains of
-// numbers — a timestamp and a counter, a date and a number — are separate business ids,
-// however many digits they hold together.
+// passing the Luhn check, or consecutive digit groups joined by separators laid out as
+// card numbers are written (cardLayout) and passing it. Any run of separators joins two
+// groups as one does (4111--1111__1111-_-1111): how the digits are joined hides nothing.
+// Other chains of numbers — a timestamp and a counter, a date and a number — are
+// separate business ids, however many digits they hold together.
 func hasCardNumber(s string) bool {
 	for i := 0; i < len(s); {
 		if !isDigit(s[i]) {
@@ -144,8 +145,12 @@ func hasCardNumber(s string) bool {
 			}
 			groups = append(groups, s[i:j])
 			i = j
-			if j+1 < len(s) && (s[j] == '-' || s[j] == '.' || s[j] == '_') && isDigit(s[j+1]) {
-				i = j + 1
+			k := j
+			for k < len(s) && isSeparator(s[k]) {
+				k++
+			}
+			if k > j && k < len(s) && isDigit(s[k]) {
+				i = k
 				continue
 			}
 			break
