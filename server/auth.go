@@ -22,9 +22,19 @@ const (
 	ctxFingerprint = "oncegate.fingerprint"
 )
 
-// authenticate requires a valid, unrevoked agent token as a bearer token.
+// authenticate requires a valid, unrevoked agent token as a bearer token,
+// in one Authorization line: the agent API and the MCP endpoint both sit
+// behind it.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if len(c.Request().Header.Values(echo.HeaderAuthorization)) > 1 {
+			// Which line did the client mean? Proxies and servers disagree
+			// on which of two wins, so neither is looked up: RFC 6750's
+			// invalid_request, 400, as for two Idempotency-Key lines.
+			const msg = "the request carries the Authorization header more than once; send the agent token in one Authorization: Bearer <token> line"
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, bearerChallenge("invalid_request", msg))
+			return codes.New(codes.Validation, echo.HeaderAuthorization, msg)
+		}
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
 		scheme, secret, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
