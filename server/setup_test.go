@@ -195,8 +195,14 @@ func mustCatalog(tb testing.TB, cfg config.Config, targets map[string]adapters.T
 // serveOver runs the gateway with cfg over the journal st.
 func serveOver(tb testing.TB, cfg config.Config, st *store.Store) *gateway {
 	tb.Helper()
+	return serveAt(tb, cfg, st, simulated(tb, cfg))
+}
+
+// serveAt runs the gateway with cfg over the journal st and the targets
+// at sims, which other gateways may share.
+func serveAt(tb testing.TB, cfg config.Config, st *store.Store, sims adapterstest.Simulated) *gateway {
+	tb.Helper()
 	ctx := context.Background()
-	sims := simulated(tb, cfg)
 	targets := sims.Targets
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := server.New(cfg, st, targets, mustCatalog(tb, cfg, targets), log)

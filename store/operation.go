@@ -326,7 +326,7 @@ func (s *Store) claim(ctx context.Context, tx *txn, req ClaimRequest, order any)
 		return DecisionReplay, op, nil
 	case op.Status == StatusAwaitingApproval:
 		return DecisionAwaitingApproval, op, nil
-	case op.LeaseOwner != "" && op.LeaseUntil.After(now):
+	case s.live(op, now):
 		return DecisionInProgress, op, nil
 	}
 

@@ -72,8 +72,9 @@ const pgWriteTimeout = 10 * time.Second
 
 // postgresBackend is the journal's backend on PostgreSQL.
 type postgresBackend struct {
-	url  string  // the URL as given (for pg_dump); never logged
-	pool *sql.DB // the writers' and readers' connections
+	url   string  // the URL as given (for pg_dump); never logged
+	pool  *sql.DB // the writers' and readers' connections
+	clock serverClock
 }
 
 func openPostgres(ctx context.Context, location string) (*Store, error) {
@@ -94,6 +95,10 @@ func openPostgres(ctx context.Context, location string) (*Store, error) {
 	}
 	be := &postgresBackend{url: location, pool: sqldb}
 	d := db{DB: sqldb, be: be}
+	if err := be.clock.read(ctx, d); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open journal: %w", err)
+	}
 	getOp, err := d.PrepareContext(ctx, getOperationQuery)
 	if err != nil {
 		sqldb.Close()
@@ -110,11 +115,12 @@ func openPostgres(ctx context.Context, location string) (*Store, error) {
 			return nil, fmt.Errorf("open journal: %w", redactErr(err))
 		}
 	}
-	s := &Store{be: be, db: d, rdb: d, getOp: getOp, location: Redact(location), Now: time.Now,
+	s := &Store{be: be, db: d, rdb: d, getOp: getOp, location: Redact(location), Now: be.clock.now, Wall: time.Now,
 		writes: make(chan *writeReq), quit: make(chan struct{})}
 	for _, c := range conns {
 		s.writers.Go(func() { s.writer(c) })
 	}
+	s.writers.Go(func() { be.clock.keep(d, s.quit) })
 	return s, nil
 }
 

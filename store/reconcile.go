@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -44,8 +45,7 @@ func (s *Store) takeForReconcileTx(ctx context.Context, tx *txn, op Operation, o
 	if err != nil {
 		return Operation{}, fmt.Errorf("take for reconcile: %w", err)
 	}
-	live := cur.LeaseOwner != "" && cur.LeaseUntil.After(s.now())
-	if cur.Status != op.Status || cur.UpdatedAt != op.UpdatedAt || live {
+	if cur.Status != op.Status || cur.UpdatedAt != op.UpdatedAt || s.live(cur, s.now()) {
 		return Operation{}, fmt.Errorf("take for reconcile %q: %w", op.Key, ErrLeaseLost)
 	}
 	if cur, err = s.takeLease(ctx, tx, cur, owner, lease); err != nil {
@@ -222,4 +222,21 @@ func (s *Store) resolveByHandTx(ctx context.Context, tx *txn, key string, r Reso
 		return fmt.Errorf("resolve by hand %q: %w: the operation is not unknown (or is being reconciled right now)", key, ErrConflict)
 	}
 	return s.appendAudit(ctx, tx, "operation.resolved_by_hand", key, detail)
+}
+
+// Holds reports ErrLeaseLost unless owner still holds key's lease: the
+// row is started under it. Another claim takes a lease only by writing its
+// own owner, so a row still under owner's has not been taken, however late
+// its time.
+func (s *Store) Holds(ctx context.Context, key, owner string) error {
+	var n int
+	err := s.rdb.QueryRowContext(ctx, `SELECT count(*) FROM operations
+		WHERE operation_key = ? AND status = 'started' AND lease_owner = ?`, key, owner).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("check lease of %q: %w", key, errors.Join(ErrUnavailable, err))
+	}
+	if n != 1 {
+		return fmt.Errorf("check lease of %q: %w", key, ErrLeaseLost)
+	}
+	return nil
 }

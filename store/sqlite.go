@@ -129,8 +129,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	s := &Store{be: be, db: w, rdb: rdb, getOp: getOp, path: path, location: path, Now: time.Now,
+	s := &Store{be: be, db: w, rdb: rdb, getOp: getOp, path: path, location: path, Wall: time.Now,
 		writes: make(chan *writeReq), quit: make(chan struct{})}
+	s.Now = func() time.Time { return s.Wall() }
 	s.writers.Go(func() { s.writer(conn) })
 	s.writers.Go(func() { s.checkpointer(ck) })
 	return s, nil

@@ -46,8 +46,12 @@ type Store struct {
 	writers   sync.WaitGroup // the writer goroutines
 	closeOnce sync.Once
 
-	// Now is the clock; tests pin it.
-	Now          func() time.Time
+	// Now is the journal's clock (clock.go): on SQLite the machine's wall
+	// clock, Wall; on PostgreSQL the server's. Tests pin it.
+	Now func() time.Time
+	// Wall is the machine's wall clock, which may step; tests step it.
+	Wall         func() time.Time
+	inUse        leasesInUse                  // Use
 	beforeCommit atomic.Pointer[func() error] // SetBeforeCommit
 	batches      atomic.Int64                 // batches committed or failed
 	batched      atomic.Int64                 // writes those batches held

@@ -63,7 +63,13 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 		}
 		res, calls, err := e.policy.Execute(ctx, target, aop, func(n int) error {
 			if n <= op.AttemptCount {
-				return nil // recorded by the claim
+				// Recorded by the claim. Where another gateway may take
+				// the lease once it ran out (a process frozen since the
+				// claim), the lease is checked still ours.
+				if e.store.Shared() {
+					return e.store.Holds(jctx, op.Key, op.LeaseOwner)
+				}
+				return nil
 			}
 			return e.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, e.lease(op.TargetSystem))
 		})
@@ -71,6 +77,9 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 		done, err = e.settleOutcome(jctx, op, res, err)
 		return err
 	}()
+	if sent && done.Key == "" {
+		e.sentUnsettled(op)
+	}
 	if errors.Is(err, store.ErrUnavailable) && sent {
 		return e.unrecorded(op, err), false, nil
 	}
@@ -159,7 +168,7 @@ func (e *Engine) lookUp(ctx, jctx context.Context, op store.Operation, byAgent b
 		// could have landed. Before that a "not found" is no answer: the
 		// row would say "no effect" of an effect about to appear.
 		safe := op.ResumedFrom == store.StatusFailedRetryable || (byAgent && e.dedupes(op.TargetSystem))
-		if wait := e.inFlightUntil(op).Sub(e.store.Now()); wait > 0 && !safe {
+		if wait := e.inFlight(op); wait > 0 && !safe {
 			return false, false, e.store.MarkUnknown(ctx, op.Key, op.LeaseOwner, "", store.Failure{Code: codes.OutcomeUnknown, Message: "the last attempt may still be in flight"}, e.store.Now().Add(wait))
 		}
 		e.log.Info("look-up: the target has no effect", "key", op.Key)

@@ -73,12 +73,15 @@ type Engine struct {
 	store   *store.Store
 	targets map[string]adapters.Target // by target instance: onec, crm, payments, …
 	policy  adapters.RetryPolicy
-	owner   string // lease owner id of this run
+	owner   string    // lease owner id of this run
+	started time.Time // when this run began, on its monotonic clock
 	log     *slog.Logger
 	redact  *redact.Redactor // of what the targets say: their secrets, the 1C user
 
 	// inflight counts operations being driven, so shutdown can wait for them.
 	inflight work
+	// landing is what this run sent whose outcome it does not know.
+	landing landing
 	// wake pokes the executor when an approval was decided.
 	wake    chan struct{}
 	replays replayCache // final rows, for replays
@@ -97,6 +100,7 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 		targets: make(map[string]adapters.Target, len(targets)),
 		policy:  cfg.Retry,
 		owner:   "run-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(buf),
+		started: time.Now(),
 		log:     log,
 		wake:    make(chan struct{}, 1),
 	}
@@ -119,12 +123,20 @@ func (e *Engine) Owner() string { return e.owner }
 
 // leaseOwner is a fresh owner for one claim of a lease: this run's id and
 // a random suffix. Every transition of the claim names it, so a driver
-// whose lease expired and was taken again, even by another driver of this
-// run, can no longer change the row.
+// whose lease expired and was taken again can no longer change the row.
 func (e *Engine) leaseOwner() string {
 	buf := make([]byte, 6)
 	rand.Read(buf)
 	return e.owner + "/" + hex.EncodeToString(buf)
+}
+
+// useLease is a fresh lease owner (leaseOwner) marked in use by this run
+// until done is called (store.Store.Use): call done once the drive that
+// used the lease ended. While it is in use no other claim of this run takes
+// the lease, whatever the clock says.
+func (e *Engine) useLease() (owner string, done func()) {
+	owner = e.leaseOwner()
+	return owner, e.store.Use(owner)
 }
 
 // Start prepares the journal for this run: rows left started by a

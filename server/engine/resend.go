@@ -68,9 +68,12 @@ func (e *Engine) resend(ctx, jctx context.Context, op store.Operation) error {
 	defer cancel()
 	aop := e.targetOp(op)
 	aop.Attempt = op.AttemptCount + 1
-	res, _, err := e.policy.Execute(ctx, e.targets[op.TargetSystem], aop, func(n int) error {
+	res, calls, err := e.policy.Execute(ctx, e.targets[op.TargetSystem], aop, func(n int) error {
 		return e.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, e.lease(op.TargetSystem))
 	})
+	if calls > 0 && err != nil {
+		e.sentUnsettled(op)
+	}
 	switch {
 	case err == nil:
 		e.log.Info("sent again by key: the target has the effect", "key", op.Key, "object", res.ObjectID)

@@ -186,6 +186,10 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		return final, true, nil
 	}
 	ctx = store.WithActor(ctx, store.Actor{Kind: store.ActorAgent, Name: tok.Agent})
+	// The lease this request's claim would take is in use until its drive
+	// ended: no other request of this run takes it meanwhile.
+	owner, done := e.useLease()
+	defer done()
 
 	// A new key that needs nothing asked of the target before its claim is
 	// claimed at once, as new: one read of the journal fewer per new
@@ -199,7 +203,7 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		if err != nil {
 			return store.Operation{}, false, err
 		}
-		d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, nil, rule, true))
+		d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, owner, nil, rule, true))
 		if err == nil && d != store.DecisionExists {
 			return e.claimed(ctx, tok, def, key, d, op)
 		}
@@ -255,7 +259,7 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 		return store.Operation{}, false, err
 	}
 
-	d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, refused, dup, false))
+	d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, owner, refused, dup, false))
 	if err != nil {
 		if errors.Is(err, store.ErrUnavailable) && existing.AttemptCount > 0 && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint {
 			// This request sent nothing, but an earlier one with this key
@@ -268,8 +272,8 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 }
 
 // claimRequest is the claim of r's key under def, its payload normalized
-// as norm.
-func (e *Engine) claimRequest(tok store.Token, r request, def *intent.Intent, norm contract.Normalized, refused *adapters.Error, dup *store.DuplicateCheck, onlyNew bool) store.ClaimRequest {
+// as norm, for owner's lease.
+func (e *Engine) claimRequest(tok store.Token, r request, def *intent.Intent, norm contract.Normalized, owner string, refused *adapters.Error, dup *store.DuplicateCheck, onlyNew bool) store.ClaimRequest {
 	return store.ClaimRequest{
 		Key:           r.key,
 		Intent:        def.Name,
@@ -285,7 +289,7 @@ func (e *Engine) claimRequest(tok store.Token, r request, def *intent.Intent, no
 		ApprovalTTL:   e.cfg.ApprovalTTL,
 		Refused:       e.failureOf(refused),
 		Duplicates:    dup,
-		Owner:         e.leaseOwner(),
+		Owner:         owner,
 		Lease:         e.lease(def.Target),
 		OnlyNew:       onlyNew,
 	}

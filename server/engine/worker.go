@@ -82,9 +82,11 @@ func (e *Engine) reconcileOne(ctx context.Context, op store.Operation) {
 		return // shutting down: the next run reconciles it
 	}
 	defer e.inflight.done()
+	owner, done := e.useLease()
+	defer done()
 	// The row as taken is another variable: a failed take returns no row,
 	// and the log still names the key.
-	taken, err := e.store.TakeForReconcile(ctx, op, e.leaseOwner(), e.lease(op.TargetSystem))
+	taken, err := e.store.TakeForReconcile(ctx, op, owner, e.lease(op.TargetSystem))
 	if errors.Is(err, store.ErrLeaseLost) {
 		return // an agent's request or another pass took it
 	}
@@ -136,21 +138,29 @@ func (e *Engine) executeApproved(ctx context.Context) {
 			e.signals.Expired.signal(key)
 		}
 	}
-	for ctx.Err() == nil {
-		op, err := e.store.TakeApproved(wctx, e.leaseOwner(), e.MaxLease())
-		if errors.Is(err, store.ErrNotFound) {
-			return
-		}
-		if err != nil {
-			e.log.Error("executor: take approved operation", "err", err)
-			return
-		}
-		e.log.Info("executor: running approved operation", "key", op.Key)
-		if _, _, err := e.drive(wctx, store.DecisionExecute, op); err != nil {
-			e.log.Error("executor: run operation", "key", op.Key, "err", err)
-		}
-		e.signals.Executed.signal(op.Key)
+	for ctx.Err() == nil && e.executeOneApproved(wctx) {
 	}
+}
+
+// executeOneApproved runs one approved money operation, if there is one,
+// and reports whether it found one.
+func (e *Engine) executeOneApproved(ctx context.Context) bool {
+	owner, done := e.useLease()
+	defer done()
+	op, err := e.store.TakeApproved(ctx, owner, e.MaxLease())
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		e.log.Error("executor: take approved operation", "err", err)
+		return false
+	}
+	e.log.Info("executor: running approved operation", "key", op.Key)
+	if _, _, err := e.drive(ctx, store.DecisionExecute, op); err != nil {
+		e.log.Error("executor: run operation", "key", op.Key, "err", err)
+	}
+	e.signals.Executed.signal(op.Key)
+	return true
 }
 
 // purge deletes each target's terminal operations older than its
