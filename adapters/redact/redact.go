@@ -241,11 +241,28 @@ func (p rule) apply(s, low string) string {
 var credentialRules = []rule{
 	{regexp.MustCompile(`og_[A-Za-z0-9_-]{16,}`), "og_" + Mask, []string{"og_"}},
 	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`), "$1 " + Mask, []string{"bearer", "basic"}},
-	{regexp.MustCompile(`(?i)(password|passwd|pwd|secret[_-]?key|secret|token|api[_-]?key)(["']?\s*[=:]\s*["']?)[^\s"',;&]+`), "$1$2" + Mask,
-		[]string{"passw", "pwd", "secret", "token", "api"}},
+	{credentialValue, "$1$2$3" + Mask, []string{"passw", "pwd", "secret", "token", "api"}},
 	{regexp.MustCompile(`(?i)([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@`), "$1" + Mask + "@", []string{"://"}},
 	{regexp.MustCompile(`(/rest/\d+/)[A-Za-z0-9]{6,}`), "$1" + Mask, []string{"/rest/"}},
 }
+
+// credentialValue is the value after a credential's name (password,
+// token, secret, api_key, …). Assigned (token=…), quoted ("token": "…") or
+// glued to the colon (token:…), it is a value whatever it looks like. After
+// ": " it may as well be the rest of a sentence that only names the
+// credential ("failed to find token: no such file"), so there it is masked
+// only when it looks like a secret: it holds a digit or a symbol, a
+// punctuation mark inside it, a capital after a small letter, or 24
+// letters in a row. An ordinary word — small letters, a capital first, all
+// capitals, a full stop after it — stays. A configured secret is masked
+// wherever it stands by its value, not here.
+var credentialValue = regexp.MustCompile(`(?i)(password|passwd|pwd|secret[_-]?key|secret|token|api[_-]?key)` +
+	`(?:(["']?\s*=\s*["']?|["']?\s*:\s*["']|["']?\s*:)` + valueChars + `+` +
+	`|(["']?\s*:\s+)` + valueChars + `*?(?:[^\pL\s"',;&.:!?()]|[.:!?()][^\s"',;&.:!?()]|(?-i:\p{Ll}\p{Lu})|\pL{24})` + valueChars + `*)`)
+
+// valueChars are the characters of a credential's value: up to a space, a
+// quote or a separator of fields and query parameters.
+const valueChars = `[^\s"',;&]`
 
 // cardNumber finds long digit runs (card numbers) in a target's text. The
 // gateway's own lines keep them: operation keys and ids may be such runs.

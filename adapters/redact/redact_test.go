@@ -65,6 +65,52 @@ func TestForeign(t *testing.T) {
 	}
 }
 
+// After a word such as token or password, a value is masked; the words of
+// a sentence that only mentions the credential ("failed to find token: no
+// such file") are not. An assigned or quoted value is a value whatever it
+// looks like; after ": " in prose, what looks like a secret is (a digit, a
+// symbol, mixed case, a long run of letters) and an ordinary word is not.
+func TestCredentialWords(t *testing.T) {
+	t.Parallel()
+	r := testRedactor()
+	for _, c := range []struct{ in, want string }{
+		// Ordinary words after the credential's name stay.
+		{"failed to find token: no such file to connect", "failed to find token: no such file to connect"},
+		{"token: failed to connect", "token: failed to connect"},
+		{"failed to read password: permission denied", "failed to read password: permission denied"},
+		{"open /etc/oncegate/token: no such file or directory", "open /etc/oncegate/token: no such file or directory"},
+		{"secret: Missing. api_key: EMPTY!", "secret: Missing. api_key: EMPTY!"},
+		{"пароль не найден; password: не задан", "пароль не найден; password: не задан"},
+		// Values that look like secrets go, the sentence around them stays.
+		{"failed to find token: abc123XYZ to connect", "failed to find token: *** to connect"},
+		{"failed to read password: hunter2 to connect", "failed to read password: *** to connect"},
+		{"token: s3cr3t-value, retrying", "token: ***, retrying"},
+		{"token: e2b7f1c0d9a84f3b.", "token: ***"},
+		{"password: hUnTeR now", "password: *** now"},
+		{"secret: Tr0ub4dor now", "secret: *** now"},
+		{"token: JBSWYDPEHPKPXPJBSWYDPEHPKPXP here", "token: *** here"},
+		{"password: p@ss rejected", "password: *** rejected"},
+		{"token: user:pass", "token: ***"},
+		// Assigned, quoted or glued values go whatever they look like.
+		{"token=failed", "token=***"},
+		{"password = hunter now", "password = *** now"},
+		{`{"token": "failed"}`, `{"token": "***"}`},
+		{`password: 'hunter' now`, `password: '***' now`},
+		{"token:failed now", "token:*** now"},
+		{"connect: password=hunter2; host=srv-1c.corp.local", "connect: password=***; host=srv-1c.corp.local"},
+		// Configured secrets and agent tokens go wherever they stand.
+		{"failed to find token: " + hook + " to connect", "failed to find token: *** to connect"},
+		{"failed to find token: og_fjPSCdP_Eh2m6OQqENSGQdwSbybum5xBrwj2gLJbTE0 to connect", "failed to find token: *** to connect"},
+	} {
+		if got := r.Own(c.in); got != c.want {
+			t.Errorf("Own(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := r.Foreign(c.in); got != c.want {
+			t.Errorf("Foreign(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
 // A user's name that is a common word is masked where it stands as the
 // user everywhere, as a word in a target's text, and left alone in the
 // gateway's own lines and inside other words.
