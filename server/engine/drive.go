@@ -50,6 +50,7 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 	// an earlier one. A journal failure after that must not become
 	// "nothing was sent".
 	sent := d == store.DecisionResume && op.AttemptCount > 0
+	sentNow := false         // this drive sent something
 	var done store.Operation // the row as its completion wrote it
 	err := func() error {
 		// Look the key up before anything is sent again.
@@ -73,11 +74,12 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 			}
 			return e.store.RecordAttempt(jctx, op.Key, op.LeaseOwner, n, e.lease(op.TargetSystem))
 		})
-		sent = sent || calls > 0
+		sentNow = calls > 0
+		sent = sent || sentNow
 		done, err = e.settleOutcome(jctx, op, res, err)
 		return err
 	}()
-	if sent && done.Key == "" {
+	if sentNow && done.Key == "" {
 		e.sentUnsettled(op)
 	}
 	if errors.Is(err, store.ErrUnavailable) && sent {
