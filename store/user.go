@@ -40,6 +40,60 @@ const (
 // apart. It wraps ErrNotFound.
 var ErrBadCredentials = fmt.Errorf("wrong name or password, or the user is disabled: %w", ErrNotFound)
 
+// DecidesMoney reports whether role approves or denies money operations.
+// A person who grants it types their own password again
+// (ConfirmPassword), and the grantee's sessions end, so they take it up
+// by signing in anew.
+func DecidesMoney(role string) bool { return role == RoleAccountant }
+
+// ErrOwnRole: a person asked to change their own role. Another admin does
+// it, so no one gives themselves the role that decides money.
+var ErrOwnRole = fmt.Errorf("%w: no one changes their own role; another admin does", ErrInvalid)
+
+// ErrConfirmRequired: a person granted a role that decides money without
+// a Confirmation of their own, or asked for one with no password.
+var ErrConfirmRequired = fmt.Errorf("%w: granting a role that decides money needs the granting person's password again", ErrInvalid)
+
+// Confirmation is a person's own password, typed again and found right,
+// for one grant of a role that decides money. Only ConfirmPassword makes
+// one; the zero value confirms nothing.
+type Confirmation struct {
+	name string // the person who typed it
+	addr string // where from
+}
+
+// ConfirmPassword checks the password of the person acting (ctx's actor)
+// typed again, as their sign-in from addr would be checked and under the
+// same throttle (Login): ErrThrottled with the wait, ErrLoginBusy, or
+// ErrBadCredentials, each counted as a failed sign-in is. An empty
+// password is ErrConfirmRequired and counts nothing; an actor that is no
+// person is ErrInvalid.
+func (s *Store) ConfirmPassword(ctx context.Context, password, addr string) (Confirmation, time.Duration, error) {
+	a := actorOf(ctx)
+	switch {
+	case a.Kind != ActorUser:
+		return Confirmation{}, 0, fmt.Errorf("confirm password: %w: only a person confirms", ErrInvalid)
+	case password == "":
+		return Confirmation{}, 0, fmt.Errorf("confirm password: %w", ErrConfirmRequired)
+	}
+	u, wait, err := s.Login(ctx, a.Name, password, addr)
+	if err != nil {
+		return Confirmation{}, wait, fmt.Errorf("confirm password: %w", err)
+	}
+	return Confirmation{name: u.Name, addr: addr}, 0, nil
+}
+
+// by reports whether c confirms the grant of role by ctx's actor, and
+// refuses a person's grant of a role that decides money without it.
+func (c Confirmation) by(ctx context.Context, role string) (bool, error) {
+	a := actorOf(ctx)
+	ok := c.name != "" && a.Kind == ActorUser && strings.EqualFold(c.name, a.Name)
+	if DecidesMoney(role) && a.Kind == ActorUser && !ok {
+		return false, ErrConfirmRequired
+	}
+	return ok, nil
+}
+
 // User is a person who signs in to the admin UI. The password hash never
 // leaves the store.
 type User struct {
@@ -95,12 +149,24 @@ func ValidatePassword(password string) error {
 // CreateUser adds a user. Whoever makes the user chose the password, so
 // the user must choose their own at first sign-in (MustChangePassword). A
 // name taken already, in any letter case, is ErrConflict; a bad name, role
-// or password is ErrInvalid.
+// or password is ErrInvalid. A person (ctx's actor) adds a user with a
+// role that decides money with CreateUserConfirmed.
 func (s *Store) CreateUser(ctx context.Context, name, role, password string) (User, error) {
+	return s.CreateUserConfirmed(ctx, name, role, password, Confirmation{})
+}
+
+// CreateUserConfirmed is CreateUser by a person who confirmed their own
+// password (conf) to grant a role that decides money; user.created says
+// whether they did.
+func (s *Store) CreateUserConfirmed(ctx context.Context, name, role, password string, conf Confirmation) (User, error) {
 	for _, err := range []error{validateUserName(name), validateRole(role), ValidatePassword(password)} {
 		if err != nil {
 			return User{}, fmt.Errorf("create user: %w", err)
 		}
+	}
+	confirmed, err := conf.by(ctx, role)
+	if err != nil {
+		return User{}, fmt.Errorf("create user: %w", err)
 	}
 	// Hash before the write: it takes a good part of a second, and the
 	// writer serves everyone's writes.
@@ -110,13 +176,37 @@ func (s *Store) CreateUser(ctx context.Context, name, role, password string) (Us
 	}
 	var u User
 	err = s.write(ctx, func(ctx context.Context, tx *txn) (err error) {
-		u, err = s.createUserTx(ctx, tx, name, role, hash)
+		u, err = s.grantUserTx(ctx, tx, name, role, hash, grant{confirmed, conf.addr})
 		return err
 	})
 	return u, err
 }
 
+// grant is how a role that decides money was granted: with the granting
+// person's password confirmed, from addr.
+type grant struct {
+	confirmed bool
+	addr      string
+}
+
+// detail adds what the audit event of a grant of role says about it.
+func (g grant) detail(d map[string]any, role string) map[string]any {
+	if !DecidesMoney(role) {
+		return d
+	}
+	d["password_confirmed"] = g.confirmed
+	if g.addr != "" {
+		d["addr"] = g.addr
+	}
+	return d
+}
+
 func (s *Store) createUserTx(ctx context.Context, tx *txn, name, role, hash string) (User, error) {
+	return s.grantUserTx(ctx, tx, name, role, hash, grant{})
+}
+
+// grantUserTx adds the user, the grant of their role as g says.
+func (s *Store) grantUserTx(ctx context.Context, tx *txn, name, role, hash string, g grant) (User, error) {
 	now := s.now().Truncate(time.Microsecond) // as stored
 	var id int64
 	err := tx.QueryRowContext(ctx, `
@@ -128,7 +218,7 @@ func (s *Store) createUserTx(ctx context.Context, tx *txn, name, role, hash stri
 	} else if err != nil {
 		return User{}, fmt.Errorf("create user: %w", err)
 	}
-	if err := s.appendAudit(ctx, tx, "user.created", "", map[string]any{"name": name, "role": role}); err != nil {
+	if err := s.appendAudit(ctx, tx, "user.created", "", g.detail(map[string]any{"name": name, "role": role}, role)); err != nil {
 		return User{}, err
 	}
 	return User{ID: id, Name: name, Role: role, CreatedAt: now, PasswordChangedAt: now, MustChangePassword: true}, nil
@@ -161,7 +251,7 @@ func (s *Store) setPasswordTx(ctx context.Context, tx *txn, name, hash string) e
 	if err := mustAffect(res, err, name); err != nil {
 		return fmt.Errorf("set password: %w", err)
 	}
-	if err := deleteUserSessions(ctx, tx, name); err != nil {
+	if _, err := deleteUserSessions(ctx, tx, name); err != nil {
 		return fmt.Errorf("set password: %w", err)
 	}
 	if err := s.appendAudit(ctx, tx, "user.password_set", "", map[string]any{"name": name, "must_change": true}); err != nil {
@@ -202,7 +292,7 @@ func (s *Store) changeOwnPasswordTx(ctx context.Context, tx *txn, name, hash, ad
 		WHERE id = ?`, hash, now, now, u.ID); err != nil {
 		return fmt.Errorf("change password: %w", interpretError(err))
 	}
-	if err := deleteUserSessions(ctx, tx, u.Name); err != nil {
+	if _, err := deleteUserSessions(ctx, tx, u.Name); err != nil {
 		return fmt.Errorf("change password: %w", err)
 	}
 	return s.appendAudit(ctx, tx, "user.password_changed", "", map[string]any{
@@ -236,7 +326,7 @@ func (s *Store) disableUserTx(ctx context.Context, tx *txn, name string) error {
 		now, now, u.ID); err != nil {
 		return fmt.Errorf("disable user: %w", err)
 	}
-	if err := deleteUserSessions(ctx, tx, name); err != nil {
+	if _, err := deleteUserSessions(ctx, tx, name); err != nil {
 		return fmt.Errorf("disable user: %w", err)
 	}
 	if err := s.appendAudit(ctx, tx, "user.disabled", "", map[string]any{"name": u.Name}); err != nil {
@@ -266,20 +356,39 @@ func (s *Store) enableUserTx(ctx context.Context, tx *txn, name string) error {
 }
 
 // SetRole changes the user's role; it applies to their open sessions at
-// once. Demoting the last enabled admin is ErrInvalid.
+// once. Demoting the last enabled admin is ErrInvalid. A person (ctx's
+// actor) changing their own role is ErrOwnRole, and one granting a role
+// that decides money is ErrConfirmRequired (they use SetRoleConfirmed);
+// the command line (a system actor) may grant it.
 func (s *Store) SetRole(ctx context.Context, name, role string) error {
-	return s.write(ctx, func(ctx context.Context, tx *txn) error {
-		return s.setRoleTx(ctx, tx, name, role)
-	})
+	return s.SetRoleConfirmed(ctx, name, role, Confirmation{})
 }
 
-func (s *Store) setRoleTx(ctx context.Context, tx *txn, name, role string) error {
+// SetRoleConfirmed is SetRole by a person who confirmed their own password
+// (conf). A grant is a change to a role that decides money from one that
+// does not: the user's sessions end in the same step, so they take the
+// role up by signing in anew, and user.role_changed says whether the
+// password was confirmed, from where, and how many sessions ended.
+func (s *Store) SetRoleConfirmed(ctx context.Context, name, role string, conf Confirmation) error {
 	if err := validateRole(role); err != nil {
 		return fmt.Errorf("set role: %w", err)
 	}
+	return s.write(ctx, func(ctx context.Context, tx *txn) error {
+		return s.setRoleTx(ctx, tx, name, role, conf)
+	})
+}
 
+func (s *Store) setRoleTx(ctx context.Context, tx *txn, name, role string, conf Confirmation) error {
 	u, err := userByName(ctx, tx, name)
 	if err != nil {
+		return fmt.Errorf("set role of %q: %w", name, err)
+	}
+	if a := actorOf(ctx); a.Kind == ActorUser && strings.EqualFold(a.Name, u.Name) {
+		return fmt.Errorf("set role of %q: %w", name, ErrOwnRole)
+	}
+	granted := DecidesMoney(role) && !DecidesMoney(u.Role)
+	confirmed, err := conf.by(ctx, role)
+	if err != nil && granted {
 		return fmt.Errorf("set role of %q: %w", name, err)
 	}
 	if u.Role == RoleAdmin && role != RoleAdmin && !u.Disabled {
@@ -291,10 +400,17 @@ func (s *Store) setRoleTx(ctx context.Context, tx *txn, name, role string) error
 		role, formatTime(s.now()), u.ID); err != nil {
 		return fmt.Errorf("set role: %w", interpretError(err))
 	}
-	if err := s.appendAudit(ctx, tx, "user.role_changed", "", map[string]any{"name": u.Name, "from": u.Role, "role": role}); err != nil {
-		return err
+	detail := map[string]any{"name": u.Name, "from": u.Role, "role": role}
+	if granted {
+		// The grantee takes the role up by signing in anew.
+		n, err := deleteUserSessions(ctx, tx, u.Name)
+		if err != nil {
+			return fmt.Errorf("set role: %w", err)
+		}
+		detail = grant{confirmed, conf.addr}.detail(detail, role)
+		detail["sessions_ended"] = n
 	}
-	return nil
+	return s.appendAudit(ctx, tx, "user.role_changed", "", detail)
 }
 
 // Users returns every user, oldest first.
@@ -429,10 +545,14 @@ func keepAnAdmin(ctx context.Context, tx *txn, id int64) error {
 	return nil
 }
 
-func deleteUserSessions(ctx context.Context, tx *txn, name string) error {
-	_, err := tx.ExecContext(ctx, `
+// deleteUserSessions ends the sessions of user name and says how many.
+func deleteUserSessions(ctx context.Context, tx *txn, name string) (int64, error) {
+	res, err := tx.ExecContext(ctx, `
 		DELETE FROM sessions WHERE user_id = (SELECT id FROM users WHERE lower(name) = lower(?))`, name)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // mustAffect turns an update of no row into ErrNotFound for user name.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"runtime/metrics"
 	"strings"
@@ -395,4 +396,179 @@ func TestHashGivesItsMemoryBack(t *testing.T) {
 	if after := held(); after > before+16<<20 {
 		t.Fatalf("the process holds %d MiB after a 64 MiB hash, %d MiB before: the hash's memory was not given back", after>>20, before>>20)
 	}
+}
+
+// as is ctx with the person name acting, as the admin UI sets it.
+func as(ctx context.Context, name string) context.Context {
+	return store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: name})
+}
+
+// roleEvents are the user.role_changed events, newest first, decoded.
+func roleEvents(tb testing.TB, s *store.Store) []map[string]any {
+	tb.Helper()
+	evs, err := s.AuditEvents(context.Background(), store.AuditFilter{Event: "user.role_changed"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([]map[string]any, 0, len(evs))
+	for _, e := range evs {
+		var d map[string]any
+		if err := json.Unmarshal(e.Detail, &d); err != nil {
+			tb.Fatal(err)
+		}
+		d["actor"] = e.Actor.Name
+		out = append(out, d)
+	}
+	return out
+}
+
+// No one approves money by promoting themselves: a person cannot change
+// their own role, nor grant the role that decides money without their
+// password typed again; the grantee signs in anew.
+func TestUserRoles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	setup := func(t *testing.T) (*store.Store, store.User) {
+		s := MustOpenStore(t)
+		MustCreateUser(t, s, "root", store.RoleAdmin)
+		MustCreateUser(t, s, "root2", store.RoleAdmin) // so root is not the last admin
+		return s, MustCreateUser(t, s, "olga", store.RoleOperator)
+	}
+	roleOf := func(t *testing.T, s *store.Store, id int64) string {
+		u, err := s.UserByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Role
+	}
+
+	t.Run("ErrOwnRole", func(t *testing.T) {
+		s, _ := setup(t)
+		users, _ := s.Users(ctx)
+		root := users[0]
+		for _, name := range []string{"root", "ROOT"} {
+			if err := s.SetRole(as(ctx, "root"), name, store.RoleOperator); !errors.Is(err, store.ErrInvalid) {
+				t.Fatalf("SetRole of one's own (%s) = %v, want ErrInvalid", name, err)
+			}
+		}
+		if got, want := roleOf(t, s, root.ID), store.RoleAdmin; got != want {
+			t.Fatalf("role = %s, want %s", got, want)
+		}
+		if evs := roleEvents(t, s); len(evs) != 0 {
+			t.Fatalf("audited %v", evs)
+		}
+	})
+	t.Run("ErrConfirmRequired", func(t *testing.T) {
+		s, olga := setup(t)
+		if err := s.SetRole(as(ctx, "root"), "olga", store.RoleAccountant); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("a person's grant without the password = %v, want ErrInvalid", err)
+		}
+		if got, want := roleOf(t, s, olga.ID), store.RoleOperator; got != want {
+			t.Fatalf("role = %s, want %s", got, want)
+		}
+		// A role that decides no money needs no password.
+		if err := s.SetRole(as(ctx, "root"), "olga", store.RoleAuditor); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("EndsSessions", func(t *testing.T) {
+		s, olga := setup(t)
+		users, _ := s.Users(ctx)
+		sess, other := MustCreateSession(t, s, olga, time.Hour), MustCreateSession(t, s, users[0], time.Hour)
+		// The command line (a system actor) grants without a password.
+		if err := s.SetRole(ctx, "olga", store.RoleAccountant); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SessionByID(ctx, sess, 0); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the grantee's session after the grant: %v, want ErrNotFound", err)
+		}
+		if _, err := s.SessionByID(ctx, other, 0); err != nil {
+			t.Fatalf("another user's session after the grant: %v", err)
+		}
+		evs := roleEvents(t, s)
+		if len(evs) != 1 || evs[0]["sessions_ended"] != float64(1) || evs[0]["password_confirmed"] != false {
+			t.Fatalf("audited %v", evs)
+		}
+		// Leaving the role, or keeping it, ends no session.
+		sess = MustCreateSession(t, s, olga, time.Hour)
+		for _, role := range []string{store.RoleAccountant, store.RoleOperator} {
+			if err := s.SetRole(ctx, "olga", role); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.SessionByID(ctx, sess, 0); err != nil {
+			t.Fatalf("session after leaving the role: %v", err)
+		}
+	})
+	t.Run("Confirmed", func(t *testing.T) {
+		s, olga := setup(t)
+		root := as(ctx, "root")
+		for _, tc := range []struct {
+			password string
+			want     error
+		}{{"", store.ErrConfirmRequired}, {"not the password", store.ErrBadCredentials}} {
+			if _, _, err := s.ConfirmPassword(root, tc.password, "192.0.2.7"); !errors.Is(err, tc.want) {
+				t.Fatalf("ConfirmPassword(%q) = %v, want %v", tc.password, err, tc.want)
+			}
+		}
+		if _, _, err := s.ConfirmPassword(ctx, testPassword, "192.0.2.7"); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("ConfirmPassword by no person = %v, want ErrInvalid", err)
+		}
+		conf, _, err := s.ConfirmPassword(root, testPassword, "192.0.2.7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A confirmation is its person's only.
+		if err := s.SetRoleConfirmed(as(ctx, "root2"), "olga", store.RoleAccountant, conf); !errors.Is(err, store.ErrConfirmRequired) {
+			t.Fatalf("another person's confirmation = %v, want ErrConfirmRequired", err)
+		}
+		if err := s.SetRoleConfirmed(root, "root", store.RoleAccountant, conf); !errors.Is(err, store.ErrOwnRole) {
+			t.Fatalf("one's own role, confirmed = %v, want ErrOwnRole", err)
+		}
+		sess := MustCreateSession(t, s, olga, time.Hour)
+		if err := s.SetRoleConfirmed(root, "olga", store.RoleAccountant, conf); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := roleOf(t, s, olga.ID), store.RoleAccountant; got != want {
+			t.Fatalf("role = %s, want %s", got, want)
+		}
+		if _, err := s.SessionByID(ctx, sess, 0); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the grantee's session after the grant: %v, want ErrNotFound", err)
+		}
+		evs := roleEvents(t, s)
+		want := map[string]any{"actor": "root", "name": "olga", "from": store.RoleOperator, "role": store.RoleAccountant,
+			"password_confirmed": true, "addr": "192.0.2.7", "sessions_ended": float64(1)}
+		if len(evs) != 1 || len(evs[0]) != len(want) {
+			t.Fatalf("audited %v, want %v", evs, want)
+		}
+		for k, v := range want {
+			if got := evs[0][k]; got != v {
+				t.Errorf("%s = %v, want %v", k, got, v)
+			}
+		}
+	})
+	t.Run("CreateConfirmed", func(t *testing.T) {
+		s, _ := setup(t)
+		root := as(ctx, "root")
+		if _, err := s.CreateUser(root, "anna", store.RoleAccountant, testPassword); !errors.Is(err, store.ErrConfirmRequired) {
+			t.Fatalf("a person adds an accountant without the password: %v, want ErrConfirmRequired", err)
+		}
+		if _, err := s.CreateUser(root, "oleg", store.RoleOperator, testPassword); err != nil {
+			t.Fatalf("an operator needs no password: %v", err)
+		}
+		conf, _, err := s.ConfirmPassword(root, testPassword, "192.0.2.7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateUserConfirmed(root, "anna", store.RoleAccountant, testPassword, conf); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.AuditEvents(ctx, store.AuditFilter{Event: "user.created", Actor: "root"})
+		if err != nil || len(evs) != 2 {
+			t.Fatalf("user.created by root: %v, %v", evs, err)
+		}
+		if got, want := string(evs[0].Detail), `{"addr":"192.0.2.7","name":"anna","password_confirmed":true,"role":"accountant"}`; got != want {
+			t.Fatalf("detail %s, want %s", got, want)
+		}
+	})
 }

@@ -41,6 +41,11 @@ type Labels struct {
 	ApprovedSucceeded, ApprovedRunFmt                         string
 	ErrApprovalExpired, ErrApprovalDecided, ErrNoSuchApproval string
 	ErrCommentTooLong                                         string // %d: the limit
+	// Who may decide, and how they came to: ApproverGrantedFmt and
+	// ApproverCreatedFmt take the role, when, and who granted it.
+	ApproversTitle, ApproversNone, ApproverGrantedFmt, ApproverCreatedFmt string
+	ApproverUnknown, ApproverConfirmed, ApproverUnconfirmed, ApproverSelf string
+	ByCommandLine                                                         string
 
 	// Suspected duplicates (an approval of kind duplicate).
 	DuplicateTitle, DuplicateLead, NotDuplicate, ConfirmDuplicate string
@@ -74,6 +79,9 @@ type Labels struct {
 	ChangeRole, Enable, Disable, Enabled, Disabled, NewPassword          string
 	SetPassword, ErrUserName, ErrUserTaken, ErrPasswordRules, ErrRole    string
 	ErrLastAdmin, ErrTokenGone                                           string
+	// Granting the role that decides money: the admin's own password again.
+	GrantPassword, YourPassword, OwnRoleNote, ErrOwnRole, ErrGrantPassword string
+	ErrGrantPasswordWrong                                                  string
 
 	// One's own password.
 	OwnPasswordTitle, OwnPasswordRequired, CurrentPassword, RepeatPassword  string

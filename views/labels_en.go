@@ -52,6 +52,17 @@ var english = Labels{
 	ErrApprovalDecided: "This operation was already decided: the second decision was not recorded.",
 	ErrNoSuchApproval:  "No such approval.",
 
+	// Who may decide money.
+	ApproversTitle:      "Who approves payments",
+	ApproversNone:       "No one holds the accountant role: no one can approve payments.",
+	ApproverGrantedFmt:  "%s since %s, granted by %s",
+	ApproverCreatedFmt:  "%s since %s, added by %s",
+	ApproverUnknown:     "the audit trail does not say when or by whom the role was granted",
+	ApproverConfirmed:   "the granting admin confirmed their password",
+	ApproverUnconfirmed: "granted without a password confirmation",
+	ApproverSelf:        "granted to themselves",
+	ByCommandLine:       "the server's command line",
+
 	ReviewTitle: "Review",
 	ReviewLead:  "Operations with an unknown outcome: the request went to the target but no answer came back. The gateway keeps looking them up; when it cannot, decide from what the target shows.",
 	ReviewEmpty: "No operation has an unknown outcome.", ReviewAll: "All unknown", ReviewFlagged: "Flagged only",
@@ -96,6 +107,12 @@ var english = Labels{
 	ErrUserTaken: "That name is taken.", ErrPasswordRules: "Passwords have at least 12 characters (and at most 1024 bytes).",
 	ErrRole: "Choose a role from the list.", ErrLastAdmin: "This is the last enabled admin: make another admin first.",
 	ErrTokenGone: "No such valid token.",
+
+	// Granting the role that decides money.
+	GrantPassword: "Your password (for the accountant role)", YourPassword: "Your password", OwnRoleNote: "another admin changes your role",
+	ErrOwnRole:            "You cannot change your own role: another admin does it. Nothing was changed.",
+	ErrGrantPassword:      "The accountant role decides money: type your own password again to grant it. Nothing was changed.",
+	ErrGrantPasswordWrong: "Your password is wrong. The role was not granted; nothing was changed.",
 
 	OwnPasswordTitle:      "Your password",
 	OwnPasswordRequired:   "Your password was chosen by someone else (an administrator, or when oncegate was set up). Choose your own before you go on: until then oncegate lets you do nothing else. Your other sessions end.",
@@ -146,7 +163,7 @@ var english = Labels{
 		"approval.approved":             "approved", "approval.denied": "denied", "approval.expired": "approval expired",
 		"user.login": "signed in", "user.login_failed": "sign-in failed", "user.logout": "signed out",
 		"user.created": "user added", "user.disabled": "user disabled",
-		"user.enabled": "user enabled", "user.role_changed": "role changed",
+		"user.enabled": "user enabled", "user.role_changed": "role changed", "user.role_change_failed": "role change refused",
 		"user.password_set": "password set by someone else", "user.password_changed": "password chosen by the user",
 		"user.password_change_failed": "password change failed", "token.created": "token created", "token.revoked": "token revoked",
 		"retention.purged": "final operations purged (retention)",
@@ -168,6 +185,7 @@ var english = Labels{
 		"user_disabled":    "User %s disabled.",
 		"user_enabled":     "User %s enabled.",
 		"role_changed":     "Role of %s changed.",
+		"role_granted":     "%s was granted the accountant role; their sessions ended: they approve once they sign in anew.",
 		"password_set":     "Password of %s set; their sessions ended, and they choose their own when they next sign in.",
 		"password_changed": "Your password is changed; your other sessions ended.",
 		"signed_out":       "You signed out.",

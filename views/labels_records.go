@@ -52,6 +52,7 @@ func init() {
 			"addr": "Адрес", "from": "Было", "next_check_at": "Следующая сверка", "lookup_failures": "Сверок без ответа",
 			"answer": "Ответ системы", "completed_before": "Завершены до", "oldest_key": "Самая старая",
 			"oldest_completed_at": "Завершена", "newest_key": "Самая новая", "newest_completed_at": "Завершена",
+			"password_confirmed": "Выдавший подтвердил пароль", "sessions_ended": "Завершено сеансов",
 		},
 
 		XNumber: "№", XTime: "Время", XActor: "Кто", XEvent: "Событие", XEventName: "Код события",
@@ -96,6 +97,7 @@ func init() {
 			"addr": "Address", "from": "Was", "next_check_at": "Next look-up", "lookup_failures": "Look-ups without an answer",
 			"answer": "Target's answer", "completed_before": "Completed before", "oldest_key": "Oldest",
 			"oldest_completed_at": "Completed", "newest_key": "Newest", "newest_completed_at": "Completed",
+			"password_confirmed": "Granting person confirmed their password", "sessions_ended": "Sessions ended",
 		},
 
 		XNumber: "No.", XTime: "Time", XActor: "Who", XEvent: "Event", XEventName: "Event code",

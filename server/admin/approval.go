@@ -137,6 +137,9 @@ func (h *Handler) renderApprovals(c echo.Context, status int, errID int64, msg, 
 	l := labels(c)
 	v := views.ApprovalListView{Page: h.page(c, "approvals", l.ApprovalsTitle), CanDecide: canDecide(c), CanReview: canReviewDuplicates(c), Error: msg}
 	v.Page.Refresh = 30
+	if v.Approvers, err = h.approvers(c); err != nil {
+		return err
+	}
 	for _, a := range list {
 		row := h.approvalRow(c, a)
 		row.AgentGone = !payers[a.Operation.Agent]

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
 
@@ -16,7 +17,7 @@ import (
 var detailOrder = []string{
 	"intent", "target", "code", "field", "target_detail", "answer", "object_id", "found", "checked", "check", "reason", "comment",
 	"from", "attempt", "lookup_failures", "next_check_at", "approval_id", "kind",
-	"name", "role", "must_change", "agent", "scopes", "token_id", "token_ids", "ref", "count",
+	"name", "role", "password_confirmed", "sessions_ended", "must_change", "agent", "scopes", "token_id", "token_ids", "ref", "count",
 	"duplicate_of", "duplicate_action", "request_id", "actor_id", "addr",
 	"completed_before", "oldest_key", "oldest_completed_at", "newest_key", "newest_completed_at", "fingerprint",
 }
@@ -97,6 +98,9 @@ func (h *Handler) detailValue(k string, v any, l *views.Labels, lg string) strin
 		case k == "target":
 			return l.TargetLabel(x)
 		case k == "from":
+			if slices.Contains(store.Roles, x) { // a change of role
+				return l.RoleLabel(x)
+			}
 			return l.StatusLabel(x)
 		case k == "role":
 			return l.RoleLabel(x)

@@ -29,7 +29,7 @@ func TestFirstSignInChoosesOwnPassword(t *testing.T) {
 	adm := a.signIn(store.RoleAdmin)
 	name := a.uniq("sod-accountant")
 	const given, own = "the-admin-chose-this", "only-the-accountant-knows"
-	adm.post("/admin/users", url.Values{"name": {name}, "role": {"accountant"}, "password": {given}}).expect(t, http.StatusSeeOther)
+	adm.post("/admin/users", url.Values{"name": {name}, "role": {"accountant"}, "password": {given}, "own_password": {password}}).expect(t, http.StatusSeeOther)
 	key := a.uniq("test:payment.charge:sod-001:v1")
 	ap := a.charge(key, 125000, "")
 	approve, deny := "/admin/approvals/"+itoa(ap.ID)+"/approve", "/admin/approvals/"+itoa(ap.ID)+"/deny"

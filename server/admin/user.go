@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,7 +26,9 @@ func (h *Handler) handleUserList(c echo.Context) error {
 }
 
 // handleUserCreate serves POST /admin/users: adds a user with a role and
-// an initial password (which is never logged nor audited).
+// an initial password (which is never logged nor audited). A role that
+// decides money is granted only with the admin's own password typed again
+// (confirmGrant).
 func (h *Handler) handleUserCreate(c echo.Context) error {
 	l := labels(c)
 	name, role, password := strings.TrimSpace(c.FormValue("name")), c.FormValue("role"), c.FormValue("password")
@@ -38,10 +41,24 @@ func (h *Handler) handleUserCreate(c echo.Context) error {
 	case store.ValidatePassword(password) != nil:
 		return fail(l.ErrPasswordRules)
 	}
-	_, err := h.d.Store.CreateUser(actorCtx(c), name, role, password)
+	var conf store.Confirmation
+	if store.DecidesMoney(role) {
+		var err error
+		conf, err = h.confirmGrant(c, name, role)
+		var rf *refusal
+		switch {
+		case errors.As(err, &rf):
+			return h.renderUsers(c, rf.status, name, role, "", rf.msg)
+		case err != nil:
+			return fmt.Errorf("add user: %w", err)
+		}
+	}
+	_, err := h.d.Store.CreateUserConfirmed(actorCtx(c), name, role, password, conf)
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return fail(l.ErrUserTaken)
+	case errors.Is(err, store.ErrConfirmRequired):
+		return fail(l.ErrGrantPassword)
 	case errors.Is(err, store.ErrInvalid):
 		return fail(l.ErrUserName)
 	case err != nil:
@@ -51,15 +68,118 @@ func (h *Handler) handleUserCreate(c echo.Context) error {
 }
 
 // handleUserRole serves POST /admin/users/{name}/role: it applies to the
-// user's open sessions at once. The last enabled admin keeps the role.
+// user's open sessions at once. The last enabled admin keeps the role. No
+// one changes their own role, so no one approves money by promoting
+// themselves; a role that decides money is granted only with the admin's
+// own password typed again (confirmGrant), and ends the grantee's
+// sessions (the store does, in the same step).
 func (h *Handler) handleUserRole(c echo.Context) error {
-	role := c.FormValue("role")
-	if !slices.Contains(store.Roles, role) {
-		name, _ := url.PathUnescape(c.Param("name"))
-		return h.renderUsers(c, http.StatusUnprocessableEntity, "", "", name, labels(c).ErrRole)
+	l := labels(c)
+	name, err := url.PathUnescape(c.Param("name"))
+	if err != nil || name == "" {
+		return echo.NewHTTPError(http.StatusNotFound, "bad user name")
 	}
-	return h.changeUser(c, "user.role_changed", "role_changed",
-		func(name string) error { return h.d.Store.SetRole(actorCtx(c), name, role) })
+	// The user as stored: a refusal is shown on their row and audited
+	// under their name.
+	u, err := h.userNamed(c.Request().Context(), name)
+	if err != nil {
+		return fmt.Errorf("set role: %w", err)
+	}
+	role := c.FormValue("role")
+	refuse := func(status int, msg string) error { return h.renderUsers(c, status, "", "", u.Name, msg) }
+	switch {
+	case !slices.Contains(store.Roles, role):
+		return refuse(http.StatusUnprocessableEntity, l.ErrRole)
+	case u.ID == session(c).User.ID:
+		if err := h.auditRoleRefused(c, u.Name, role, "own_role"); err != nil {
+			return err
+		}
+		return refuse(http.StatusUnprocessableEntity, l.ErrOwnRole)
+	}
+	// A grant: a role that decides money to someone who did not hold one.
+	flash, conf := "role_changed", store.Confirmation{}
+	if store.DecidesMoney(role) && !store.DecidesMoney(u.Role) {
+		flash = "role_granted"
+		conf, err = h.confirmGrant(c, u.Name, role)
+		var rf *refusal
+		switch {
+		case errors.As(err, &rf):
+			return refuse(rf.status, rf.msg)
+		case err != nil:
+			return fmt.Errorf("set role: %w", err)
+		}
+	}
+	return h.changeUser(c, "user.role_changed", flash,
+		func(name string) error { return h.d.Store.SetRoleConfirmed(actorCtx(c), name, role, conf) })
+}
+
+// refusal is a change refused before anything was written: the reason
+// for people, and the status to answer with.
+type refusal struct {
+	status int
+	msg    string
+}
+
+func (r *refusal) Error() string { return r.msg }
+
+// userNamed is the user called name (names compare without letter
+// case); echo's 404 when there is none.
+func (h *Handler) userNamed(ctx context.Context, name string) (store.User, error) {
+	users, err := h.d.Store.Users(ctx)
+	if err != nil {
+		return store.User{}, err
+	}
+	for _, u := range users {
+		if strings.EqualFold(u.Name, name) {
+			return u, nil
+		}
+	}
+	return store.User{}, echo.NewHTTPError(http.StatusNotFound, "no such user")
+}
+
+// confirmGrant asks again for the signed-in admin's own password (the
+// form's own_password, from its body only) to grant role, which decides
+// money, to the user name, and checks it as a sign-in is checked, under
+// the same throttle: a session left open or taken over cannot hand out
+// the approval of money. A missing, wrong, throttled or busy password is
+// a *refusal; the last three are audited as user.role_change_failed, as
+// a failed sign-in is.
+func (h *Handler) confirmGrant(c echo.Context, name, role string) (store.Confirmation, error) {
+	l := labels(c)
+	conf, wait, err := h.d.Store.ConfirmPassword(actorCtx(c), c.Request().PostFormValue("own_password"), h.clientIP(c))
+	var reason string
+	rf := &refusal{status: http.StatusUnprocessableEntity}
+	switch {
+	case err == nil:
+		return conf, nil
+	case errors.Is(err, store.ErrConfirmRequired):
+		rf.msg = l.ErrGrantPassword
+		return conf, rf
+	case errors.Is(err, store.ErrThrottled):
+		reason, rf.status, rf.msg = "throttled", http.StatusTooManyRequests, fmt.Sprintf(l.ErrThrottledFmt, formatDuration(wait+59e9, l))
+	case errors.Is(err, store.ErrLoginBusy):
+		reason, rf.status, rf.msg = "busy", http.StatusTooManyRequests, l.ErrLoginBusy
+	case errors.Is(err, store.ErrBadCredentials):
+		reason, rf.msg = "bad_credentials", l.ErrGrantPasswordWrong
+	default:
+		return conf, err
+	}
+	if err := h.auditRoleRefused(c, name, role, reason); err != nil {
+		return conf, err
+	}
+	return conf, rf
+}
+
+// auditRoleRefused records user.role_change_failed: who was refused what
+// role for whom, why, and from where. Nothing else changes.
+func (h *Handler) auditRoleRefused(c echo.Context, name, role, reason string) error {
+	err := h.d.Store.Audit(actorCtx(c), "user.role_change_failed", "", map[string]any{
+		"name": name, "role": role, "reason": reason, "addr": h.clientIP(c),
+	})
+	if err != nil {
+		return fmt.Errorf("set role: %w", err)
+	}
+	return nil
 }
 
 // handleUserDisable serves POST /admin/users/{name}/disable: the user can
@@ -99,6 +219,10 @@ func (h *Handler) changeUser(c echo.Context, event, flash string, change func(na
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return echo.NewHTTPError(http.StatusNotFound, "no such user")
+	case errors.Is(err, store.ErrOwnRole):
+		return h.renderUsers(c, http.StatusUnprocessableEntity, "", "", name, labels(c).ErrOwnRole)
+	case errors.Is(err, store.ErrConfirmRequired):
+		return h.renderUsers(c, http.StatusUnprocessableEntity, "", "", name, labels(c).ErrGrantPassword)
 	case errors.Is(err, store.ErrInvalid):
 		return h.renderUsers(c, http.StatusUnprocessableEntity, "", "", name, labels(c).ErrLastAdmin)
 	case err != nil:
