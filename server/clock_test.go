@@ -116,9 +116,6 @@ func TestClockStepAfterTimeout(t *testing.T) {
 // other's lease while its send is in flight, nor the other way round.
 func TestClocksApartOnSharedJournal(t *testing.T) {
 	t.Parallel()
-	if !storetest.Postgres() {
-		t.Skip("several gateways share a journal on PostgreSQL only (ONCEGATE_TEST_JOURNAL=postgres)")
-	}
 	for _, c := range []struct {
 		name  string
 		ahead bool // the sending gateway's clock is the one ahead
@@ -127,7 +124,7 @@ func TestClocksApartOnSharedJournal(t *testing.T) {
 			t.Parallel()
 			cfg := testConfig()
 			cfg.Targets["crm"].TimeoutMS = 5000
-			loc := storetest.Location(t)
+			loc := storetest.Database(t)
 			open := func(skew time.Duration) *store.Store {
 				st, err := store.Open(context.Background(), loc)
 				if err != nil {

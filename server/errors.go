@@ -78,9 +78,9 @@ func (s *Server) refusalOf(err error, c echo.Context) *codes.Refusal {
 		case http.StatusUnauthorized:
 			return codes.New(codes.Unauthenticated, "", "a valid bearer token is required")
 		}
-	case errors.Is(err, store.ErrUnavailable):
-		s.log.Error("the journal could not make a write durable", "method", c.Request().Method, "path", c.Path(), "err", err)
-		r = codes.New(codes.JournalUnavailable, "", "the gateway could not record the request durably; nothing was sent; send the same request again later")
+	case store.Unavailable(err):
+		s.log.Error("the journal could not be read or written", "method", c.Request().Method, "path", c.Path(), "err", err)
+		r = codes.New(codes.JournalUnavailable, "", "the gateway could not read or write its journal; this request sent nothing; send the same request again later")
 		r.RetryAfter = journalRetryAfter
 		return r
 	}

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -204,7 +205,11 @@ func serveAt(tb testing.TB, cfg config.Config, st *store.Store, sims adapterstes
 	tb.Helper()
 	ctx := context.Background()
 	targets := sims.Targets
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var logTo io.Writer = io.Discard
+	if os.Getenv("ONCEGATE_TEST_LOG") != "" { // the gateway's log, for a test being debugged
+		logTo = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(logTo, nil))
 	srv := server.New(cfg, st, targets, mustCatalog(tb, cfg, targets), log)
 	signals := srv.InitTestSignals()
 	if err := srv.Start(ctx); err != nil {

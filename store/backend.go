@@ -27,9 +27,12 @@ type backend interface {
 	// stage: "append audit" or "commit".
 	commit(ctx context.Context, t *txn, events []AuditEvent) (stage string, err error)
 
-	// ready readies the writer's connection for its next batch; it
-	// reports false when the store closed meanwhile.
-	ready(t *txn, quit <-chan struct{}) bool
+	// ready readies the writer's connection for its next batch; while it
+	// cannot (the server is unreachable), the batch's writes are refused
+	// with its error rather than left waiting for the server.
+	ready(t *txn) error
+	// readContext bounds one read of the journal.
+	readContext(ctx context.Context) (context.Context, context.CancelFunc)
 	// batchContext bounds one batch's transaction; writeContext one write
 	// in it.
 	batchContext() (context.Context, context.CancelFunc)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 
@@ -30,6 +31,33 @@ var (
 func IsBusy(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// Unavailable reports whether err means the journal could not be read or
+// written: ErrUnavailable of a write, or a read that failed for the
+// journal itself — its server gone or not answering, its file failing or
+// locked, no answer before the deadline — rather than for what was asked.
+// The request it served learned nothing of the journal and changed
+// nothing there.
+func Unavailable(err error) bool {
+	return err != nil && (errors.Is(err, ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) ||
+		pgFailure(err) || sqliteFailure(err))
+}
+
+// sqliteFailure reports whether err is SQLite failing for its file: busy
+// or locked past the timeout, an I/O error, a full disk, a file it cannot
+// open, read or trust.
+func sqliteFailure(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_READONLY,
+		sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_NOTADB:
+		return true
+	}
+	return false
 }
 
 // interpretError maps driver errors onto the sentinels.

@@ -367,6 +367,8 @@ func (s *Store) takeLease(ctx context.Context, tx *txn, op Operation, owner stri
 
 // Get returns the operation for key, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) (Operation, error) {
+	ctx, cancel := s.be.readContext(ctx)
+	defer cancel()
 	op, err := firstOperation(s.getOp.QueryContext(ctx, key))
 	if err = interpretError(err); err != nil {
 		if !errors.Is(err, ErrNotFound) {

@@ -207,6 +207,12 @@ func (*postgresBackend) writeContext(ctx context.Context) (context.Context, cont
 	return context.WithDeadline(ctx, time.Now().Add(pgWriteTimeout))
 }
 
+// readContext: a server that stops answering fails the read rather than
+// holding the request that made it.
+func (*postgresBackend) readContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, pgWriteTimeout)
+}
+
 // begin starts the batch's transaction. A connection that broke between
 // batches (the server restarted, an idle connection was cut) fails at
 // BEGIN, before anything was sent, so the batch goes on a new one.
@@ -265,20 +271,13 @@ func (*postgresBackend) failure(err error) bool { return pgFailure(err) || pgCon
 func (*postgresBackend) afterFailure(t *txn) { t.broken = true }
 
 // ready makes sure the writer's connection works before its next batch:
-// after a batch failed it takes a new one from the pool, trying again
-// every second until the server answers or the store closes.
-func (b *postgresBackend) ready(t *txn, quit <-chan struct{}) bool {
-	for t.broken {
-		if b.replaceConn(t) == nil {
-			return true
-		}
-		select {
-		case <-quit:
-			return false
-		case <-time.After(time.Second):
-		}
+// after a batch failed it takes a new one from the pool, once per batch,
+// so while the server cannot be reached each batch fails at once.
+func (b *postgresBackend) ready(t *txn) error {
+	if !t.broken {
+		return nil
 	}
-	return true
+	return b.replaceConn(t)
 }
 
 // replaceConn gives the writer a new, working connection from the pool;
@@ -288,11 +287,11 @@ func (b *postgresBackend) replaceConn(t *txn) error {
 	defer cancel()
 	conn, err := b.pool.Conn(ctx)
 	if err != nil {
-		return err
+		return redactErr(err)
 	}
 	if err := conn.PingContext(ctx); err != nil {
 		conn.Close()
-		return err
+		return redactErr(err)
 	}
 	t.close()
 	t.conn.Close()

@@ -183,3 +183,51 @@ func TestAuditAppendAndCommitSentTogether(t *testing.T) {
 		t.Errorf("audit after the commits: %+v, %v; want %d events, whole", rep, err, 2*(1+3))
 	}
 }
+
+// While the journal's server cannot be reached, every write fails at once
+// with ErrUnavailable, nothing of it written, however many come: none waits
+// for the server to come back. Once it is back, writes land again.
+func TestWritesFailFastWhileServerUnreachable(t *testing.T) {
+	t.Parallel()
+	proxy, location := storetest.NewProxy(t, storetest.Database(t))
+	s, err := store.Open(context.Background(), location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	MustClaim(t, s, claimReq("test:invoice.create:before-outage:v1", fp1, "run-1"), store.DecisionExecute)
+
+	proxy.Cut()
+	ctx := context.Background()
+	for i := range 8 {
+		key := fmt.Sprintf("test:invoice.create:during-outage-%d:v1", i)
+		done := make(chan error, 1)
+		go func() { _, _, err := s.Claim(ctx, claimReq(key, fp1, "run-1")); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Fatalf("write %d during the outage: %v, want ErrUnavailable", i, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("write %d during the outage got no answer in 30 s", i)
+		}
+	}
+
+	proxy.Restore()
+	landed := false
+	for i := 0; i < 50 && !landed; i++ {
+		_, _, err := s.Claim(ctx, claimReq("test:invoice.create:after-outage:v1", fp1, "run-1"))
+		landed = err == nil
+		if !landed {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !landed {
+		t.Fatal("no write landed once the server was back")
+	}
+	for i := range 8 {
+		if _, err := s.Get(ctx, fmt.Sprintf("test:invoice.create:during-outage-%d:v1", i)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a write refused during the outage is in the journal: %v", err)
+		}
+	}
+}

@@ -102,6 +102,8 @@ func (s *Store) session(ctx context.Context, id string, idle time.Duration, touc
 	if id == "" || len(id) > 128 {
 		return Session{}, fmt.Errorf("find session: %w", ErrNotFound)
 	}
+	ctx, cancel := s.be.readContext(ctx)
+	defer cancel()
 	hash := hashSessionID(id)
 	var sess Session
 	var csrf, expires, lastSeen string

@@ -209,10 +209,16 @@ func (*sqliteBackend) bind(query string) string { return query }
 func (*sqliteBackend) forUpdate() string                        { return `` }
 func (*sqliteBackend) skipLocked() string                       { return `` }
 func (*sqliteBackend) lock(context.Context, *txn, ...any) error { return nil }
-func (*sqliteBackend) ready(*txn, <-chan struct{}) bool         { return true }
-func (*sqliteBackend) afterFailure(*txn)                        {}
-func (*sqliteBackend) conflict(error) bool                      { return false }
-func (*sqliteBackend) shared() bool                             { return false }
+func (*sqliteBackend) ready(*txn) error                         { return nil }
+
+// readContext: a read of the file is bounded by SQLite's busy timeout.
+func (*sqliteBackend) readContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return ctx, func() {}
+}
+
+func (*sqliteBackend) afterFailure(*txn)   {}
+func (*sqliteBackend) conflict(error) bool { return false }
+func (*sqliteBackend) shared() bool        { return false }
 
 // commit: the one writer chains the events itself, then commits; there
 // are no round trips to save.

@@ -120,6 +120,8 @@ func (s *Store) createTokenTx(ctx context.Context, tx *txn, agent string, scopes
 // TokenBySecret returns the valid token with that secret, or ErrNotFound
 // (also for a revoked one).
 func (s *Store) TokenBySecret(ctx context.Context, secret string) (Token, error) {
+	ctx, cancel := s.be.readContext(ctx)
+	defer cancel()
 	row := s.rdb.QueryRowContext(ctx, `
 		SELECT id, agent, scopes, created_at, revoked_at FROM tokens
 		WHERE hash = ? AND revoked_at IS NULL`, HashToken(secret))

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Group commit. Every write of the journal is a function run by one
@@ -61,13 +62,28 @@ func (s *Store) exclusive(ctx context.Context, fn func(ctx context.Context, c *s
 	return s.submit(ctx, &writeReq{ctx: ctx, conn: fn, done: make(chan error, 1)})
 }
 
+// queueWait bounds how long a write waits for a writer to take it: a
+// journal that takes nothing for that long (a disk that stalls, a server
+// that stops answering) fails the write, nothing of it written.
+const queueWait = 15 * time.Second
+
 func (s *Store) submit(ctx context.Context, r *writeReq) error {
 	s.queued.Add(1)
 	select {
 	case s.writes <- r:
+		return <-r.done
+	default:
+	}
+	wait := time.NewTimer(queueWait)
+	defer wait.Stop()
+	select {
+	case s.writes <- r:
+	case <-wait.C:
+		s.queued.Add(-1)
+		return fmt.Errorf("%w: no writer took the write within %v", ErrUnavailable, queueWait)
 	case <-ctx.Done():
 		s.queued.Add(-1)
-		return ctx.Err()
+		return fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
 	case <-s.quit:
 		s.queued.Add(-1)
 		return ErrClosed
@@ -109,15 +125,19 @@ func (s *Store) writer(conn *sql.Conn) {
 		t.conn.Close() // back to the pool, which Close then closes (the last connection checkpoints)
 	}()
 	for {
-		if !s.be.ready(t, s.quit) {
-			return
-		}
 		var first *writeReq
 		select {
 		case first = <-s.writes:
 			s.queued.Add(-1)
 		case <-s.quit:
 			return
+		}
+		if err := s.be.ready(t); err != nil {
+			// The journal's server cannot be reached: the write fails at
+			// once, nothing of it written, rather than waiting for as long
+			// as the outage lasts; the next write tries a connection again.
+			first.done <- fmt.Errorf("%w: the journal cannot be reached: %w", ErrUnavailable, err)
+			continue
 		}
 		if first.conn != nil {
 			first.done <- s.runExclusive(t.conn, first)

@@ -82,7 +82,7 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 	if sentNow && done.Key == "" {
 		e.sentUnsettled(op)
 	}
-	if errors.Is(err, store.ErrUnavailable) && sent {
+	if store.Unavailable(err) && sent {
 		return e.unrecorded(op, err), false, nil
 	}
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) {
@@ -95,6 +95,9 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 		return done, false, nil
 	}
 	after, err := e.store.Get(jctx, op.Key)
+	if err != nil && sent {
+		return e.unrecorded(op, err), false, nil
+	}
 	return after, found && after.Status == store.StatusSucceeded, err
 }
 

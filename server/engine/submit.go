@@ -261,7 +261,7 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 
 	d, op, err := e.store.Claim(ctx, e.claimRequest(tok, r, def, norm, owner, refused, dup, false))
 	if err != nil {
-		if errors.Is(err, store.ErrUnavailable) && existing.AttemptCount > 0 && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint {
+		if store.Unavailable(err) && existing.AttemptCount > 0 && existing.Agent == tok.Agent && existing.Fingerprint == norm.Fingerprint {
 			// This request sent nothing, but an earlier one with this key
 			// may have: "nothing was sent" would invite a new key.
 			return e.unrecorded(existing, err), false, nil

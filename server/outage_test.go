@@ -1,0 +1,67 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
+)
+
+// While the journal's PostgreSQL server cannot be reached, every request
+// that needs the journal is answered at once, and truthfully: 503
+// JOURNAL_UNAVAILABLE with Retry-After (this request sent nothing) — a
+// claim of a new key, the retry of a key whose outcome is unknown, a
+// status read, a token not seen before. None hangs, none is a 500. Once
+// the server is back, the unknown operation settles by key and the new
+// one runs: one effect each.
+func TestJournalServerOutage(t *testing.T) {
+	t.Parallel()
+	proxy, location := storetest.NewProxy(t, storetest.Database(t))
+	st, err := store.Open(context.Background(), location)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := testConfig()
+	cfg.Targets["crm"].TimeoutMS = 300
+	cfg.Targets["crm"].SettleMS = 600
+	cfg.Reconciler.IntervalMS = 100
+	g := serveOver(t, cfg, st)
+	g.client.Timeout = 40 * time.Second // an answer, not a hang
+
+	unknown, fresh := callbackKey("outage-unknown"), callbackKey("outage-new")
+	g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultDropResponse, Times: 1})
+	expect(t, g.post(unknown, callback("customer-1042")), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
+	other := g.MustToken("agent-b", "read", "write")
+
+	proxy.Cut()
+	unavailable := func(what string, r reply) {
+		t.Helper()
+		if r.Code != http.StatusServiceUnavailable || r.errCode() != "JOURNAL_UNAVAILABLE" || r.Header.Get("Retry-After") == "" {
+			t.Errorf("%s during the outage: %d %s (Retry-After %q), want 503 JOURNAL_UNAVAILABLE with Retry-After", what, r.Code, r.Raw, r.Header.Get("Retry-After"))
+		}
+	}
+	time.Sleep(2500 * time.Millisecond) // past the cache of verified tokens: the token is read again
+	unavailable("the retry of an unknown key", g.post(unknown, callback("customer-1042")))
+	unavailable("a new key", g.post(fresh, callback("customer-1042")))
+	unavailable("the status of a key", g.do("GET", "/v1/operations/"+unknown, g.token, nil, nil))
+	unavailable("a token not seen before", g.do("GET", "/v1/intents", other, nil, nil))
+	if r := g.do("GET", "/readyz", "", nil, nil); r.Code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz during the outage: %d %s", r.Code, r.Raw)
+	}
+
+	proxy.Restore()
+	eventually(t, "the unknown operation settles once the journal is back", func() bool {
+		return g.post(unknown, callback("customer-1042")).Code == http.StatusOK
+	})
+	expect(t, g.post(fresh, callback("customer-1042")), http.StatusOK, "succeeded", "")
+	for _, key := range []string{unknown, fresh} {
+		if n := g.sim.Effects(sim.Bitrix24, key); n != 1 {
+			t.Errorf("%s: %d activities at Bitrix24, want 1", key, n)
+		}
+	}
+}
