@@ -186,3 +186,24 @@ func notes(ctx context.Context, s *Store, event string, n int) []AuditEvent {
 	}
 	return events
 }
+
+// FreezeHoldingBusinessKey stands for a gateway frozen inside a batch (a
+// stopped process): a session of s's own pool, with its settings, begins a
+// transaction, takes the business key's lock as a claim does, and sends
+// nothing more. The session is closed when tb ends, if the server has not
+// ended it before.
+func FreezeHoldingBusinessKey(tb testing.TB, s *Store, businessKey string) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := s.db.DB.Conn(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(ctx, `BEGIN`); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1, $2)`, int32(businessKeyLockClass), lockHalf(businessKey)); err != nil {
+		tb.Fatal(err)
+	}
+}

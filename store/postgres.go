@@ -124,8 +124,24 @@ func openPostgres(ctx context.Context, location string) (*Store, error) {
 	return s, nil
 }
 
+// pgSessionDefaults are set on each of a gateway's sessions unless the
+// journal URL sets them itself (…?lock_timeout=10s&…), so one gateway
+// frozen inside a batch (a stopped process, a paused machine) never holds
+// the others up for long. The server ends a session left idle inside a
+// transaction, which releases its locks (a business key's, a row's), and
+// a batch waits a bounded time for a lock: past it the batch fails
+// (ErrUnavailable, 503 with Retry-After), never waits on. A batch of a
+// live gateway is never idle for long: it sends its statements one after
+// the other and its end in one pipeline; the lock wait outlasts the idle
+// limit, so a frozen holder is ended before its waiters give up.
+var pgSessionDefaults = map[string]string{
+	"idle_in_transaction_session_timeout": "5s",
+	"lock_timeout":                        "8s",
+}
+
 // pgConfig parses a journal URL, giving it a connect timeout when it has
-// none. Errors never repeat the URL: it may hold a password.
+// none and the session settings of pgSessionDefaults it does not set.
+// Errors never repeat the URL: it may hold a password.
 func pgConfig(location string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(location)
 	if err != nil {
@@ -133,6 +149,11 @@ func pgConfig(location string) (*pgx.ConnConfig, error) {
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 5 * time.Second
+	}
+	for k, v := range pgSessionDefaults {
+		if _, set := cfg.RuntimeParams[k]; !set {
+			cfg.RuntimeParams[k] = v
+		}
 	}
 	return cfg, nil
 }
@@ -321,7 +342,9 @@ func pgFailure(err error) bool {
 		case "08", "53", "57", "58", "XX":
 			return true
 		}
-		return false
+		// idle_in_transaction_session_timeout ended the session;
+		// lock_not_available: lock_timeout ran out.
+		return pe.Code == "25P03" || pe.Code == "55P03"
 	}
 	var ne net.Error
 	var ce *pgconn.ConnectError

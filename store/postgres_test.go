@@ -231,3 +231,30 @@ func TestWritesFailFastWhileServerUnreachable(t *testing.T) {
 		}
 	}
 }
+
+// A gateway frozen inside a batch, holding a business key's lock, does not
+// hold up another gateway's claim of that business key for long: the
+// server ends the frozen session once it sat idle in its transaction past
+// the limit every gateway's sessions carry, its lock goes with it, and the
+// waiting claim lands (before the waiting batch's own deadline, where
+// without the limit it failed).
+func TestFrozenGatewayReleasesItsLocks(t *testing.T) {
+	if !storetest.Postgres() {
+		t.Skip("PostgreSQL journal only: SQLite has one gateway")
+	}
+	t.Parallel()
+	s := MustOpenStore(t)
+	frozen, err := store.Open(context.Background(), store.LocationOf(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { frozen.Close() })
+	bk := strings.Repeat("cd", 32)
+	store.FreezeHoldingBusinessKey(t, frozen, bk)
+
+	req := claimReq("test:invoice.create:behind-frozen:v1", fp1, "run-1")
+	req.Duplicates = &store.DuplicateCheck{BusinessKey: bk, Window: time.Hour, Action: store.DuplicateWarn}
+	if _, _, err := s.Claim(context.Background(), req); err != nil {
+		t.Fatalf("a claim behind a frozen gateway's lock: %v, want it to land once the frozen session is ended", err)
+	}
+}
