@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,9 +39,16 @@ func restoreSQLite(ctx context.Context, journal, file string, replaceNewer bool,
 	}
 	fmt.Fprintf(out, "backup %s checked: integrity ok, schema version %d (this oncegate's: %d), %d operations\n",
 		file, version, LatestVersion(), ops)
-	if err := compareNewest(ctx, out, staging, journal, replaceNewer); err != nil {
+	inBackup, err := compareNewest(ctx, out, staging, journal, replaceNewer)
+	if err != nil {
 		return Restored{}, err
 	}
+	// The restored journal records its restore: from it the gateway knows
+	// that keys it has not seen may have been sent after the backup.
+	if err := recordRestore(ctx, staging, filepath.Base(file), inBackup); err != nil {
+		return Restored{}, err
+	}
+	version = uint(LatestVersion()) // recording it brought the schema up
 
 	kept := ""
 	if _, err := os.Stat(journal); err == nil {
@@ -124,31 +132,32 @@ func checkBackup(ctx context.Context, file, copyPath string) (uint, int, error) 
 // replace a journal whose newest is newer: the operations after the
 // backup would be forgotten, and a key an agent sends again would execute
 // again at a target that does not deduplicate keys itself.
-func compareNewest(ctx context.Context, out io.Writer, backup, journal string, replaceNewer bool) error {
+func compareNewest(ctx context.Context, out io.Writer, backup, journal string, replaceNewer bool) (time.Time, error) {
 	inBackup, err := newestOperation(ctx, backup)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	fmt.Fprintf(out, "the backup's newest operation: %s\n", describeTime(inBackup))
 	if _, err := os.Stat(journal); err != nil {
-		return nil // nothing is replaced
+		return inBackup, nil // nothing is replaced
 	}
 	inJournal, err := newestOperation(ctx, journal)
 	if err != nil {
-		return fmt.Errorf("restore: read the current journal: %w (nothing was changed)", err)
+		return time.Time{}, fmt.Errorf("restore: read the current journal: %w (nothing was changed)", err)
 	}
 	fmt.Fprintf(out, "the journal's newest operation:  %s\n", describeTime(inJournal))
 	if !inJournal.After(inBackup) {
-		return nil
+		return inBackup, nil
 	}
 	if !replaceNewer {
-		return fmt.Errorf("restore: the journal being replaced has operations newer than the backup's (%s after it): "+
+		return time.Time{}, fmt.Errorf("restore: the journal being replaced has operations newer than the backup's (%s after it): "+
 			"the restored journal forgets them, and a key an agent sends again executes again at a target that does not deduplicate keys itself (Bitrix24); "+
 			"run restore again with --yes to replace it anyway (it is kept beside the restored one); nothing was changed",
 			inJournal.Sub(inBackup).Round(time.Second))
 	}
-	fmt.Fprintln(out, "--yes: the operations after the backup's newest are forgotten by the restored journal (the replaced one is kept)")
-	return nil
+	fmt.Fprintln(out, "--yes: the operations after the backup's newest are forgotten by the restored journal (the replaced one is kept); "+
+		"serve looks each key it does not know up at its target before sending it, so one sent again is not made twice")
+	return inBackup, nil
 }
 
 // newestOperation is when the journal at path last wrote an operation;
@@ -294,4 +303,48 @@ func HoldsJournal(ctx context.Context, path string) bool {
 		return true
 	}
 	return n > 0
+}
+
+// restoreEvent is the audit event a restored journal records.
+const restoreEvent = "journal.restored"
+
+// recordRestore opens the checked copy of a backup at path (bringing its
+// schema up) and records in it that it is being restored, with when the
+// backup's newest operation was written.
+func recordRestore(ctx context.Context, path, backup string, newest time.Time) error {
+	st, err := openSQLite(ctx, path)
+	if err != nil {
+		return fmt.Errorf("restore: open the backup's copy: %w; nothing was changed", err)
+	}
+	defer st.Close()
+	detail := map[string]any{"backup": backup, "backup_newest_operation": formatTime(newest)}
+	ctx = WithActor(ctx, Actor{Kind: ActorSystem, Name: "restore"})
+	if err := st.Audit(ctx, restoreEvent, "", detail); err != nil {
+		return fmt.Errorf("restore: record the restore in the backup's copy: %w; nothing was changed", err)
+	}
+	return nil
+}
+
+// RestoreRecord is a restore the journal recorded: when it was restored, and
+// when the backup's newest operation was written (zero: the backup held
+// none).
+type RestoreRecord struct {
+	At, BackupNewest time.Time
+}
+
+// LastRestore is the journal's last recorded restore; false when it was
+// never restored.
+func (s *Store) LastRestore(ctx context.Context) (RestoreRecord, bool, error) {
+	events, err := s.AuditEvents(ctx, AuditFilter{Event: restoreEvent, Limit: 1})
+	if err != nil || len(events) == 0 {
+		return RestoreRecord{}, false, err
+	}
+	var d struct {
+		Newest string `json:"backup_newest_operation"`
+	}
+	if err := json.Unmarshal(events[0].Detail, &d); err != nil {
+		return RestoreRecord{}, false, fmt.Errorf("read the last restore: %w", err)
+	}
+	newest, _ := time.Parse(timeFormat, d.Newest)
+	return RestoreRecord{At: events[0].At, BackupNewest: newest}, true, nil
 }

@@ -62,6 +62,13 @@ func (e *Engine) drive(ctx context.Context, d store.Decision, op store.Operation
 			}
 			aop.Attempt = op.AttemptCount + 1
 		}
+		if d == store.DecisionExecute && e.lookFirst(op) {
+			adopted, settled, err := e.adopt(ctx, jctx, op)
+			if settled || err != nil {
+				found = adopted
+				return err
+			}
+		}
 		res, calls, err := e.policy.Execute(ctx, target, aop, func(n int) error {
 			if n <= op.AttemptCount {
 				// Recorded by the claim. Where another gateway may take

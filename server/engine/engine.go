@@ -82,6 +82,9 @@ type Engine struct {
 	inflight work
 	// landing is what this run sent whose outcome it does not know.
 	landing landing
+	// restored is the journal's last restore, while keys it does not know
+	// are looked up before their first send (restore.go).
+	restored restoreHorizon
 	// wake pokes the executor when an approval was decided.
 	wake    chan struct{}
 	replays replayCache // final rows, for replays
@@ -146,6 +149,9 @@ func (e *Engine) useLease() (owner string, done func()) {
 // run's lease may be a live gateway's: its rows are left to run out, and
 // the reconciler of any gateway takes them then.
 func (e *Engine) Start(ctx context.Context) error {
+	if err := e.readRestore(ctx); err != nil {
+		return err
+	}
 	if e.store.Shared() {
 		return nil
 	}
