@@ -37,6 +37,12 @@ func TestJournalServerOutage(t *testing.T) {
 	g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultDropResponse, Times: 1})
 	expect(t, g.post(unknown, callback("customer-1042")), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
 	other := g.MustToken("agent-b", "read", "write")
+	cs, err := g.mcpSession(t, g.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envelope := callback("customer-1042")
+	args := map[string]any{"operation_key": unknown, "payload": envelope["payload"]}
 
 	proxy.Cut()
 	unavailable := func(what string, r reply) {
@@ -44,6 +50,11 @@ func TestJournalServerOutage(t *testing.T) {
 		if r.Code != http.StatusServiceUnavailable || r.errCode() != "JOURNAL_UNAVAILABLE" || r.Header.Get("Retry-After") == "" {
 			t.Errorf("%s during the outage: %d %s (Retry-After %q), want 503 JOURNAL_UNAVAILABLE with Retry-After", what, r.Code, r.Raw, r.Header.Get("Retry-After"))
 		}
+	}
+	// An MCP tool call whose token is still trusted from just before
+	// reaches the journal and is told the same, as a tool's answer.
+	if a := call(t, cs, "crm.callback.create", args); !a.isError || a.errCode() != "JOURNAL_UNAVAILABLE" || a.meta["http_status"] != float64(503) {
+		t.Errorf("an MCP tool call during the outage: %+v, want JOURNAL_UNAVAILABLE (503)", a)
 	}
 	time.Sleep(2500 * time.Millisecond) // past the cache of verified tokens: the token is read again
 	unavailable("the retry of an unknown key", g.post(unknown, callback("customer-1042")))
