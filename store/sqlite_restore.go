@@ -44,10 +44,14 @@ func restoreSQLite(ctx context.Context, journal, file string, replaceNewer bool,
 		return Restored{}, err
 	}
 	// The restored journal records its restore: from it the gateway knows
-	// that keys it has not seen may have been sent after the backup.
-	if err := recordRestore(ctx, staging, filepath.Base(file), inBackup); err != nil {
+	// that keys it has not seen may have been sent after the backup. Who
+	// may act is the firm's decision as it stands now, not as it stood
+	// then: the replaced journal's tokens and users are carried over.
+	access, err := recordRestore(ctx, staging, filepath.Base(file), inBackup, journal)
+	if err != nil {
 		return Restored{}, err
 	}
+	access.report(out)
 	version = uint(LatestVersion()) // recording it brought the schema up
 
 	kept := ""
@@ -309,20 +313,190 @@ func HoldsJournal(ctx context.Context, path string) bool {
 const restoreEvent = "journal.restored"
 
 // recordRestore opens the checked copy of a backup at path (bringing its
-// schema up) and records in it that it is being restored, with when the
-// backup's newest operation was written.
-func recordRestore(ctx context.Context, path, backup string, newest time.Time) error {
+// schema up), carries into it who may act from the journal it replaces
+// (carryAccess; none when there is no journal), and records in it that it
+// is being restored, with when the backup's newest operation was written
+// and what was carried.
+func recordRestore(ctx context.Context, path, backup string, newest time.Time, replaced string) (accessCarried, error) {
 	st, err := openSQLite(ctx, path)
 	if err != nil {
-		return fmt.Errorf("restore: open the backup's copy: %w; nothing was changed", err)
+		return accessCarried{}, fmt.Errorf("restore: open the backup's copy: %w; nothing was changed", err)
 	}
 	defer st.Close()
-	detail := map[string]any{"backup": backup, "backup_newest_operation": formatTime(newest)}
+	var access accessCarried
+	if _, err := os.Stat(replaced); err == nil {
+		if access, err = carryAccess(ctx, st, replaced); err != nil {
+			return accessCarried{}, fmt.Errorf("restore: carry the agents' tokens and the users over from the journal being replaced: %w; nothing was changed", err)
+		}
+	}
+	detail := map[string]any{"backup": backup, "backup_newest_operation": formatTime(newest), "access_carried": access.carried}
+	if access.carried {
+		detail["tokens_revoked_since_backup"], detail["tokens_made_since_backup"] = access.revoked, access.madeTokens
+		detail["users_removed_since_backup"], detail["users_made_since_backup"], detail["users_changed_since_backup"] = access.removed, access.madeUsers, access.changed
+	}
 	ctx = WithActor(ctx, Actor{Kind: ActorSystem, Name: "restore"})
 	if err := st.Audit(ctx, restoreEvent, "", detail); err != nil {
-		return fmt.Errorf("restore: record the restore in the backup's copy: %w; nothing was changed", err)
+		return accessCarried{}, fmt.Errorf("restore: record the restore in the backup's copy: %w; nothing was changed", err)
 	}
-	return nil
+	return access, nil
+}
+
+// accessCarried is what carryAccess did, by name (never a secret).
+type accessCarried struct {
+	carried               bool
+	revoked, madeTokens   []string // agents
+	removed, madeUsers    []string // user names
+	changed               []string // users whose role, password or state changed since the backup
+	tokens, users, ending int      // carried; sessions ended
+}
+
+// report tells restore's user what was kept and what rolled back.
+func (a accessCarried) report(out io.Writer) {
+	if !a.carried {
+		fmt.Fprintln(out, "no journal is replaced: the backup's agent tokens and users are restored as they were")
+		return
+	}
+	fmt.Fprintf(out, "kept from the journal being replaced (who may act is decided now, not as at the backup): %d agent tokens, %d users", a.tokens, a.users)
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"tokens revoked since the backup, still revoked", a.revoked}, {"tokens made since the backup", a.madeTokens},
+		{"users removed since the backup, still removed", a.removed}, {"users made since the backup", a.madeUsers},
+		{"users whose role, password or state changed since the backup, as they are now", a.changed}} {
+		if len(l.names) > 0 {
+			fmt.Fprintf(out, "; %s: %s", l.what, strings.Join(l.names, ", "))
+		}
+	}
+	fmt.Fprintf(out, "\nrolled back to the backup: operations, approvals and the audit trail; every admin session ends (%d), everyone signs in again\n", a.ending)
+}
+
+// carryAccess replaces, in the restored journal st, the agents' tokens and
+// the users with those of the journal at replaced, and ends every admin
+// session: a restore rolls back operations, never a revocation, a removed
+// user or a changed password. The columns both journals have are copied
+// (a replaced journal of an older schema leaves the newer columns at their
+// defaults).
+func carryAccess(ctx context.Context, st *Store, replaced string) (accessCarried, error) {
+	var a accessCarried
+	err := st.exclusive(ctx, func(ctx context.Context, c *sql.Conn) (err error) {
+		if _, err := c.ExecContext(ctx, `ATTACH DATABASE ? AS replaced`, "file:"+replaced+"?mode=ro"); err != nil {
+			return err
+		}
+		defer func() {
+			if _, derr := c.ExecContext(context.Background(), `DETACH DATABASE replaced`); err == nil {
+				err = derr
+			}
+		}()
+		if _, err := c.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+			return err
+		}
+		defer func() {
+			if err != nil {
+				c.ExecContext(context.Background(), `ROLLBACK`)
+			}
+		}()
+		names := func(q string) ([]string, error) {
+			rows, err := c.QueryContext(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			defer rows.Close()
+			var out []string
+			for rows.Next() {
+				var n string
+				if err := rows.Scan(&n); err != nil {
+					return nil, err
+				}
+				out = append(out, n)
+			}
+			return out, rows.Err()
+		}
+		for _, q := range []struct {
+			into  *[]string
+			query string
+		}{
+			{&a.revoked, `SELECT r.agent FROM replaced.tokens r JOIN main.tokens m ON m.id = r.id WHERE r.revoked_at IS NOT NULL AND m.revoked_at IS NULL ORDER BY r.id`},
+			{&a.madeTokens, `SELECT agent FROM replaced.tokens WHERE id NOT IN (SELECT id FROM main.tokens) ORDER BY id`},
+			{&a.removed, `SELECT name FROM main.users WHERE id NOT IN (SELECT id FROM replaced.users) ORDER BY id`},
+			{&a.madeUsers, `SELECT name FROM replaced.users WHERE id NOT IN (SELECT id FROM main.users) ORDER BY id`},
+			{&a.changed, `SELECT r.name FROM replaced.users r JOIN main.users m ON m.id = r.id
+				WHERE r.role <> m.role OR r.password_hash <> m.password_hash OR coalesce(r.disabled_at, '') <> coalesce(m.disabled_at, '') ORDER BY r.id`},
+		} {
+			if *q.into, err = names(q.query); err != nil {
+				return err
+			}
+		}
+		res, err := c.ExecContext(ctx, `DELETE FROM main.sessions`)
+		if err != nil {
+			return err
+		}
+		ended, _ := res.RowsAffected()
+		a.ending = int(ended)
+		for _, table := range []string{"tokens", "users"} {
+			cols, err := commonColumns(ctx, c, table)
+			if err != nil {
+				return err
+			}
+			if _, err := c.ExecContext(ctx, `DELETE FROM main.`+table); err != nil {
+				return err
+			}
+			res, err := c.ExecContext(ctx, `INSERT INTO main.`+table+` (`+cols+`) SELECT `+cols+` FROM replaced.`+table)
+			if err != nil {
+				return err
+			}
+			n, _ := res.RowsAffected()
+			if table == "tokens" {
+				a.tokens = int(n)
+			} else {
+				a.users = int(n)
+			}
+		}
+		if _, err := c.ExecContext(ctx, `COMMIT`); err != nil {
+			return err
+		}
+		a.carried = true
+		return nil
+	})
+	return a, err
+}
+
+// commonColumns are the columns of table that both the restored journal
+// and the replaced one have, as a list for a statement.
+func commonColumns(ctx context.Context, c *sql.Conn, table string) (string, error) {
+	columns := func(schema string) (map[string]bool, []string, error) {
+		rows, err := c.QueryContext(ctx, `SELECT name FROM pragma_table_info(?, ?)`, table, schema)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer rows.Close()
+		set, list := map[string]bool{}, []string(nil)
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				return nil, nil, err
+			}
+			set[n], list = true, append(list, n)
+		}
+		return set, list, rows.Err()
+	}
+	_, mine, err := columns("main")
+	if err != nil {
+		return "", err
+	}
+	theirs, _, err := columns("replaced")
+	if err != nil {
+		return "", err
+	}
+	var common []string
+	for _, n := range mine {
+		if theirs[n] {
+			common = append(common, n)
+		}
+	}
+	if len(common) == 0 {
+		return "", fmt.Errorf("the journal being replaced has no %s table", table)
+	}
+	return strings.Join(common, ", "), nil
 }
 
 // RestoreRecord is a restore the journal recorded: when it was restored, and
