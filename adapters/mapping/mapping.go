@@ -22,9 +22,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -141,18 +141,14 @@ func parseFields(raw json.RawMessage, path string, s schema, within json.RawMess
 	if len(obj) == 0 {
 		return nil, &Error{Path: path, Msg: "maps no field"}
 	}
-	names := make([]string, 0, len(obj))
-	for name := range obj {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	sc := scope{s: s, within: within, rowPath: rowPath, opts: opts}
 	f := &Fields{}
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(obj)) {
 		p := path + "." + name
 		if !fieldName.MatchString(name) {
 			return nil, &Error{Path: p, Msg: "is not a field name"}
 		}
-		fld, err := parseField(obj[name], p, name, s, within, rowPath, opts)
+		fld, err := parseField(obj[name], p, name, sc)
 		if err != nil {
 			return nil, err
 		}
@@ -161,177 +157,303 @@ func parseFields(raw json.RawMessage, path string, s schema, within json.RawMess
 	return f, nil
 }
 
-func parseField(raw json.RawMessage, path, name string, s schema, within json.RawMessage, rowPath []string, opts Options) (*Field, error) {
-	var spec map[string]json.RawMessage
-	if err := strictObject(raw, &spec); err != nil {
-		return nil, &Error{Path: path, Msg: "must be one of {from: …}, {ref: …}, {value: …}"}
-	}
-	keys := make([]string, 0, len(spec))
-	for k := range spec {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !slices.Contains(fieldKeys, k) {
-			return nil, &Error{Path: path + "." + k, Msg: "unknown key (want from, ref or value, and money, currency, times, date or row)"}
-		}
+// scope is what a field's mapping is parsed against: the payload's
+// schema, the schema of the object its paths are relative to (within),
+// the payload path of the enclosing rows (nil at the root), and the
+// target's options.
+type scope struct {
+	s       schema
+	within  json.RawMessage
+	rowPath []string
+	opts    Options
+}
+
+// parseField parses one target field's mapping by its source: a constant
+// ({value: …}), a resolved reference ({ref: …}) or a payload field
+// ({from: …}, with its transform or section).
+func parseField(raw json.RawMessage, path, name string, sc scope) (*Field, error) {
+	sp, err := parseSpec(raw, path)
+	if err != nil {
+		return nil, err
 	}
 	fld := &Field{Name: name, path: path}
-	sources := 0
-	for _, k := range []string{"from", "ref", "value"} {
-		if _, ok := spec[k]; ok {
-			sources++
-		}
-	}
-	if sources != 1 {
-		return nil, &Error{Path: path, Msg: "needs exactly one of from, ref and value"}
-	}
-	str := func(k string) (string, error) {
-		var v string
-		if err := json.Unmarshal(spec[k], &v); err != nil || v == "" {
-			return "", &Error{Path: path + "." + k, Msg: "must be a non-empty string"}
-		}
-		return v, nil
-	}
-	// Transforms and sections belong to {from: …} alone.
-	if _, ok := spec["from"]; !ok {
-		for _, k := range []string{"money", "currency", "times", "date", "row"} {
-			if _, ok := spec[k]; ok {
-				return nil, &Error{Path: path + "." + k, Msg: "applies only to a {from: …} field"}
-			}
-		}
-	}
-
 	switch {
-	case spec["value"] != nil:
-		v, err := constant(spec["value"])
-		if err != nil {
-			return nil, &Error{Path: path + ".value", Msg: err.Error()}
-		}
-		fld.Value, fld.HasValue = v, true
-		return fld, nil
-
-	case spec["ref"] != nil:
-		ref, err := str("ref")
-		if err != nil {
-			return nil, err
-		}
-		n, err := lookup(s, within, ref, path+".ref")
-		if err != nil {
-			return nil, err
-		}
-		if !n.Type.has("string") {
-			return nil, &Error{Path: path + ".ref", Msg: fmt.Sprintf("payload field %q is not a string; an external id is", ref)}
-		}
-		full := strings.Join(append(slices.Clone(rowPath), ref), ".")
-		kind, key := "", ""
-		for _, k := range refKeys(rowPath, ref) {
-			if kd, ok := opts.References[k]; ok {
-				kind, key = kd, k
-				break
-			}
-		}
-		if kind == "" {
-			return nil, &Error{Path: path + ".ref", Msg: fmt.Sprintf("payload field %q is not declared in references", full)}
-		}
-		fld.Ref, fld.RefKind, fld.ref = ref, kind, key
-		return fld, nil
+	case sp.keys["value"] != nil:
+		err = parseValue(sp, fld)
+	case sp.keys["ref"] != nil:
+		err = sc.parseRef(sp, fld)
+	default:
+		err = sc.parseFrom(sp, fld)
 	}
-
-	from, err := str("from")
 	if err != nil {
 		return nil, err
-	}
-	n, err := lookup(s, within, from, path+".from")
-	if err != nil {
-		return nil, err
-	}
-	fld.From = from
-	transforms := 0
-	if raw, ok := spec["money"]; ok {
-		transforms++
-		if err := json.Unmarshal(raw, &fld.Money); err != nil || fld.Money != MoneyMinor {
-			return nil, &Error{Path: path + ".money", Msg: fmt.Sprintf("unknown transform %s (want %q)", bytes.TrimSpace(raw), MoneyMinor)}
-		}
-		if opts.MinorDigits == nil {
-			return nil, &Error{Path: path + ".money", Msg: "this target takes no amounts"}
-		}
-		if !n.Type.has("integer") || n.Type.has("string") {
-			return nil, &Error{Path: path + ".money", Msg: fmt.Sprintf("payload field %q is not an integer; amounts are integers in minor units", from)}
-		}
-		fld.Currency, fld.minorDigits = DefaultCurrency, opts.MinorDigits
-		if _, ok := spec["currency"]; ok {
-			if fld.Currency, err = str("currency"); err != nil {
-				return nil, err
-			}
-		}
-		cur, err := lookup(s, s.root, fld.Currency, path+".currency")
-		if err != nil {
-			if _, ok := spec["currency"]; !ok {
-				return nil, &Error{Path: path + ".money", Msg: fmt.Sprintf("the payload has no field %q naming the currency; name it with currency: <field>", DefaultCurrency)}
-			}
-			return nil, err
-		}
-		if !cur.Type.has("string") {
-			return nil, &Error{Path: path + ".currency", Msg: fmt.Sprintf("payload field %q is not a string; a currency code is", fld.Currency)}
-		}
-		if _, ok := spec["times"]; ok {
-			if fld.Times, err = str("times"); err != nil {
-				return nil, err
-			}
-			t, err := lookup(s, within, fld.Times, path+".times")
-			if err != nil {
-				return nil, err
-			}
-			if !t.Type.has("number") && !t.Type.has("integer") || t.Type.has("string") {
-				return nil, &Error{Path: path + ".times", Msg: fmt.Sprintf("payload field %q is not a number", fld.Times)}
-			}
-		}
-	} else {
-		for _, k := range []string{"currency", "times"} {
-			if _, ok := spec[k]; ok {
-				return nil, &Error{Path: path + "." + k, Msg: "applies only with money: minor"}
-			}
-		}
-	}
-	if raw, ok := spec["date"]; ok {
-		transforms++
-		if err := json.Unmarshal(raw, &fld.Date); err != nil || fld.Date != DateLocal {
-			return nil, &Error{Path: path + ".date", Msg: fmt.Sprintf("unknown transform %s (want %q)", bytes.TrimSpace(raw), DateLocal)}
-		}
-		if opts.Zone == nil {
-			return nil, &Error{Path: path + ".date", Msg: "this target has no time zone for local dates"}
-		}
-		fld.zone = opts.Zone
-		if !n.Type.has("string") {
-			return nil, &Error{Path: path + ".date", Msg: fmt.Sprintf("payload field %q is not a string; a date-time is", from)}
-		}
-	}
-	if raw, ok := spec["row"]; ok {
-		transforms++
-		if !opts.Rows {
-			return nil, &Error{Path: path + ".row", Msg: "this target takes no tabular sections"}
-		}
-		if !n.Type.has("array") || len(n.Items) == 0 {
-			return nil, &Error{Path: path + ".from", Msg: fmt.Sprintf("payload field %q is not an array of objects; a tabular section needs one", from)}
-		}
-		items, ok := s.resolve(n.Items)
-		if !ok || !items.Type.has("object") {
-			return nil, &Error{Path: path + ".from", Msg: fmt.Sprintf("payload field %q is not an array of objects; a tabular section needs one", from)}
-		}
-		row, err := parseFields(raw, path+".row", s, n.Items, append(slices.Clone(rowPath), from), opts)
-		if err != nil {
-			return nil, err
-		}
-		fld.Row = row
-	}
-	if transforms > 1 {
-		return nil, &Error{Path: path, Msg: "takes at most one of money, date and row"}
-	}
-	if fld.Row == nil && (n.Type.has("object") || n.Type.has("array")) {
-		return nil, &Error{Path: path + ".from", Msg: fmt.Sprintf("payload field %q is not a single value; map its members", from)}
 	}
 	return fld, nil
+}
+
+// spec is one field's mapping as written, found at path.
+type spec struct {
+	path string
+	keys map[string]json.RawMessage
+}
+
+// parseSpec decodes a field's mapping and checks its keys: known ones,
+// exactly one source, and transforms and sections only with {from: …}.
+func parseSpec(raw json.RawMessage, path string) (spec, error) {
+	sp := spec{path: path}
+	if err := strictObject(raw, &sp.keys); err != nil {
+		return spec{}, &Error{Path: path, Msg: "must be one of {from: …}, {ref: …}, {value: …}"}
+	}
+	for _, k := range slices.Sorted(maps.Keys(sp.keys)) {
+		if !slices.Contains(fieldKeys, k) {
+			return spec{}, sp.errorAt(k, "unknown key (want from, ref or value, and money, currency, times, date or row)")
+		}
+	}
+	if sp.count("from", "ref", "value") != 1 {
+		return spec{}, &Error{Path: path, Msg: "needs exactly one of from, ref and value"}
+	}
+	// Transforms and sections belong to {from: …} alone.
+	if k, ok := sp.first("money", "currency", "times", "date", "row"); ok && !sp.has("from") {
+		return spec{}, sp.errorAt(k, "applies only to a {from: …} field")
+	}
+	return sp, nil
+}
+
+// parseValue parses a constant, {value: …}: a string, a number or a
+// boolean.
+func parseValue(sp spec, fld *Field) error {
+	v, err := constant(sp.keys["value"])
+	if err != nil {
+		return sp.errorAt("value", err.Error())
+	}
+	fld.Value, fld.HasValue = v, true
+	return nil
+}
+
+// parseRef parses a resolved reference, {ref: path}: a string field of
+// the payload that the definition declares among its references.
+func (sc scope) parseRef(sp spec, fld *Field) error {
+	ref, err := sp.str("ref")
+	if err != nil {
+		return err
+	}
+	n, err := lookup(sc.s, sc.within, ref, sp.path+".ref")
+	if err != nil {
+		return err
+	}
+	if !n.Type.has("string") {
+		return sp.errorAt("ref", fmt.Sprintf("payload field %q is not a string; an external id is", ref))
+	}
+	full := strings.Join(append(slices.Clone(sc.rowPath), ref), ".")
+	kind, key := "", ""
+	for _, k := range refKeys(sc.rowPath, ref) {
+		if kd, ok := sc.opts.References[k]; ok {
+			kind, key = kd, k
+			break
+		}
+	}
+	if kind == "" {
+		return sp.errorAt("ref", fmt.Sprintf("payload field %q is not declared in references", full))
+	}
+	fld.Ref, fld.RefKind, fld.ref = ref, kind, key
+	return nil
+}
+
+// parseFrom parses a payload field, {from: path}: a single value, through
+// at most one transform (money, date), or an array of objects mapped row
+// by row (row).
+func (sc scope) parseFrom(sp spec, fld *Field) error {
+	from, err := sp.str("from")
+	if err != nil {
+		return err
+	}
+	n, err := lookup(sc.s, sc.within, from, sp.path+".from")
+	if err != nil {
+		return err
+	}
+	fld.From = from
+	if err := sc.parseMoney(sp, fld, n); err != nil {
+		return err
+	}
+	if err := sc.parseDate(sp, fld, n); err != nil {
+		return err
+	}
+	if err := sc.parseRow(sp, fld, n); err != nil {
+		return err
+	}
+	if sp.count("money", "date", "row") > 1 {
+		return &Error{Path: sp.path, Msg: "takes at most one of money, date and row"}
+	}
+	if fld.Row == nil && (n.Type.has("object") || n.Type.has("array")) {
+		return sp.errorAt("from", fmt.Sprintf("payload field %q is not a single value; map its members", from))
+	}
+	return nil
+}
+
+// parseMoney parses money: minor, when the mapping has it, of n, the
+// payload field at from: an integer amount in minor units, its currency
+// named by another (currency) and, optionally, multiplied by a number
+// (times). currency and times go with money alone.
+func (sc scope) parseMoney(sp spec, fld *Field, n node) (err error) {
+	if !sp.has("money") {
+		if k, ok := sp.first("currency", "times"); ok {
+			return sp.errorAt(k, "applies only with money: minor")
+		}
+		return nil
+	}
+	if fld.Money, err = sp.transform("money", MoneyMinor); err != nil {
+		return err
+	}
+	if sc.opts.MinorDigits == nil {
+		return sp.errorAt("money", "this target takes no amounts")
+	}
+	if !n.Type.has("integer") || n.Type.has("string") {
+		return sp.errorAt("money", fmt.Sprintf("payload field %q is not an integer; amounts are integers in minor units", fld.From))
+	}
+	fld.Currency, fld.minorDigits = DefaultCurrency, sc.opts.MinorDigits
+	if err := sc.parseCurrency(sp, fld); err != nil {
+		return err
+	}
+	return sc.parseTimes(sp, fld)
+}
+
+// parseCurrency parses the payload path of an amount's currency code,
+// from the payload's root: currency, or else DefaultCurrency.
+func (sc scope) parseCurrency(sp spec, fld *Field) (err error) {
+	named := sp.has("currency")
+	if named {
+		if fld.Currency, err = sp.str("currency"); err != nil {
+			return err
+		}
+	}
+	cur, err := lookup(sc.s, sc.s.root, fld.Currency, sp.path+".currency")
+	if err != nil {
+		if !named {
+			return sp.errorAt("money", fmt.Sprintf("the payload has no field %q naming the currency; name it with currency: <field>", DefaultCurrency))
+		}
+		return err
+	}
+	if !cur.Type.has("string") {
+		return sp.errorAt("currency", fmt.Sprintf("payload field %q is not a string; a currency code is", fld.Currency))
+	}
+	return nil
+}
+
+// parseTimes parses times, when the mapping has it: the payload path,
+// relative like from, of the number an amount is multiplied by.
+func (sc scope) parseTimes(sp spec, fld *Field) (err error) {
+	if !sp.has("times") {
+		return nil
+	}
+	if fld.Times, err = sp.str("times"); err != nil {
+		return err
+	}
+	t, err := lookup(sc.s, sc.within, fld.Times, sp.path+".times")
+	if err != nil {
+		return err
+	}
+	if !t.Type.has("number") && !t.Type.has("integer") || t.Type.has("string") {
+		return sp.errorAt("times", fmt.Sprintf("payload field %q is not a number", fld.Times))
+	}
+	return nil
+}
+
+// parseDate parses date: local, when the mapping has it, of n, the
+// payload field at from: a date-time string, rendered in the target's
+// zone.
+func (sc scope) parseDate(sp spec, fld *Field, n node) (err error) {
+	if !sp.has("date") {
+		return nil
+	}
+	if fld.Date, err = sp.transform("date", DateLocal); err != nil {
+		return err
+	}
+	if sc.opts.Zone == nil {
+		return sp.errorAt("date", "this target has no time zone for local dates")
+	}
+	fld.zone = sc.opts.Zone
+	if !n.Type.has("string") {
+		return sp.errorAt("date", fmt.Sprintf("payload field %q is not a string; a date-time is", fld.From))
+	}
+	return nil
+}
+
+// parseRow parses a tabular section, when the mapping has one ({from:
+// items, row: {…}}): n, the payload field at from, is an array of
+// objects, and row maps each of them, its paths relative to the row.
+func (sc scope) parseRow(sp spec, fld *Field, n node) error {
+	raw, ok := sp.keys["row"]
+	if !ok {
+		return nil
+	}
+	if !sc.opts.Rows {
+		return sp.errorAt("row", "this target takes no tabular sections")
+	}
+	rows := n.Type.has("array") && len(n.Items) > 0
+	if rows {
+		items, ok := sc.s.resolve(n.Items)
+		rows = ok && items.Type.has("object")
+	}
+	if !rows {
+		return sp.errorAt("from", fmt.Sprintf("payload field %q is not an array of objects; a tabular section needs one", fld.From))
+	}
+	row, err := parseFields(raw, sp.path+".row", sc.s, n.Items, append(slices.Clone(sc.rowPath), fld.From), sc.opts)
+	if err != nil {
+		return err
+	}
+	fld.Row = row
+	return nil
+}
+
+// has reports whether the mapping has key k.
+func (sp spec) has(k string) bool {
+	_, ok := sp.keys[k]
+	return ok
+}
+
+// count is how many of keys the mapping has.
+func (sp spec) count(keys ...string) int {
+	n := 0
+	for _, k := range keys {
+		if sp.has(k) {
+			n++
+		}
+	}
+	return n
+}
+
+// first is the first of keys the mapping has.
+func (sp spec) first(keys ...string) (string, bool) {
+	for _, k := range keys {
+		if sp.has(k) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// str decodes the non-empty string at key k.
+func (sp spec) str(k string) (string, error) {
+	var v string
+	if err := json.Unmarshal(sp.keys[k], &v); err != nil || v == "" {
+		return "", sp.errorAt(k, "must be a non-empty string")
+	}
+	return v, nil
+}
+
+// transform decodes the transform at key k, refusing any but want.
+func (sp spec) transform(k, want string) (string, error) {
+	raw := sp.keys[k]
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil || v != want {
+		return "", sp.errorAt(k, fmt.Sprintf("unknown transform %s (want %q)", bytes.TrimSpace(raw), want))
+	}
+	return v, nil
+}
+
+// errorAt is a refusal of the mapping's key k.
+func (sp spec) errorAt(k, msg string) error {
+	return &Error{Path: sp.path + "." + k, Msg: msg}
 }
 
 // refKeys are the names a reference inside rows may be declared under.
