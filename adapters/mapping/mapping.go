@@ -233,11 +233,7 @@ func parseValue(sp spec, fld *Field) error {
 // parseRef parses a resolved reference, {ref: path}: a string field of
 // the payload that the definition declares among its references.
 func (sc scope) parseRef(sp spec, fld *Field) error {
-	ref, err := sp.str("ref")
-	if err != nil {
-		return err
-	}
-	n, err := lookup(sc.s, sc.within, ref, sp.path+".ref")
+	ref, n, err := sc.payloadField(sp, "ref")
 	if err != nil {
 		return err
 	}
@@ -263,11 +259,7 @@ func (sc scope) parseRef(sp spec, fld *Field) error {
 // at most one transform (money, date), or an array of objects mapped row
 // by row (row).
 func (sc scope) parseFrom(sp spec, fld *Field) error {
-	from, err := sp.str("from")
-	if err != nil {
-		return err
-	}
-	n, err := lookup(sc.s, sc.within, from, sp.path+".from")
+	from, n, err := sc.payloadField(sp, "from")
 	if err != nil {
 		return err
 	}
@@ -345,11 +337,8 @@ func (sc scope) parseTimes(sp spec, fld *Field) (err error) {
 	if !sp.has("times") {
 		return nil
 	}
-	if fld.Times, err = sp.str("times"); err != nil {
-		return err
-	}
-	t, err := lookup(sc.s, sc.within, fld.Times, sp.path+".times")
-	if err != nil {
+	var t node
+	if fld.Times, t, err = sc.payloadField(sp, "times"); err != nil {
 		return err
 	}
 	if !t.Type.has("number") && !t.Type.has("integer") || t.Type.has("string") {
@@ -403,6 +392,17 @@ func (sc scope) parseRow(sp spec, fld *Field, n node) error {
 	}
 	fld.Row = row
 	return nil
+}
+
+// payloadField decodes the payload path at key k, relative to within,
+// and finds it in the schema.
+func (sc scope) payloadField(sp spec, k string) (string, node, error) {
+	path, err := sp.str(k)
+	if err != nil {
+		return "", node{}, err
+	}
+	n, err := lookup(sc.s, sc.within, path, sp.path+"."+k)
+	return path, n, err
 }
 
 // has reports whether the mapping has key k.
