@@ -227,14 +227,45 @@ func (p *problems) add(path, format string, args ...any) {
 // nil and the errors when there are any.
 func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 	p := &problems{file: file}
+	root, top := decodeTop(p, raw)
+	if root == nil {
+		return nil, p.errs
+	}
+	def := newIntent(file, raw, root)
+
+	// The facts.
+	requireKeys(p, top, "name", "version", "target", "scope", "title", "description", "schema")
+	decodeIdentity(p, top, def, targets)
+	decodeJournaling(p, top, def)
+	decodeWording(p, top, def)
+
+	// The schema, then everything that names its fields.
+	if sch := decodeSchema(p, top["schema"], def); sch != nil {
+		def.Labels = decodeLabels(p, top["labels"], sch)
+		def.References = decodeReferences(p, top["references"], sch)
+		def.Upper = decodeNormalize(p, top["normalize"], sch)
+		def.Limits = decodeLimits(p, top["limits"], sch)
+		def.Duplicates = decodeDuplicates(p, top["duplicates"], sch, def.shape)
+	}
+	def.Map = decodeMap(p, top["map"])
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return def, nil
+}
+
+// decodeTop decodes a definition's YAML: its root mapping, and the value
+// of each known top-level key; an unknown key is a problem. The root is
+// nil when the file is not a mapping at all.
+func decodeTop(p *problems, raw []byte) (*yaml.Node, map[string]*yaml.Node) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		p.errs = append(p.errs, fmt.Errorf("%s: not valid YAML: %s", file, strings.TrimPrefix(err.Error(), "yaml: ")))
-		return nil, p.errs
+		p.errs = append(p.errs, fmt.Errorf("%s: not valid YAML: %s", p.file, strings.TrimPrefix(err.Error(), "yaml: ")))
+		return nil, nil
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		p.add("(top)", "a definition is a mapping of the keys %s", strings.Join(topKeys, ", "))
-		return nil, p.errs
+		return nil, nil
 	}
 	top := map[string]*yaml.Node{}
 	root := doc.Content[0]
@@ -246,21 +277,35 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 		}
 		top[k] = root.Content[i+1]
 	}
-	// The digest covers what the definition means, not how it is told to
-	// people (title, labels, description) nor its duplicate rule, which
-	// decides only new keys: rewording a definition never strands an
-	// accepted key. Rows written before took the digest of the whole
-	// file but its rule, which still matches (Intent.Accepts).
+	return root, top
+}
+
+// newIntent starts the definition read from file (raw, whose root mapping
+// is root): its source and its digests, before any key is decoded.
+//
+// The digest covers what the definition means, not how it is told to
+// people (title, labels, description) nor its duplicate rule, which
+// decides only new keys: rewording a definition never strands an
+// accepted key. Rows written before took the digest of the whole
+// file but its rule, which still matches (Intent.Accepts).
+func newIntent(file string, raw []byte, root *yaml.Node) *Intent {
 	sum := sha256.Sum256(withoutKeys(raw, root, "title", "labels", "description", "duplicates"))
 	whole := sha256.Sum256(withoutKeys(raw, root, "duplicates"))
-	def := &Intent{Source: file, Digest: hex.EncodeToString(sum[:]), fileDigest: hex.EncodeToString(whole[:]), Journaled: true}
+	return &Intent{Source: file, Digest: hex.EncodeToString(sum[:]), fileDigest: hex.EncodeToString(whole[:]), Journaled: true}
+}
 
-	// The facts.
-	for _, k := range []string{"name", "version", "target", "scope", "title", "description", "schema"} {
+// requireKeys refuses a definition that lacks any of keys.
+func requireKeys(p *problems, top map[string]*yaml.Node, keys ...string) {
+	for _, k := range keys {
 		if top[k] == nil {
 			p.add(k, "is required")
 		}
 	}
+}
+
+// decodeIdentity decodes what names the intent and where it goes: its
+// name, version, target instance (one of targets) and scope.
+func decodeIdentity(p *problems, top map[string]*yaml.Node, def *Intent, targets []string) {
 	if n := top["name"]; n != nil {
 		if err := n.Decode(&def.Name); err != nil || !namePattern.MatchString(def.Name) || len(def.Name) > maxNameLen {
 			p.add("name", "%q must be dotted lower-case words (^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)+$), at most %d characters, e.g. deal.create", n.Value, maxNameLen)
@@ -283,6 +328,11 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 			p.add("scope", "%q is not a scope (%s)", n.Value, strings.Join(Scopes(), ", "))
 		}
 	}
+}
+
+// decodeJournaling decodes money and journaled: only a read may be left
+// out of the journal, and never one that moves money.
+func decodeJournaling(p *problems, top map[string]*yaml.Node, def *Intent) {
 	decodeBool(p, top["money"], "money", &def.Money)
 	decodeBool(p, top["journaled"], "journaled", &def.Journaled)
 	if !def.Journaled && def.Scope != "" && def.Scope != ScopeRead {
@@ -291,6 +341,11 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 	if !def.Journaled && def.Money {
 		p.add("journaled", "an intent that moves money is always journaled")
 	}
+}
+
+// decodeWording decodes how the intent is told to people: its title and
+// description.
+func decodeWording(p *problems, top map[string]*yaml.Node, def *Intent) {
 	if n := top["title"]; n != nil {
 		def.Title = decodeText(p, n, "title")
 	}
@@ -299,40 +354,40 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 			p.add("description", "must be a non-empty text")
 		}
 	}
+}
 
-	// The schema, then everything that names its fields.
-	var sch *schemaFields
-	if n := top["schema"]; n != nil {
-		sch = checkSchema(p, n)
-		if sch != nil && len(p.errs) == 0 {
-			raw, err := toJSON(n)
-			if err != nil {
-				p.add("schema", "%v", err)
-			} else if compiled, sh, err := compileSchema(def.Name+".v"+strconv.Itoa(def.Version), raw); err != nil {
-				p.add("schema", "does not compile as JSON Schema 2020-12: %v", err)
-			} else {
-				def.Schema, def.compiled, def.shape = raw, compiled, sh
-			}
-		}
+// decodeSchema checks the payload's schema n and, when the definition has
+// no problem so far, compiles it into def. It returns the schema's fields
+// for the keys that name them, or nil when there is no schema to name.
+func decodeSchema(p *problems, n *yaml.Node, def *Intent) *schemaFields {
+	if n == nil {
+		return nil
 	}
-	if sch != nil {
-		def.Labels = decodeLabels(p, top["labels"], sch)
-		def.References = decodeReferences(p, top["references"], sch)
-		def.Upper = decodeNormalize(p, top["normalize"], sch)
-		def.Limits = decodeLimits(p, top["limits"], sch)
-		def.Duplicates = decodeDuplicates(p, top["duplicates"], sch, def.shape)
-	}
-	if n := top["map"]; n != nil {
+	sch := checkSchema(p, n)
+	if sch != nil && len(p.errs) == 0 {
 		raw, err := toJSON(n)
 		if err != nil {
-			p.add("map", "%v", err)
+			p.add("schema", "%v", err)
+		} else if compiled, sh, err := compileSchema(def.Name+".v"+strconv.Itoa(def.Version), raw); err != nil {
+			p.add("schema", "does not compile as JSON Schema 2020-12: %v", err)
+		} else {
+			def.Schema, def.compiled, def.shape = raw, compiled, sh
 		}
-		def.Map = raw
 	}
-	if len(p.errs) > 0 {
-		return nil, p.errs
+	return sch
+}
+
+// decodeMap decodes the mapping to the target, map, as JSON: the target
+// parses it against the schema when it is given its intents.
+func decodeMap(p *problems, n *yaml.Node) json.RawMessage {
+	if n == nil {
+		return nil
 	}
-	return def, nil
+	raw, err := toJSON(n)
+	if err != nil {
+		p.add("map", "%v", err)
+	}
+	return raw
 }
 
 // decodeBool decodes an optional boolean.
