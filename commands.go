@@ -28,36 +28,6 @@ type command struct {
 	setup   func(fs *flag.FlagSet) func(inv invocation, args []string) error
 }
 
-// commands is every command, in the order the usage lists them.
-var commands = []command{
-	serveCommand,
-	migrateCommand,
-	tokenCreateCommand,
-	tokenListCommand,
-	tokenRevokeCommand,
-	userAddCommand,
-	userPasswdCommand,
-	userDisableCommand,
-	userEnableCommand,
-	userListCommand,
-	auditVerifyCommand,
-	backupCommand,
-	restoreCommand,
-	checkCommand,
-	intentsListCommand,
-	intentsShowCommand,
-	intentsCheckCommand,
-	serviceCommand,
-	serviceInstallCommand,
-	serviceUninstallCommand,
-	serviceStartCommand,
-	serviceStopCommand,
-	serviceStatusCommand,
-	benchCommand,
-	simCommand,
-	versionCommand,
-}
-
 // errUsage marks a command line that was not understood.
 var errUsage = errors.New("command line not understood")
 
@@ -149,10 +119,9 @@ func (inv invocation) run(args []string) error {
 		}
 	}
 	switch args[0] {
-	case "version", "-version", "--version":
+	case "-version", "--version":
 		if len(args) == 1 {
-			fmt.Fprintln(inv.stdout, versionLine())
-			return nil
+			args = []string{"version"} // the version command, as typed
 		}
 	case "help", "-h", "-help", "--help":
 		if len(args) == 1 {
