@@ -9,6 +9,9 @@ import (
 	"github.com/oncegate/oncegate/server/config"
 )
 
+// What builds serve's log. (The Windows service writes it to a file in
+// the data directory: service_windows.go.)
+
 // serveLog is serve's log: text lines on w from Info up, with the secrets
 // of the configured targets masked by the one redaction the engine uses
 // as well (adapters.Redactor). The targets are built as serve builds
@@ -17,17 +20,4 @@ import (
 func serveLog(w io.Writer, cfg config.Config, env func(string) string) slog.Handler {
 	targets, _ := buildTargets(cfg, builtInSimulators("http://127.0.0.1:9"), env)
 	return redact.Handler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}), adapters.Redactor(targets))
-}
-
-// checkRedactor is the redaction of the secrets of every target check
-// reaches, each built alone as check builds it; a target that cannot be
-// built has none to mask.
-func checkRedactor(cfg config.Config, env func(string) string) *redact.Redactor {
-	all := map[string]adapters.Target{}
-	for _, tc := range targetChecks(cfg) {
-		if targets, err := buildTargets(tc.alone(cfg), builtInSimulators("http://127.0.0.1:9"), env); err == nil {
-			all[tc.name] = targets[tc.name]
-		}
-	}
-	return adapters.Redactor(all)
 }
