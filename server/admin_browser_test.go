@@ -456,7 +456,7 @@ func TestAdminInBrowser(t *testing.T) {
 			t.Fatalf("resolution audit %+v, %v", evs, err)
 		}
 		// The agent now gets the operation as succeeded, with what 1C
-		// holds for the invoice as its result (API.md section 5's result).
+		// holds for the invoice as its result (docs/api.md, section Answers).
 		r := g.do("GET", "/v1/operations/"+url.PathEscape(key), g.token, nil, nil)
 		result, _ := r.Body["result"].(map[string]any)
 		if number, _ := result["number"].(string); r.str("state") != "succeeded" || r.str("target_object_id") != handInvoice || number == "" || result["state"] != "created" {

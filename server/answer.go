@@ -12,7 +12,7 @@ import (
 )
 
 // answer is the one JSON object every POST and GET of an operation
-// returns (API.md section 5). Problem answers add type, title and detail.
+// returns (docs/api.md, section Answers). Problem answers add type, title and detail.
 type answer struct {
 	Type   string `json:"type,omitempty"`
 	Title  string `json:"title,omitempty"`

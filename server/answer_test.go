@@ -25,7 +25,7 @@ type problemDetails struct {
 // kind — is valid against the response schema the served OpenAPI
 // document gives its route and HTTP status, carries the operation's
 // state, and every error answer decodes as an RFC 9457 problem whose
-// status is the HTTP status (API.md section 5).
+// status is the HTTP status (docs/api.md, section Answers).
 func TestAnswersMatchOpenAPIAndRFC9457(t *testing.T) {
 	t.Parallel()
 	// A token refills one request a second: its burst runs out below,

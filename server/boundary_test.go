@@ -126,7 +126,8 @@ func TestBoundaryUnknownField(t *testing.T) {
 // naming the field: the 1C service checks it in execute's transaction,
 // before it writes the document (so the gateway asks once, not a check
 // and then an execute), and the refusal is journaled and replayed like
-// any refusal at the target (API.md: 422 failed_final). The corrected
+// any refusal at the target (docs/api.md, Validate, plans and
+// references: 422 failed_final). The corrected
 // request goes under the next version of the key.
 func TestBoundaryReferences(t *testing.T) {
 	t.Parallel()

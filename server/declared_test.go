@@ -130,7 +130,7 @@ func TestDeclaredIntent(t *testing.T) {
 	bad["payload"].(map[string]any)["method"] = "Документ.ЗаказПоставщику.Записать"
 	r = g.post("test:purchase_order:create_draft:po-3:v1", bad)
 	expect(t, r, http.StatusBadRequest, "rejected", "UNKNOWN_FIELD")
-	// The key rules of API.md section 3 apply unchanged.
+	// The key rules (docs/api.md, Operation keys) apply unchanged.
 	expect(t, g.post("test:purchase_order.create:po-4:v1", purchase("supplier-7", 1)), http.StatusBadRequest, "rejected", "IDEMPOTENCY_KEY_INVALID")
 	// The draft right is its scope.
 	reader := g.MustToken("agent-read", "read")

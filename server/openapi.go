@@ -18,7 +18,7 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-// OpenAPI returns the OpenAPI 3.1 document of the agent API (API.md) of a
+// OpenAPI returns the OpenAPI 3.1 document of the agent API (docs/api.md) of a
 // gateway serving catalog in contour, as served by GET /v1/openapi.json.
 // It is generated from the loaded intents, their effective limits and the
 // server's error codes, so the published contract cannot drift from what
@@ -51,7 +51,8 @@ func (s *Server) handleOpenAPI(c echo.Context) error {
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, doc)
 }
 
-// openAPIDescription summarizes API.md sections 1, 3 and 5.
+// openAPIDescription summarizes docs/api.md: the intents, the request, the
+// key and the answer.
 const openAPIDescription = `oncegate stands between AI agents and business systems (1C, the CRM, the payment provider). Agents send declarative **intents** from a closed, versioned whitelist — never method names, queries or scripts. Each intent's payload is described here by a JSON Schema (draft 2020-12, ` + "`additionalProperties: false`" + `) generated from the same registry the gateway validates with; ` + "`GET /v1/intents`" + ` serves the same schemas.
 
 Every mutating intent carries an **operation key** (` + "`<contour>:<operation>:<intent-id>:v<digits>`" + `, e.g. ` + "`prod:invoice.create:order-48291:v1`" + `), made once by the orchestrator and re-sent unchanged on every retry, in the ` + "`Idempotency-Key`" + ` header or as ` + "`request_id`" + `. The key is bound forever to the **fingerprint** of the request's business meaning (SHA-256 of the RFC 8785 canonical payload plus the intent name; transport fields such as request_id, actor_id and mode are not part of it). The **journal** records every operation, so the same key with the same request never acts twice: a retry gets the stored answer with ` + "`Idempotent-Replayed: true`" + `, while the same key with a different request is refused. ` + "`mode: \"validate\"`" + ` runs every check, returns the normalized plan and its ` + "`plan_hash`" + `, and writes and journals nothing.
@@ -60,7 +61,7 @@ Unknown fields anywhere are refused with ` + "`UNKNOWN_FIELD`" + ` and the field
 
 Every answer to POST and GET is one JSON object carrying the operation's ` + "`state`" + ` (valid, rejected, awaiting_approval, started, succeeded, failed_retryable, failed_final, unknown) and ` + "`errors`" + ` of ` + "`{code, field, message, retryable}`" + `. Answers 200 and 202 (` + "`Answer`" + `) carry the state again as ` + "`status`" + `. Error answers (4xx, 5xx) use ` + "`application/problem+json`" + ` (` + "`Problem`" + `) and add RFC 9457's type, title and detail, with ` + "`status`" + ` the HTTP status code as a number, as RFC 9457 requires: read the state from ` + "`state`" + `. Messages are safe for a model to read. Money intents wait for a person's approval (202 ` + "`APPROVAL_REQUIRED`" + `); an outcome that is not yet known is reconciled by key (202 ` + "`OUTCOME_UNKNOWN`" + `): in both cases send the same request again after ` + "`Retry-After`" + ` seconds.`
 
-// keyRulesDescription is API.md section 3's key rules.
+// keyRulesDescription is the key rules (docs/api.md, Operation keys).
 const keyRulesDescription = `The operation key: made once per business intent by the orchestrator and re-sent unchanged on every retry. One header line, the key bare or as an RFC 8941 quoted string ("prod:…") without parameters; two lines, or two keys on one line, are refused. request_id in the body is an alternative carrier; when both are present they must be equal. A mutating intent in execute mode without a key is refused (400 IDEMPOTENCY_KEY_MISSING); read-only intents need none.
 
 Rules (400 IDEMPOTENCY_KEY_INVALID otherwise): 8–255 characters of A-Z a-z 0-9 . _ : -; at least four ':'-separated non-empty segments; the first is the contour and must equal the gateway's configured contour (prod, test, …); the last is v<digits>; the segments between the contour and the last two, joined with '.', equal the intent name (prod:crm.callback:create:event-90173:v1 → crm.callback.create). A key holding a card number (13–19 digits passing the Luhn check, written as one run or in a card's usual groups such as 4111-1111-1111-1111; separate numbers such as o-1796370520-1000000 are not one) or anything shaped like a secret is refused: keys are stored and logged in clear and must never carry secrets.`
@@ -244,7 +245,7 @@ func nestedResource(v any) string {
 }
 
 // envelopeSchema is the POST /v1/operations body for one intent
-// (API.md section 3), with the intent's registry facts as extensions.
+// (docs/api.md, A request), with the intent's registry facts as extensions.
 func envelopeSchema(def *intent.Intent, payload, contour string) map[string]any {
 	desc := fmt.Sprintf("%s: %s. Needs scope %s.", def.Name, def.Description, def.Scope)
 	if def.Journaled {
@@ -328,7 +329,8 @@ type namedDoc struct {
 	name, meaning string
 }
 
-// errorCodes are the gateway's own codes (API.md section 5), in its table's order.
+// errorCodes are the gateway's own codes (docs/api.md, Error codes), in the
+// order the OpenAPI document lists them.
 var errorCodes = []namedDoc{
 	{codes.KeyMismatch, "the key was first used with a different request; a changed request needs a new key"},
 	{codes.KeyForeign, "the key was first used by another agent identity"},
@@ -403,7 +405,7 @@ func errorCodeSchema() map[string]any {
 	}
 }
 
-// statusDocs are the statuses of answers (API.md section 5): the journal's,
+// statusDocs are the states of answers (docs/api.md, States): the journal's,
 // and valid and rejected, which are never journaled.
 var statusDocs = []namedDoc{
 	{"valid", "validate mode: every check passed; the answer has plan and plan_hash"},
@@ -440,7 +442,7 @@ func answerSchemas(intents, targets []string) map[string]any {
 			"result":           map[string]any{"description": "The small normalized result, e.g. {\"number\": \"000123\"}; never a full target response.", "type": []any{"object", "null"}},
 			"errors":           map[string]any{"description": "Empty on success.", "type": "array", "items": schemaRef("ErrorItem")},
 			"warnings":         map[string]any{"description": "What did not stop the operation, in the errors' shape: " + codes.DuplicateSuspected + " when another live operation of the intent is about the same business event (its duplicate rule warns, or held it for a person), with when it was made and, to the agent that made it, its key; in validate mode, what executing would meet. Absent when there is none.", "type": "array", "items": schemaRef("ErrorItem")},
-			"fingerprint":      map[string]any{"description": "SHA-256 (lowercase hex) of the canonical request (API.md section 4); null when refused before the payload was read.", "type": []any{"string", "null"}, "pattern": hex64},
+			"fingerprint":      map[string]any{"description": "SHA-256 (lowercase hex) of the canonical request (docs/api.md, The fingerprint); null when refused before the payload was read.", "type": []any{"string", "null"}, "pattern": hex64},
 			"attempt_count":    map[string]any{"description": "Attempts made at the target.", "type": "integer", "minimum": 0},
 			"replayed":         map[string]any{"description": "The stored answer of an earlier request with the same key and fingerprint.", "type": "boolean"},
 			"needs_review":     map[string]any{"description": "The outcome could not be established by key and a person has been asked to look at it.", "type": "boolean"},
@@ -468,7 +470,7 @@ func answerSchemas(intents, targets []string) map[string]any {
 			"required": []any{"code", "field", "message", "retryable"},
 		},
 		"Answer": map[string]any{
-			"description": "The JSON object a 200 or 202 answer to a POST or GET of an operation carries (API.md section 5): the operation's state in `state`, and again in `status`.",
+			"description": "The JSON object a 200 or 202 answer to a POST or GET of an operation carries (docs/api.md, Answers): the operation's state in `state`, and again in `status`.",
 			"type":        "object",
 			"properties": members(map[string]any{
 				"description": "The operation's state again, as in `state` (v1 answers always carried it here); read `state`.",

@@ -63,7 +63,7 @@ func jsonResponse(desc string, schema map[string]any) map[string]any {
 	}
 }
 
-// openAPIPaths are the endpoints of API.md section 2, their examples in
+// openAPIPaths are the endpoints (docs/api.md, Endpoints), their examples in
 // contour.
 func openAPIPaths(contour, keyRules string) map[string]any {
 	exampleKey := contour + ":invoice.create:order-48291:v1"
@@ -119,7 +119,7 @@ func openAPICreate(exampleKey, keyRules string, r openAPIResponses) map[string]a
 			"content": map[string]any{"application/json": map[string]any{
 				"schema": schemaRef("OperationRequest"),
 				"examples": map[string]any{"invoice.create": map[string]any{
-					"summary": "Create an invoice (API.md section 3)",
+					"summary": "Create an invoice (docs/api.md, A request)",
 					"value": map[string]any{
 						"schema_version": "1.0", "intent": "invoice.create",
 						"request_id": exampleKey, "actor_id": "user-42", "mode": "execute",

@@ -104,7 +104,7 @@ func TestOpenAPI_Document(t *testing.T) {
 	if want := []any{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"}; !reflect.DeepEqual(states, want) {
 		t.Fatalf("State enum = %v, want %v", states, want)
 	}
-	// API.md section 5: every answer carries state; a 200/202 answer's
+	// docs/api.md, Answers: every answer carries state; a 200/202 answer's
 	// status is the state again, a problem's is the HTTP status (RFC 9457).
 	for _, schema := range []string{"Answer", "Problem"} {
 		if !slices.Contains(at(t, doc, "components", "schemas", schema, "required").([]any), any("state")) {
@@ -147,7 +147,7 @@ func TestOpenAPI_Document(t *testing.T) {
 		}
 	}
 
-	// POST answers every status of API.md section 5, problems as problem+json.
+	// POST answers every status of docs/api.md's Error codes, problems as problem+json.
 	responses := at(t, doc, "paths", "/v1/operations", "post", "responses").(map[string]any)
 	for _, code := range []string{"200", "202", "400", "401", "403", "409", "413", "415", "422", "429", "503"} {
 		content := at(t, responses, code, "content").(map[string]any)
@@ -319,7 +319,7 @@ func TestOpenAPI_RequestSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// API.md section 3's example. Its currency is "rub" there: the gateway
+	// The example of docs/api.md, A request. Its currency is "rub" there: the gateway
 	// upper-cases currency before validating, and the published payload
 	// schemas describe the payload after that normalization (^[A-Z]{3}$).
 	example := func() map[string]any {

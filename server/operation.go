@@ -17,7 +17,7 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-// maxBody is the largest request body accepted (API.md section 3).
+// maxBody is the largest request body accepted (docs/api.md, A request).
 const maxBody = 64 << 10
 
 // handleOperationCreate serves POST /v1/operations: reads the body, hands

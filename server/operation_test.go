@@ -515,7 +515,7 @@ func TestMoneyAwaitsApproval(t *testing.T) {
 	r := g.do("POST", "/v1/operations", payer, map[string]string{"Idempotency-Key": key}, body)
 	expect(t, r, http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 	if got, want := r.str("fingerprint"), "28a4262860864e5110d391a4556da2ad2f539ae2f87e52871f80cb7381d86aa6"; got != want {
-		t.Fatalf("fingerprint %s, want the API.md test vector %s", got, want)
+		t.Fatalf("fingerprint %s, want the example of docs/api.md, The fingerprint: %s", got, want)
 	}
 	if r.Header.Get("Retry-After") == "" {
 		t.Fatal("no Retry-After")
@@ -584,7 +584,7 @@ func TestMetrics(t *testing.T) {
 }
 
 // A target that cannot be asked during the checks before anything is
-// journaled answers API.md's row for a transient failure (503
+// journaled answers as a transient failure (docs/api.md, Error codes: 503
 // failed_retryable, Retry-After) and leaves the key free.
 func TestPrecheckTargetUnavailable(t *testing.T) {
 	t.Parallel()

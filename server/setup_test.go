@@ -347,7 +347,7 @@ func (g *gateway) post(key string, envelope map[string]any) reply {
 }
 
 // invoice is an invoice.create envelope for order with quantity, its
-// currency spelt in lower case as in API.md's example.
+// currency spelt in lower case as in docs/api.md's example.
 func invoice(order string, quantity float64) map[string]any {
 	payload := adapterstest.InvoicePayload(order, quantity)
 	payload["currency"] = "rub"
@@ -371,7 +371,7 @@ func (g *gateway) inject(f sim.Fault) {
 	}
 }
 
-// answerFields are the fields of API.md section 5 that every answer to a
+// answerFields are the fields (docs/api.md, Answers) that every answer to a
 // POST or GET of an operation carries, whatever its outcome.
 var answerFields = []string{"operation_key", "request_id", "operation", "state", "status", "target_system", "target_object_id", "result", "errors", "fingerprint", "attempt_count", "replayed"}
 

@@ -307,7 +307,7 @@ func TestGroupCommitWithoutFailures(t *testing.T) {
 // on a journal of millions of operations, each new one adds entries at
 // random places in the indexes keyed by keys, orders and objects, and with
 // their inner pages cached an insert reads one page from the file, not one
-// per level (README's performance section has the figures).
+// per level (docs/performance.md has the figures).
 func TestWriterKeepsIndexPages(t *testing.T) {
 	t.Parallel()
 	storetest.SQLiteOnly(t, "the page cache of the SQLite writer")

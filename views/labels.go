@@ -109,7 +109,7 @@ type Labels struct {
 	ScopeFor map[string]string // what each agent token scope allows
 	Flashes  map[string]string // messages after a redirect, by code; %s is its argument
 	Approval map[string]string // approval states
-	Errors   map[string]string // operations' error codes (API.md section 5, the adapters')
+	Errors   map[string]string // operations' error codes (docs/api.md, Error codes)
 
 	More
 	Finish

@@ -148,7 +148,7 @@ export function decodeProblem(httpStatus, contentType, text, where) {
 		assert.ok(Number.isInteger(p.status), `${where}: RFC 9457 status is the HTTP status as a number, not ${JSON.stringify(p.status)}`);
 		assert.equal(p.status, httpStatus, `${where}: RFC 9457 status differs from the HTTP status`);
 	}
-	// The gateway's members (API.md section 5).
+	// The gateway's members (docs/api.md, section Answers).
 	assert.equal(typeof p.state, "string", `${where}: a problem carries the operation's state`);
 	assert.ok(Array.isArray(p.errors) && p.errors.length > 0, `${where}: a problem carries its errors`);
 	return p;

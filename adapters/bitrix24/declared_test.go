@@ -22,7 +22,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 )
 
-// dealSchema is INTENTS.md's deal.create payload, with an optional
+// dealSchema is the deal.create payload of docs/intents.md's example, with an optional
 // company and date for the cases below.
 const dealSchema = `{
   "type": "object", "additionalProperties": false,
@@ -39,7 +39,7 @@ const dealSchema = `{
   }
 }`
 
-// dealMap is INTENTS.md's deal.create mapping.
+// dealMap is the deal.create mapping of docs/intents.md's example.
 const dealMap = `{
   "method": "crm.deal.add",
   "fields": {

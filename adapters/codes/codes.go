@@ -1,5 +1,5 @@
 // Package codes is the one catalogue of the stable machine codes an agent
-// gets (API.md section 5): each code once, with the HTTP status of an
+// gets (docs/api.md, section Error codes): each code once, with the HTTP status of an
 // answer that carries it and whether the same request, with the same
 // key, may be sent again. It imports nothing of the gateway, so the
 // adapters, the journal, the contract, the engine and the server all

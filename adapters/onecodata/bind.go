@@ -36,7 +36,7 @@ type binding struct {
 	docPath string          // the payload field holding the document's Ref_Key (post, read)
 }
 
-// mapSpec is a definition's map: for this kind (INTENTS.md).
+// mapSpec is a definition's map: for this kind (docs/intents.md, Mappings per kind).
 type mapSpec struct {
 	Entity string          `json:"entity"`
 	Fields json.RawMessage `json:"fields"`

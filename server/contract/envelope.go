@@ -28,7 +28,8 @@ const (
 	MaxIDLen     = 255  // request_id, actor_id
 )
 
-// envelopeFields are the fields an envelope may have, in API.md's order.
+// envelopeFields are the fields an envelope may have, in the order of
+// docs/api.md, section A request.
 var envelopeFields = []string{"schema_version", "intent", "request_id", "actor_id", "mode", "payload", "plan_hash"}
 
 // forbiddenFields exist in no contract; refusals of them say why.
@@ -51,13 +52,13 @@ type Envelope struct {
 }
 
 // DecodeEnvelope decodes and checks a request body: one JSON object, no duplicate
-// member names anywhere, only the envelope fields of API.md section 3, each of the right
+// member names anywhere, only the envelope fields of docs/api.md (A request), each of the right
 // type and length. The payload is returned raw and unchecked; Intent.Normalize checks it.
 //
 // Checks run in a fixed order so the answer is deterministic: JSON well-formedness and
 // duplicates; an unsupported schema_version (before unknown fields, because a newer
 // version may define fields this one does not know); unknown fields, the first in sorted
-// order; then each field in API.md's order. Whether the intent exists is the caller's
+// order; then each field in envelopeFields' order. Whether the intent exists is the caller's
 // question (Lookup). request_id, when present, must not be empty.
 func DecodeEnvelope(body []byte) (Envelope, error) {
 	obj, err := decodeObject(body)
@@ -122,7 +123,7 @@ func decodeObject(body []byte) (map[string]any, error) {
 // missing schema_version.
 func checkVersionAndFields(obj map[string]any) error {
 	// "1.0" is the only version; anything else, a missing one or one that
-	// is not a string included, is unsupported (API.md section 3).
+	// is not a string included, is unsupported (docs/api.md, A request).
 	if sv, present := obj["schema_version"]; present && sv != SchemaVersion {
 		if str, ok := sv.(string); ok {
 			return codes.Refusef(codes.UnsupportedSchema, "schema_version",
@@ -143,7 +144,7 @@ func checkVersionAndFields(obj map[string]any) error {
 	return nil
 }
 
-// readStrings reads the envelope's string fields in API.md's order, then
+// readStrings reads the envelope's string fields in envelopeFields' order, then
 // checks request_id is not empty and mode is one this gateway knows
 // (execute when absent).
 func (env *Envelope) readStrings(obj map[string]any) error {

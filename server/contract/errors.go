@@ -1,6 +1,7 @@
-// Package contract is the pure core of oncegate's agent contract (API.md sections 3, 4
-// and 6): operation keys, the request envelope, the intent whitelist with its JSON
-// Schemas, payload normalization and the canonical form that fingerprints hash.
+// Package contract is the pure core of oncegate's agent contract (docs/api.md: A
+// request, Operation keys, The fingerprint): operation keys, the request envelope, the
+// intent whitelist with its JSON Schemas, payload normalization and the canonical form
+// that fingerprints hash.
 //
 // Nothing here talks HTTP or touches the journal. Every refusal is a *codes.Refusal that the
 // server turns into a 400 answer; a refused request binds nothing.

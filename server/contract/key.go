@@ -8,7 +8,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/codes"
 )
 
-// Limits of an operation key (API.md section 3).
+// Limits of an operation key (docs/api.md, section Operation keys).
 const (
 	MinKeyLen = 8
 	MaxKeyLen = 255
@@ -86,7 +86,7 @@ func parseSFString(s string) (string, bool) {
 	return "", false // no closing quote
 }
 
-// CheckKey enforces API.md's key rules for a key used with intent on a gateway whose
+// CheckKey enforces the key rules (docs/api.md, Operation keys) for a key used with intent on a gateway whose
 // contour is contour: 8–255 characters of A-Z a-z 0-9 . _ : -; at least four
 // ":"-separated non-empty segments; the first is the contour; the last is v<digits>; the
 // segments between the contour and the last two, joined with ".", are the intent name.

@@ -78,7 +78,7 @@ func TestCheckKey(t *testing.T) {
 		intent  string
 		ok      bool
 	}{
-		// API.md's examples and the shapes that must pass.
+		// docs/api.md's examples and the shapes that must pass.
 		{"OK", "prod:invoice.create:order-48291:v1", "prod", "invoice.create", true},
 		{"OKCallback", "prod:crm.callback:create:event-90173:v1", "prod", "crm.callback.create", true},
 		{"OKCallbackOneSegment", "prod:crm.callback.create:event-90173:v1", "prod", "crm.callback.create", true},

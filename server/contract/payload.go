@@ -31,8 +31,8 @@ type Normalized struct {
 // decoding Payload gives, kept by Seal. It is shared; callers only read it.
 func (n Normalized) Object() map[string]any { return n.value }
 
-// DecodePayload is the first, intent-blind part of a payload's normalization (API.md
-// section 4): the payload of intent decoded as one JSON object, numbers kept exact and
+// DecodePayload is the first, intent-blind part of a payload's normalization (docs/api.md,
+// section The fingerprint): the payload of intent decoded as one JSON object, numbers kept exact and
 // within sane bounds, duplicate member names and control characters refused, and every
 // string trimmed of surrounding whitespace. What the intent's schema says (its declared
 // upper-casing, optional members, validation, dates) is the catalog's part; Seal ends it.

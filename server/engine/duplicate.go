@@ -14,7 +14,7 @@ import (
 )
 
 // Warning is something an answer tells the agent that did not stop the
-// operation: API.md's warnings, of the errors' shape.
+// operation: an answer's warnings (docs/api.md, Answers), of the errors' shape.
 type Warning struct {
 	Code    string
 	Field   string

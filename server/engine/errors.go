@@ -25,8 +25,8 @@ const targetUnavailableRetryAfter = 5
 // targetRefusal is a check at the target that failed before anything was
 // journaled, so the key stays free: a business refusal is 422 rejected
 // with the target's code and the adapter's safe message; a target that
-// could not be asked (unavailable) is API.md's row for a transient target
-// failure, 503 failed_retryable. The refusal names the intent, key and
+// could not be asked (unavailable) is answered as a transient target
+// failure (docs/api.md, Error codes), 503 failed_retryable. The refusal names the intent, key and
 // fingerprint it was about.
 func targetRefusal(def *intent.Intent, key, fingerprint string, unavailable bool, code, field, message string) *codes.Refusal {
 	r := &codes.Refusal{Code: code, Field: field, Message: message, Status: http.StatusUnprocessableEntity,

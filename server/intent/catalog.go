@@ -18,7 +18,7 @@ import (
 // the version agents are served. It does not change once loaded, so it is
 // safe for concurrent use.
 type Catalog struct {
-	defs    []*Intent // every definition: the built-ins in API.md's order, then the files by name
+	defs    []*Intent // every definition: the built-ins in builtinOrder, then the files by name
 	served  []*Intent // the newest version of each name, in the order names first appear
 	byName  map[string]*Intent
 	version map[nameVersion]*Intent
@@ -99,7 +99,7 @@ func (c *Catalog) override(limits map[string]config.IntentLimits) error {
 }
 
 // All returns the served intents: the newest version of each name, the
-// built-ins first in API.md's order. The slice is the caller's own.
+// built-ins first in the order of docs/api.md's Built-in intents. The slice is the caller's own.
 func (c *Catalog) All() []*Intent { return slices.Clone(c.served) }
 
 // Definitions returns every loaded definition, every version of each name.

@@ -10,7 +10,7 @@ import (
 	"github.com/oncegate/oncegate/server/intent"
 )
 
-// TestAll pins the built-in whitelist to API.md section 6, in its table order.
+// TestAll pins the built-in whitelist to docs/api.md's Built-in intents, in its table order.
 func TestAll(t *testing.T) {
 	t.Parallel()
 	want := []intent.Intent{
@@ -160,7 +160,8 @@ func checkSchemaNode(t *testing.T, at string, n map[string]any) {
 	}
 }
 
-// TestSchemas_Bounds pins the bounds API.md and the providers set.
+// TestSchemas_Bounds pins the bounds the contract (docs/api.md, A request)
+// and the providers set.
 func TestSchemas_Bounds(t *testing.T) {
 	t.Parallel()
 	prop := func(intent string, path ...string) map[string]any {

@@ -1,5 +1,5 @@
 // Package intent is the whitelist of intents as declared definitions: one
-// YAML file per intent version (INTENTS.md), the built-ins embedded in the
+// YAML file per intent version (docs/intents.md), the built-ins embedded in the
 // binary in that very format and the firm's own in intents_dir, loaded
 // strictly into a Catalog that is passed to whoever needs it. A definition
 // says what an intent is: its name and version, the target instance it
@@ -18,7 +18,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Scopes: the token right an intent needs (API.md section 2).
+// Scopes: the token right an intent needs (docs/api.md, Tokens and scopes).
 const (
 	ScopeRead  = "read"
 	ScopeDraft = "draft"
@@ -27,7 +27,7 @@ const (
 	ScopePay   = "pay"
 )
 
-// Scopes lists the scopes in API.md's order.
+// Scopes lists the scopes in the order of docs/api.md, Tokens and scopes.
 func Scopes() []string { return []string{ScopeRead, ScopeDraft, ScopeWrite, ScopePost, ScopePay} }
 
 // BuiltIn is the Source of the definitions embedded in the binary.

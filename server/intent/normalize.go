@@ -13,7 +13,7 @@ import (
 )
 
 // Normalize checks payload against the intent's schema and computes its canonical form
-// and fingerprint (API.md section 4). The steps, in order:
+// and fingerprint (docs/api.md, The fingerprint). The steps, in order:
 //
 //  1. Decode (contract.DecodePayload): one JSON object, numbers kept exact, duplicate
 //     member names refused; every string trimmed of surrounding whitespace.

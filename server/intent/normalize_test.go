@@ -11,7 +11,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/codes"
 )
 
-// TestNormalize_Vector is API.md section 4's test vector.
+// TestNormalize_Vector is the example of docs/api.md, The fingerprint.
 func TestNormalize_Vector(t *testing.T) {
 	t.Parallel()
 	n, err := mustLookup(t, "payment.charge").Normalize([]byte(
@@ -187,7 +187,7 @@ func withoutField(t *testing.T, payload, name string) string {
 }
 
 // TestNormalize_UnknownFields: every schema refuses unknown fields at every level, with
-// the exact path, and the fields API.md bans everywhere.
+// the exact path, and the fields no contract has (docs/api.md, A request).
 func TestNormalize_UnknownFields(t *testing.T) {
 	t.Parallel()
 	names := []string{"discount", "method", "query", "script", "posted", "privileged_mode", "operation", "Order_id", ""}

@@ -9,14 +9,14 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Bounds every declared schema keeps (API.md section 3: strings at most
+// Bounds every declared schema keeps (docs/intents.md, The schema: strings at most
 // 1 KiB, arrays at most 500 items).
 const (
 	maxStringBound = 1024
 	maxItemsBound  = 500
 )
 
-// forbiddenFields exist in no contract (API.md section 3): no schema may
+// forbiddenFields exist in no contract (docs/api.md, A request): no schema may
 // declare them, at any depth.
 var forbiddenFields = []string{"method", "query", "script", "posted", "privileged_mode"}
 

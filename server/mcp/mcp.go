@@ -170,8 +170,8 @@ func (d demote) Handle(ctx context.Context, r slog.Record) error {
 func (d demote) WithAttrs(attrs []slog.Attr) slog.Handler { return demote{d.Handler.WithAttrs(attrs)} }
 func (d demote) WithGroup(name string) slog.Handler       { return demote{d.Handler.WithGroup(name)} }
 
-// answerSchema is the output schema of every tool: the API's answer (API.md
-// section 5), which is each result's structured content — an answer of a
+// answerSchema is the output schema of every tool: the API's answer
+// (docs/api.md, Answers), which is each result's structured content — an answer of a
 // 200 or 202 (status the state again) or a problem (status the HTTP status).
 var answerSchema = map[string]any{
 	"type":     "object",
