@@ -211,23 +211,47 @@ func (s *Server) only(path string, allowed ...string) {
 // reconciled at once instead of waiting for their leases to expire.
 func (s *Server) Start(ctx context.Context) error { return s.engine.Start(ctx) }
 
-// Serve answers on ln until ctx is done, then shuts down gracefully: it
-// stops accepting, lets requests in progress finish (each settles its
-// operation in the journal), and returns.
+// maxHeaderBytes bounds a request's header (net/http allows 4 KiB more):
+// the API's headers are a token, a key and a few standard ones, and a
+// browser's for the admin UI a session and its cookies, all far below;
+// net/http's default, 1 MiB, would let every open connection buffer that
+// much.
+const maxHeaderBytes = 16 << 10
+
+// Serve answers on ln, holding at most max_connections open at once,
+// until ctx is done, then shuts down gracefully: it stops accepting, lets
+// requests in progress finish (each settles its operation in the
+// journal), and returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.echo,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	// One listener serves everything, so one limit bounds every
+	// connection; one beyond it is answered 503, over TLS when the
+	// gateway speaks it (the limit counts TCP connections, under TLS).
+	var refusalTLS *tls.Config
+	if s.cfg.TLS.Enabled() {
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLS.CertFile, s.cfg.TLS.KeyFile)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+		refusalTLS = hs.TLSConfig.Clone()
+		refusalTLS.NextProtos = []string{"http/1.1"} // the refusal speaks HTTP/1.1
+	}
+	if s.cfg.MaxConnections > 0 { // 0 only in a Config not from config.Load
+		ln = limitConnections(ln, s.cfg.MaxConnections, s.busyAnswer(), refusalTLS, s.log)
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	waitWorkers := s.engine.Run(workCtx)
 	errc := make(chan error, 1)
 	if s.cfg.TLS.Enabled() {
-		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		go func() { errc <- hs.ServeTLS(ln, s.cfg.TLS.CertFile, s.cfg.TLS.KeyFile) }()
+		go func() { errc <- hs.ServeTLS(ln, "", "") }() // the certificate is in TLSConfig
 	} else {
 		go func() { errc <- hs.Serve(ln) }()
 	}

@@ -34,6 +34,12 @@ type Config struct {
 	Listen  string `yaml:"listen"`
 	DataDir string `yaml:"data_dir"`
 	Contour string `yaml:"contour"`
+	// MaxConnections bounds the connections the listener holds open at
+	// once: the API's, the admin UI's, health checks' and metrics' alike;
+	// one more is answered 503 and closed. An open connection costs memory
+	// even while idle, so this bounds what many clients can make the
+	// process grow to.
+	MaxConnections int `yaml:"max_connections"`
 	// TimeZone is where the people who decide are: the admin pages and
 	// their exports show times in it ("" = the system's).
 	TimeZone   string           `yaml:"time_zone"`
@@ -187,6 +193,11 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// DefaultMaxConnections is max_connections unless configured: with this
+// many idle keep-alive connections open the gateway stays within its
+// memory goal, 64 MB (README, Performance).
+const DefaultMaxConnections = 512
+
 // Default is the embedded default: loopback, a journal under
 // ./oncegate-data, contour test, built-in simulators as targets.
 func Default() Config {
@@ -203,6 +214,8 @@ func Default() Config {
 		RateLimit:  RateLimitConfig{PerSecond: 50, Burst: 100},
 		Journal:    JournalConfig{URLEnv: "ONCEGATE_JOURNAL_URL"},
 		Limits:     map[string]IntentLimits{}, // the definitions' own
+
+		MaxConnections: DefaultMaxConnections,
 	}
 }
 
@@ -428,9 +441,12 @@ func (c Config) validateKeeping(bad func(key, format string, args ...any)) {
 	}
 }
 
-// validateListener checks what stands in front of the API: trusted
-// proxies, TLS and the rate limit.
+// validateListener checks what stands in front of the API: the
+// connection limit, trusted proxies, TLS and the rate limit.
 func (c Config) validateListener(bad func(key, format string, args ...any)) {
+	if c.MaxConnections < 1 {
+		bad("max_connections", "%d must be at least 1", c.MaxConnections)
+	}
 	if _, err := c.ProxyNets(); err != nil {
 		bad("trusted_proxies", "%v", err)
 	}

@@ -170,3 +170,61 @@ func TestTimeZone(t *testing.T) {
 		t.Fatalf("an unknown zone: %v", err)
 	}
 }
+
+// max_connections bounds the connections held open at once: a default
+// within the memory goal, set by the file or ONCEGATE_MAX_CONNECTIONS,
+// and at least 1.
+func TestMaxConnections(t *testing.T) {
+	t.Parallel()
+	t.Run("Default", func(t *testing.T) {
+		cfg, err := config.Load("", configtest.NoEnv, currencies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cfg.MaxConnections, config.DefaultMaxConnections; got != want {
+			t.Fatalf("max_connections = %d, want %d", got, want)
+		}
+	})
+	t.Run("FileThenEnv", func(t *testing.T) {
+		p := configtest.Write(t, "max_connections: 2000\n")
+		cfg, err := config.Load(p, configtest.NoEnv, currencies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cfg.MaxConnections, 2000; got != want {
+			t.Fatalf("from the file: %d, want %d", got, want)
+		}
+		cfg, err = config.Load(p, func(k string) string {
+			if k == "ONCEGATE_MAX_CONNECTIONS" {
+				return "64"
+			}
+			return ""
+		}, currencies)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cfg.MaxConnections, 64; got != want {
+			t.Fatalf("from the environment: %d, want %d", got, want)
+		}
+	})
+	t.Run("ErrInvalid", func(t *testing.T) {
+		for _, v := range []string{"0", "-1"} {
+			_, err := config.Load(configtest.Write(t, "max_connections: "+v+"\n"), configtest.NoEnv, currencies)
+			if err == nil || !strings.Contains(err.Error(), "max_connections: "+v+" must be at least 1") {
+				t.Errorf("max_connections: %s: err = %v", v, err)
+			}
+		}
+		_, err := config.Load("", func(k string) string {
+			if k == "ONCEGATE_MAX_CONNECTIONS" {
+				return "many"
+			}
+			return ""
+		}, currencies)
+		if err == nil || !strings.Contains(err.Error(), "ONCEGATE_MAX_CONNECTIONS") {
+			t.Errorf("ONCEGATE_MAX_CONNECTIONS=many: err = %v", err)
+		}
+		if _, err := config.Load(configtest.Write(t, "max_connections: lots\n"), configtest.NoEnv, currencies); err == nil {
+			t.Error("max_connections: lots accepted")
+		}
+	})
+}
