@@ -50,7 +50,9 @@ var serveCommand = command{
 				defer pprof.StopCPUProfile()
 			}
 			if *service != "" {
-				return serveService(*service, c, *listen, env)
+				return serveService(*service, c, env, func(ctx context.Context, stdout, stderr io.Writer, notify func(string)) error {
+					return runServe(ctx, c, *listen, stdout, stderr, env, notify)
+				})
 			}
 			return serve(c, *listen, inv.stdout, inv.stderr, env)
 		}
@@ -158,13 +160,8 @@ func runServe(ctx context.Context, c configFlags, listen string, stdout, stderr 
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	firstCtx := store.WithActor(ctx, store.Actor{Kind: store.ActorSystem, Name: "first-run"})
-	if c.config == "" && env("ONCEGATE_CONFIG") == "" {
-		if err := firstRunToken(firstCtx, st, stdout); err != nil {
-			return err
-		}
-	}
-	if err := firstAdmin(firstCtx, st, stdout); err != nil {
+	// On the embedded defaults the first run makes an agent token as well.
+	if err := firstRun(ctx, st, stdout, c.config == "" && env("ONCEGATE_CONFIG") == ""); err != nil {
 		return err
 	}
 	scheme := "http://"
@@ -179,22 +176,4 @@ func runServe(ctx context.Context, c configFlags, listen string, stdout, stderr 
 	err = srv.Serve(ctx, ln)
 	log.Info("oncegate stopped")
 	return err
-}
-
-// firstRunToken makes and prints, once, an agent token with every scope
-// on a journal that has none, so the embedded default is usable at once.
-// Of gateways started together on one new journal, one makes and prints
-// it.
-func firstRunToken(ctx context.Context, st *store.Store, stdout io.Writer) error {
-	n, err := st.CountTokens(ctx)
-	if err != nil || n > 0 {
-		return err
-	}
-	secret, tok, made, err := st.CreateFirstToken(ctx, "demo-agent", store.Scopes)
-	if err != nil || !made {
-		return err
-	}
-	fmt.Fprintf(stdout, "First run: made agent token %d for %q with scopes %s. It is shown only now:\n%s\n",
-		tok.ID, tok.Agent, strings.Join(tok.Scopes, ","), secret)
-	return nil
 }

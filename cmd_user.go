@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -216,36 +215,4 @@ func checkUserPassword(pw string) error {
 		return fmt.Errorf("password refused: %w", err)
 	}
 	return nil
-}
-
-// firstAdmin makes, on a journal with no users, the user "admin" with the
-// admin role and a random password, and prints the password once.
-func firstAdmin(ctx context.Context, st *store.Store, stdout io.Writer) error {
-	n, err := st.CountUsers(ctx)
-	if err != nil || n > 0 {
-		return err
-	}
-	// Of gateways started together on one new journal, one makes it and
-	// prints the password; the others find it made.
-	pw := randomPassword(20)
-	if _, made, err := st.CreateFirstUser(ctx, "admin", store.RoleAdmin, pw); err != nil || !made {
-		if err != nil {
-			return fmt.Errorf("first admin: %w", err)
-		}
-		return nil
-	}
-	fmt.Fprintf(stdout, "First run: admin user \"admin\" with password %s — shown only now; at the first sign-in you choose your own.\n", pw)
-	return nil
-}
-
-// randomPassword returns n characters from the URL-safe base64 alphabet.
-// 64 symbols divide 256, so taking each byte modulo 64 is unbiased.
-func randomPassword(n int) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	buf := make([]byte, n)
-	rand.Read(buf)
-	for i, b := range buf {
-		buf[i] = alphabet[b%64]
-	}
-	return string(buf)
 }

@@ -18,6 +18,6 @@ func platformServiceManager(unitDir string) (serviceManager, error) {
 
 // serveService is serve under the Windows service manager, which is not
 // here.
-func serveService(name string, c configFlags, listen string, env func(string) string) error {
+func serveService(name string, c configFlags, env func(string) string, run serveRun) error {
 	return errors.New("serve: --service is for the Windows service manager (service install sets it); under systemd, serve runs as it is")
 }

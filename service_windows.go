@@ -304,10 +304,11 @@ func (h *winHandler) Execute(args []string, r <-chan svc.ChangeRequest, s chan<-
 }
 
 // serveService is serve under the Windows service manager as service
-// name: its log goes to oncegate.log in the data directory, and its start,
-// stop and failure to the event log. The service manager's stop and the
-// system's shutdown stop it as SIGTERM does.
-func serveService(name string, c configFlags, listen string, env func(string) string) error {
+// name, run as the serve command gives it: its log goes to oncegate.log
+// in the data directory, and its start, stop and failure to the event
+// log. The service manager's stop and the system's shutdown stop it as
+// SIGTERM does.
+func serveService(name string, c configFlags, env func(string) string, run serveRun) error {
 	isService, err := svc.IsWindowsService()
 	if err != nil {
 		return fmt.Errorf("serve --service: %w", err)
@@ -339,7 +340,7 @@ func serveService(name string, c configFlags, listen string, env func(string) st
 	defer logFile.Close()
 
 	h := &winHandler{elog: elog, run: func(ctx context.Context, notify func(string)) error {
-		return runServe(ctx, c, listen, logFile, logFile, env, func(state string) {
+		return run(ctx, logFile, logFile, func(state string) {
 			switch state {
 			case "READY=1":
 				elog.Info(1, "oncegate is serving; its log: "+logPath)
