@@ -165,13 +165,10 @@ func (c *countedConn) CloseWrite() error {
 func (c *countedConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
 
 // busyAnswer is the HTTP/1.1 answer to a connection beyond the limit: 503
-// with Retry-After and the API's problem, which says nothing was done.
-// Its code is the catalogue's for too much at once, RATE_LIMITED:
-// retryable, binding no key; its status is 503 rather than 429, since
-// the limit is the gateway's as a whole, not this client's.
+// GATEWAY_BUSY with Retry-After, the API's problem, which says nothing was
+// done.
 func (s *Server) busyAnswer() []byte {
-	r := codes.New(codes.RateLimited, "", "the gateway has as many connections open as it is configured to hold; this request sent nothing; send the same request again after Retry-After")
-	r.Status = http.StatusServiceUnavailable
+	r := codes.New(codes.GatewayBusy, "", "the gateway has as many connections open as it is configured to hold; this request sent nothing; send the same request again after Retry-After")
 	status, a := s.refusalAnswer(r, nil)
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)

@@ -181,7 +181,7 @@ func expectBusy(tb testing.TB, a busyAnswer) {
 	if err := json.Unmarshal(a.Body, &p); err != nil {
 		tb.Fatalf("body %q: %v", a.Body, err)
 	}
-	if p.Status != http.StatusServiceUnavailable || p.State != "rejected" || len(p.Errors) != 1 || p.Errors[0].Code != codes.RateLimited || !p.Errors[0].Retryable {
+	if p.Status != http.StatusServiceUnavailable || p.State != "rejected" || len(p.Errors) != 1 || p.Errors[0].Code != codes.GatewayBusy || !p.Errors[0].Retryable {
 		tb.Fatalf("problem %s", a.Body)
 	}
 }

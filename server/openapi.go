@@ -361,6 +361,7 @@ var errorCodes = []namedDoc{
 	{codes.MethodNotAllowed, "this method is not allowed on this endpoint"},
 	{codes.Internal, "internal error; the request may be sent again with the same key"},
 	{codes.JournalUnavailable, "the journal could not record the request durably (a disk error); nothing was sent; send the same request again after Retry-After"},
+	{codes.GatewayBusy, "the gateway holds as many connections open as it is configured to (max_connections); nothing was read or done; send the same request again after Retry-After"},
 	{codes.LimitExceeded, "a business limit of the configuration (items, quantity, amount) is exceeded (field names it); nothing was journaled"},
 	{codes.CurrencyNotAllowed, "the currency is not one the configuration allows for this intent (field names it)"},
 	{codes.UnitNotAllowed, "the unit is not one the configuration allows for this intent (field names it)"},

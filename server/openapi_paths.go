@@ -143,7 +143,7 @@ func openAPICreate(exampleKey, keyRules string, r openAPIResponses) map[string]a
 			"422": problemResponse("The same key with a different request ("+codes.KeyMismatch+", rejected); a business limit of this gateway's configuration ("+codes.LimitExceeded+", "+codes.CurrencyNotAllowed+", "+codes.UnitNotAllowed+", rejected, field named, nothing journaled); the target refused on business grounds (failed_final, or rejected in validate mode, with the target's code, e.g. REFERENCE_NOT_FOUND or INSUFFICIENT_FUNDS); approval denied or expired ("+codes.ApprovalDenied+" / "+codes.ApprovalExpired+", failed_final); a suspected duplicate a person confirmed ("+codes.DuplicateConfirmed+", failed_final). A replayed failed_final carries Idempotent-Replayed: true.", replayed),
 			"429": r.rateLimited,
 			"500": r.internal,
-			"503": problemResponse("state failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+codes.TargetUnavailable+"); or state rejected: the journal could not record the request durably, nothing was sent ("+codes.JournalUnavailable+"). Send the same request again after Retry-After.", retry),
+			"503": problemResponse("state failed_retryable (or rejected in validate mode): the target is unavailable and retries are spent ("+codes.TargetUnavailable+"); or state rejected: the journal could not be read or written, this request sent nothing ("+codes.JournalUnavailable+"), or the gateway holds as many connections as it is configured to, the request was not read ("+codes.GatewayBusy+"). Send the same request again after Retry-After.", retry),
 		},
 	}
 }

@@ -84,6 +84,9 @@ const (
 	// durable (a disk error, a full disk, its server gone); nothing was
 	// sent to a target for it.
 	JournalUnavailable = "JOURNAL_UNAVAILABLE"
+	// GatewayBusy: the gateway holds as many connections open as it is
+	// configured to (max_connections); the request was not read.
+	GatewayBusy = "GATEWAY_BUSY"
 )
 
 // A target's answers: its transport, then its business refusals.
@@ -166,6 +169,7 @@ var catalogue = map[string]info{
 	MethodNotAllowed:   {http.StatusMethodNotAllowed, false},
 	Internal:           {http.StatusInternalServerError, false},
 	JournalUnavailable: {http.StatusServiceUnavailable, true},
+	GatewayBusy:        {http.StatusServiceUnavailable, true},
 
 	TargetUnavailable:      {http.StatusServiceUnavailable, true},
 	OutcomeUnknown:         {http.StatusAccepted, true},
