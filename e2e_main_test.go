@@ -356,8 +356,8 @@ func TestBinaryOperationAndReplay(t *testing.T) {
 		t.Fatalf("effects = %d, want 1", got)
 	}
 	// A reference 1C does not hold: 422 failed_final naming the field,
-	// nothing made at 1C, and the refusal replayed (API.md, sections 5
-	// and 6) — whether the gateway asked 1C to check first or 1C's execute
+	// nothing made at 1C, and the refusal replayed (docs/api.md, Answers
+	// and Built-in intents) — whether the gateway asked 1C to check first or 1C's execute
 	// checked in its own transaction.
 	const bad = "test:invoice.create:order-e2e-ref:v1"
 	badBody := strings.Replace(fmt.Sprintf(e2eInvoice, "order-e2e-ref", 1), "customer-1042", "customer-nobody", 1)

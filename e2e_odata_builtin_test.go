@@ -353,7 +353,7 @@ func TestBinaryODataReferencesAndIgnoredKeys(t *testing.T) {
 	}
 }
 
-// INTENTS.md (fixed): the instance onec given kind onec_odata and nothing
+// docs/intents.md, The built-in 1C intents over OData: the instance onec given kind onec_odata and nothing
 // else is served by serve's built-in OData simulator, and the built-in 1C
 // intents run on it through the shipped mapping: the answer's
 // target_object_id is the document's Ref_Key, result.number its number.

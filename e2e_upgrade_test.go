@@ -14,7 +14,7 @@ import (
 // Upgrade: a journal at the previous schema version, holding operations,
 // tokens and users, is brought to this binary's schema by serve itself;
 // every operation answers its replay as before, without a target call,
-// and new operations run. Roll back (README): migrate down with this
+// and new operations run. Roll back (docs/operations.md): migrate down with this
 // binary takes it back to the previous version with its rows.
 func TestUpgradeFromPreviousSchema(t *testing.T) {
 	t.Parallel()

@@ -12,7 +12,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/mapping"
 )
 
-// dealSchema is INTENTS.md's deal.create payload, with an optional date,
+// dealSchema is the deal.create payload of docs/intents.md (A definition), with an optional date,
 // a nested object and a tabular section for the cases below.
 const dealSchema = `{
   "type": "object", "additionalProperties": false,

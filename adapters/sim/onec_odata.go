@@ -50,7 +50,7 @@ const (
 )
 
 // Duplicate answers: the status and body of a create whose Ref_Key exists
-// are not documented (ONEC-ODATA.md), so they are settings.
+// are not documented (docs/targets.md, What the adapter relies on), so they are settings.
 const (
 	// DupUnique: code -1 with the DBMS's «нарушено условие уникальности»,
 	// as a public client reports from a live base (the default, with 500).
@@ -203,7 +203,7 @@ func (o *odata) published(set string) bool {
 	return true
 }
 
-// odataErrorBody is the JSON error shape (ONEC-ODATA.md, Errors).
+// odataErrorBody is the JSON error shape (docs/targets.md, What the adapter relies on).
 func odataErrorBody(code, msg string) map[string]any {
 	return map[string]any{"odata.error": map[string]any{"code": code, "message": map[string]any{"lang": "ru", "value": msg}}}
 }
@@ -236,7 +236,7 @@ func (o *odata) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if _, pw, ok := r.BasicAuth(); ok && pw == odataPassword {
 		return true
 	}
-	// The realm's text is unconfirmed (ONEC-ODATA.md).
+	// The realm's text is unconfirmed (docs/targets.md, What the adapter relies on).
 	w.Header().Set("WWW-Authenticate", `Basic realm="1C:Enterprise 8.3"`)
 	w.WriteHeader(http.StatusUnauthorized)
 	return false
@@ -376,7 +376,7 @@ func selectList(r *http.Request) []string {
 
 func (o *odata) getCollection(w http.ResponseWriter, r *http.Request, t *odataType) {
 	if strings.Contains(r.URL.RawQuery, "+") {
-		// A '+' is not a space here (ONEC-ODATA.md): 1C answers 400.
+		// A '+' is not a space here (docs/targets.md, What the adapter relies on): 1C answers 400.
 		odataFail(w, r, http.StatusBadRequest, odataCodeQuery, "Ошибка разбора опций запроса")
 		return
 	}

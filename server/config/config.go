@@ -195,7 +195,7 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // DefaultMaxConnections is max_connections unless configured: with this
 // many idle keep-alive connections open the gateway stays within its
-// memory goal, 64 MB (README, Performance).
+// memory goal, 64 MB (docs/performance.md).
 const DefaultMaxConnections = 512
 
 // Default is the embedded default: loopback, a journal under

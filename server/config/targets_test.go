@@ -212,7 +212,7 @@ retention: { onec: 72h }
 		wantErr(t, err, "ONCEGATE_TARGETS_BUH_SHOP_ID: shop_id is not a setting of a target of kind onec")
 	})
 
-	// The configuration of INTENTS.md loads as it is written.
+	// The configuration docs/targets.md shows (Setting it up) loads as it is written.
 	t.Run("OneCODataAndReferences", func(t *testing.T) {
 		cfg := mustLoad(t, `targets:
   buh:

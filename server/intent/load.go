@@ -30,7 +30,7 @@ import (
 //go:embed builtin/*.yaml builtin/*/*.yaml
 var builtinFiles embed.FS
 
-// builtinOrder is API.md section 6's order of the built-ins, the order
+// builtinOrder is the order of the built-ins in docs/api.md (Built-in intents), the order
 // GET /v1/intents lists them in.
 var builtinOrder = []string{
 	"invoice.create", "sales_order.create_draft", "sales_order.get_status", "sales_order.post",
@@ -208,7 +208,7 @@ var (
 // maxNameLen bounds an intent's name, so every key naming it fits.
 const maxNameLen = 100
 
-// topKeys are a definition's top-level keys (INTENTS.md).
+// topKeys are a definition's top-level keys (docs/intents.md, A definition).
 var topKeys = []string{"name", "version", "target", "scope", "money", "journaled", "title", "labels", "description",
 	"schema", "references", "normalize", "limits", "duplicates", "map"}
 
