@@ -13,8 +13,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
+	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -68,112 +71,195 @@ func serve(c configFlags, listen string, stdout, stderr io.Writer, env func(stri
 // runServe is serve until ctx is done (a signal, or the Windows service
 // manager's stop). notify tells the service manager how the run goes:
 // "READY=1" once the gateway listens, "STOPPING=1" when it begins to stop.
+// It reads as serve's start-up, a step a line; what the steps started is
+// stopped when it returns, the last first.
 func runServe(ctx context.Context, c configFlags, listen string, stdout, stderr io.Writer, env func(string) string, notify func(state string)) error {
-	cfg, err := c.load(env)
+	g := &gateway{env: env}
+	defer g.shutdown()
+	if err := g.configure(c, listen, stderr); err != nil {
+		return err
+	}
+	if err := g.openJournal(ctx, c.newJournal); err != nil {
+		return err
+	}
+	if err := g.startTargets(); err != nil {
+		return err
+	}
+	if err := g.applyCatalog(ctx); err != nil {
+		return err
+	}
+	if err := g.startServer(ctx); err != nil {
+		return err
+	}
+	if err := g.listen(); err != nil {
+		return err
+	}
+	// On the embedded defaults the first run makes an agent token as well.
+	if err := firstRun(ctx, g.st, stdout, c.config == "" && env("ONCEGATE_CONFIG") == ""); err != nil {
+		return err
+	}
+	return g.serveUntilDone(ctx, notify)
+}
+
+// gateway is what serve's start-up makes, step by step; undo holds how to
+// stop what each step started, in the order started.
+type gateway struct {
+	env     func(string) string
+	cfg     config.Config
+	catalog *intent.Catalog
+	log     *slog.Logger
+	st      *store.Store
+	// sims are the built-in simulators, serving the simulated targets;
+	// nil when every target is configured at a real system.
+	sims      *sim.Server
+	simulated []string
+	targets   map[string]adapters.Target
+	srv       *server.Server
+	ln        net.Listener
+	undo      []func()
+}
+
+// shutdown stops what the steps started, the last first: the listener,
+// the simulators, the journal, then the data directory's lock.
+func (g *gateway) shutdown() {
+	for i := len(g.undo) - 1; i >= 0; i-- {
+		g.undo[i]()
+	}
+}
+
+// configure loads the configuration, --listen over it, and the whitelist
+// of intents, which loads whole or serve does not start; then the log,
+// which masks the configured targets' secrets.
+func (g *gateway) configure(c configFlags, listen string, stderr io.Writer) error {
+	cfg, err := c.load(g.env)
 	if err != nil {
 		return err
 	}
 	if listen != "" {
 		cfg.Listen = listen
 	}
-	// The whitelist loads whole or serve does not start.
 	catalog, err := loadCatalog(cfg)
 	if err != nil {
 		return err
 	}
-	log := slog.New(serveLog(stderr, cfg, env))
+	g.cfg, g.catalog = cfg, catalog
+	g.log = slog.New(serveLog(stderr, cfg, g.env))
+	return nil
+}
 
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+// openJournal opens the journal for the run. One serve per embedded
+// journal: it holds the data directory's lock, which also tells a new run
+// that every lease left in the journal is a dead run's (gateways sharing
+// a journal on PostgreSQL rely on their leases alone). newJournal
+// (--new-journal) begins an empty one where a lost one was.
+func (g *gateway) openJournal(ctx context.Context, newJournal bool) error {
+	if err := os.MkdirAll(g.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	journal, err := journalLocation(cfg, env)
+	journal, err := journalLocation(g.cfg, g.env)
 	if err != nil {
 		return err
 	}
-	// One serve per embedded journal; the lock also tells a new run that
-	// every lease left in it is a dead run's. Gateways sharing a journal
-	// on PostgreSQL rely on their leases alone.
 	if !store.IsPostgres(journal) {
-		unlock, err := lockDataDir(cfg.DataDir)
+		unlock, err := lockDataDir(g.cfg.DataDir)
 		if err != nil {
 			return err
 		}
-		defer unlock()
+		g.undo = append(g.undo, unlock)
 	}
-
-	if c.newJournal {
+	if newJournal {
 		if err := noJournalYet(ctx, journal); err != nil {
 			return err
 		}
-		log.Warn("NEW JOURNAL: --new-journal begins an empty journal; keys the lost one knew will execute again", "journal", journal)
+		g.log.Warn("NEW JOURNAL: --new-journal begins an empty journal; keys the lost one knew will execute again", "journal", journal)
 	}
-	st, err := openStore(ctx, cfg, journal, c.newJournal)
+	st, err := openStore(ctx, g.cfg, journal, newJournal)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	g.st = st
+	g.undo = append(g.undo, func() { st.Close() })
 	// A journal that takes no writes (a read-only file or file system, a
 	// full disk) would refuse every operation: serve does not start on it.
 	if err := st.Ready(ctx); err != nil {
 		return fmt.Errorf("the journal at %s cannot be written, so serve does not start: %w", st.Location(), err)
 	}
+	return nil
+}
 
-	// Targets nothing points at are served by the built-in simulators.
+// startTargets builds the targets. Those nothing points at are served by
+// the built-in simulators, started first, and the log says so.
+func (g *gateway) startTargets() error {
 	simURL := ""
-	var simServer *sim.Server
-	simulated := cfg.Simulated(env)
-	if len(simulated) > 0 {
+	g.simulated = g.cfg.Simulated(g.env)
+	if len(g.simulated) > 0 {
 		srv, hs, url, err := sim.Start("127.0.0.1:0")
 		if err != nil {
 			return err
 		}
-		defer hs.Close()
-		simURL, simServer = url, srv
-		log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
-			"targets", strings.Join(simulated, ","), "simulators", simURL)
+		g.undo = append(g.undo, func() { hs.Close() })
+		simURL, g.sims = url, srv
+		g.log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
+			"targets", strings.Join(g.simulated, ","), "simulators", simURL)
 	}
 	sims := builtInSimulators(simURL)
-	sims.Log = log
-	targets, err := buildTargets(cfg, sims, env)
+	sims.Log = g.log
+	targets, err := buildTargets(g.cfg, sims, g.env)
 	if err != nil {
 		return err
 	}
+	g.targets = targets
+	return nil
+}
 
-	if err := editedInPlace(ctx, st, catalog); err != nil {
+// applyCatalog refuses definitions edited in place under the journal's
+// unfinished operations, gives each target the definitions naming it, and
+// has the built-in 1C simulator publish the firm's own intents.
+func (g *gateway) applyCatalog(ctx context.Context) error {
+	if err := editedInPlace(ctx, g.st, g.catalog); err != nil {
 		return err
 	}
-	if err := bindCatalog(catalog, targets); err != nil {
+	if err := bindCatalog(g.catalog, g.targets); err != nil {
 		return err
 	}
-	if err := publishAtSimulator(simServer, simulated, targets); err != nil {
-		return err
-	}
-	srv := server.New(cfg, st, targets, catalog, log)
-	if err := srv.Start(ctx); err != nil {
-		return err
-	}
-	// The address is taken before the first run makes its secrets: a bad
-	// or busy address stops serve before they are printed, so the next
-	// start prints them instead of a log that scrolled past.
-	ln, err := net.Listen("tcp", cfg.Listen)
+	return publishAtSimulator(g.sims, g.simulated, g.targets)
+}
+
+// startServer makes the server and prepares the journal for this run.
+func (g *gateway) startServer(ctx context.Context) error {
+	g.srv = server.New(g.cfg, g.st, g.targets, g.catalog, g.log)
+	return g.srv.Start(ctx)
+}
+
+// listen takes the address. It is taken before the first run makes its
+// secrets: a bad or busy address stops serve before they are printed, so
+// the next start prints them instead of a log that scrolled past.
+func (g *gateway) listen() error {
+	ln, err := net.Listen("tcp", g.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	defer ln.Close()
-	// On the embedded defaults the first run makes an agent token as well.
-	if err := firstRun(ctx, st, stdout, c.config == "" && env("ONCEGATE_CONFIG") == ""); err != nil {
-		return err
-	}
+	g.ln = ln
+	g.undo = append(g.undo, func() { ln.Close() })
+	return nil
+}
+
+// serveUntilDone says where the gateway serves (in the log, and READY=1
+// to the service manager) and serves until ctx is done; then, having said
+// STOPPING=1, it shuts down as the server does: accepting no more, and
+// letting the requests in progress finish.
+func (g *gateway) serveUntilDone(ctx context.Context, notify func(state string)) error {
 	scheme := "http://"
-	if cfg.TLS.Enabled() {
+	if g.cfg.TLS.Enabled() {
 		scheme = "https://"
 	}
-	log.Info("oncegate is serving", "api", scheme+ln.Addr().String()+"/v1", "mcp", scheme+ln.Addr().String()+"/mcp", "admin", scheme+ln.Addr().String()+"/admin/", "contour", cfg.Contour,
-		"journal", st.Location(), "run", srv.Owner())
+	addr := scheme + g.ln.Addr().String()
+	g.log.Info("oncegate is serving", "api", addr+"/v1", "mcp", addr+"/mcp", "admin", addr+"/admin/", "contour", g.cfg.Contour,
+		"journal", g.st.Location(), "run", g.srv.Owner())
 	notify("READY=1")
 	stopping := context.AfterFunc(ctx, func() { notify("STOPPING=1") })
 	defer stopping()
-	err = srv.Serve(ctx, ln)
-	log.Info("oncegate stopped")
+	err := g.srv.Serve(ctx, g.ln)
+	g.log.Info("oncegate stopped")
 	return err
 }
