@@ -162,15 +162,7 @@ func (a *app) client() *client {
 // store directly (no password hash).
 func (a *app) signIn(role string) *client {
 	a.tb.Helper()
-	u := a.users[role]
-	id, sess, err := a.st.CreateSession(context.Background(), u.ID, time.Hour, "127.0.0.1")
-	if err != nil {
-		a.tb.Fatal(err)
-	}
-	c := a.client()
-	c.cookies[admin.SessionCookie] = id
-	c.csrf = sess.CSRF
-	return c
+	return a.signInAs(a.users[role])
 }
 
 // page is an answer as the test reads it.
