@@ -20,6 +20,9 @@
 // commands.go is the framework that finds and runs them, and what several
 // commands need lives in a file named for what it holds (journal.go,
 // catalog.go, probe.go, firstrun.go, service.go, logging.go, …).
+//
+// docs/operations.md is the commands' manual; docs/development.md the
+// layout of the code and its tests.
 package main
 
 import (
