@@ -22,10 +22,29 @@ func (c *steppedClock) now() time.Time {
 // stepTo sets the clock d away from the true time.
 func (c *steppedClock) stepTo(d time.Duration) { c.step.Store(int64(d)) }
 
-// stepped opens a journal whose machine's wall clock the test steps.
-func stepped(tb testing.TB) (*store.Store, *steppedClock) {
+// journals are the journals a clock test runs on: the embedded one, and
+// one on PostgreSQL (skipped with a message where no server is given,
+// failing in CI).
+var journals = []struct {
+	name string
+	open func(testing.TB) *store.Store
+}{
+	{"SQLite", openJournal},
+	{"PostgreSQL", func(tb testing.TB) *store.Store {
+		st, err := store.Open(context.Background(), storetest.Database(tb))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { st.Close() })
+		return st
+	}},
+}
+
+// stepped opens a journal with open whose machine's wall clock the test
+// steps.
+func stepped(tb testing.TB, open func(testing.TB) *store.Store) (*store.Store, *steppedClock) {
 	tb.Helper()
-	st := openJournal(tb)
+	st := open(tb)
 	c := &steppedClock{}
 	st.Wall = c.now
 	return st, c
@@ -50,28 +69,34 @@ func awaitStarted(tb testing.TB, g *gateway, key string) {
 // progress. Forward (an NTP step, a resumed virtual machine) and back.
 func TestClockStepDuringSend(t *testing.T) {
 	t.Parallel()
-	for _, step := range []time.Duration{10 * time.Minute, -10 * time.Minute} {
-		t.Run(step.String(), func(t *testing.T) {
-			t.Parallel()
-			cfg := testConfig()
-			cfg.Targets["crm"].TimeoutMS = 5000
-			st, clock := stepped(t)
-			g := serveOver(t, cfg, st)
-			key := callbackKey("step-during-" + step.String())
-			g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultDelay, DelayMS: 1500, Times: 1})
+	for _, j := range journals {
+		for _, step := range []time.Duration{10 * time.Minute, -10 * time.Minute} {
+			t.Run(j.name+"/"+step.String(), func(t *testing.T) {
+				t.Parallel()
+				clockStepDuringSend(t, j.open, step)
+			})
+		}
+	}
+}
 
-			first := make(chan reply, 1)
-			go func() { first <- g.post(key, callback("customer-1042")) }()
-			awaitStarted(t, g, key)
-			clock.stepTo(step)
-			expect(t, g.post(key, callback("customer-1042")), http.StatusConflict, "started", "IDEMPOTENCY_KEY_IN_USE")
+func clockStepDuringSend(t *testing.T, open func(testing.TB) *store.Store, step time.Duration) {
+	cfg := testConfig()
+	cfg.Targets["crm"].TimeoutMS = 5000
+	st, clock := stepped(t, open)
+	g := serveOver(t, cfg, st)
+	key := callbackKey("step-during-" + step.String())
+	g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultDelay, DelayMS: 1500, Times: 1})
 
-			expect(t, <-first, http.StatusOK, "succeeded", "")
-			expect(t, g.post(key, callback("customer-1042")), http.StatusOK, "succeeded", "")
-			if n := g.sim.Effects(sim.Bitrix24, key); n != 1 {
-				t.Fatalf("%d activities at Bitrix24 for one key, want 1", n)
-			}
-		})
+	first := make(chan reply, 1)
+	go func() { first <- g.post(key, callback("customer-1042")) }()
+	awaitStarted(t, g, key)
+	clock.stepTo(step)
+	expect(t, g.post(key, callback("customer-1042")), http.StatusConflict, "started", "IDEMPOTENCY_KEY_IN_USE")
+
+	expect(t, <-first, http.StatusOK, "succeeded", "")
+	expect(t, g.post(key, callback("customer-1042")), http.StatusOK, "succeeded", "")
+	if n := g.sim.Effects(sim.Bitrix24, key); n != 1 {
+		t.Fatalf("%d activities at Bitrix24 for one key, want 1", n)
 	}
 }
 
@@ -81,10 +106,19 @@ func TestClockStepDuringSend(t *testing.T) {
 // process's monotonic clock. Once the late send landed, the retry finds it.
 func TestClockStepAfterTimeout(t *testing.T) {
 	t.Parallel()
+	for _, j := range journals {
+		t.Run(j.name, func(t *testing.T) {
+			t.Parallel()
+			clockStepAfterTimeout(t, j.open)
+		})
+	}
+}
+
+func clockStepAfterTimeout(t *testing.T, open func(testing.TB) *store.Store) {
 	cfg := testConfig()
 	cfg.Targets["crm"].TimeoutMS = 300
 	cfg.Targets["crm"].SettleMS = 3000
-	st, clock := stepped(t)
+	st, clock := stepped(t, open)
 	g := serveOver(t, cfg, st)
 	key := callbackKey("step-after-timeout")
 	g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultDelay, DelayMS: 1500, Times: 1})
