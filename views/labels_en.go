@@ -207,6 +207,7 @@ var english = Labels{
 		"TARGET_UNAVAILABLE":               "the target is unavailable",
 		"TARGET_NOT_PUBLISHED":             "nothing answers as the target at the configured address",
 		"JOURNAL_UNAVAILABLE":              "the journal could not record the request; nothing was sent",
+		"GATEWAY_BUSY":                     "the gateway held as many connections as it is configured to; the request was not read",
 		"TARGET_PERMISSION_DENIED":         "the gateway's user at the target lacks the rights for this operation",
 		"TARGET_REJECTED":                  "the target refused the operation",
 		"UNAUTHENTICATED":                  "the agent was not recognized: no token, or a wrong one",
