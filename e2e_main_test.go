@@ -35,9 +35,13 @@ var built struct {
 	err  error
 }
 
-// bin is the path of the oncegate binary, built on the first call.
+// bin is the path of the oncegate binary, built on the first call. In
+// -short mode (the quick loop) a test that needs it is skipped.
 func bin(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("builds and runs the oncegate binary: skipped in -short mode")
+	}
 	built.once.Do(func() {
 		if built.dir, built.err = os.MkdirTemp("", "oncegate-e2e"); built.err != nil {
 			return

@@ -29,9 +29,13 @@ import (
 const uiPassword = "browser-test-password"
 
 // chromiumPath finds the browser. Without one the UI tests fail in CI
-// (CI set) and are skipped on a developer's machine.
+// (CI set) and are skipped on a developer's machine; in -short mode (the
+// quick loop) they are skipped.
 func chromiumPath(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("drives a real browser: skipped in -short mode")
+	}
 	if _, err := os.Stat("/usr/bin/chromium"); err == nil {
 		return "/usr/bin/chromium"
 	}
