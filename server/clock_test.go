@@ -116,12 +116,14 @@ func TestClockStepAfterTimeout(t *testing.T) {
 
 func clockStepAfterTimeout(t *testing.T, open func(testing.TB) *store.Store) {
 	cfg := testConfig()
-	cfg.Targets["crm"].TimeoutMS = 300
-	cfg.Targets["crm"].SettleMS = 3000
+	// The calls before the send (a contact's look-up) must not time out on
+	// a loaded machine; the send itself is held past the timeout.
+	cfg.Targets["crm"].TimeoutMS = 1500
+	cfg.Targets["crm"].SettleMS = 5000
 	st, clock := stepped(t, open)
 	g := serveOver(t, cfg, st)
 	key := callbackKey("step-after-timeout")
-	g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultDelay, DelayMS: 1500, Times: 1})
+	g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultDelay, DelayMS: 3500, Times: 1})
 
 	expect(t, g.post(key, callback("customer-1042")), http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
 	clock.stepTo(10 * time.Minute)
@@ -138,7 +140,7 @@ func clockStepAfterTimeout(t *testing.T, open func(testing.TB) *store.Store) {
 	eventually(t, "the late send lands and is found", func() bool {
 		return g.post(key, callback("customer-1042")).Code == http.StatusOK
 	})
-	time.Sleep(1600 * time.Millisecond) // any second send made would have landed by now
+	time.Sleep(3600 * time.Millisecond) // any second send made would have landed by now
 	if n := g.sim.Effects(sim.Bitrix24, key); n != 1 {
 		t.Fatalf("%d activities at Bitrix24 for one key, want 1", n)
 	}
