@@ -31,8 +31,8 @@ func TestJournalServerOutage(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	cfg := testConfig()
-	cfg.Targets["crm"].TimeoutMS = 300
-	cfg.Targets["crm"].SettleMS = 600
+	cfg.Targets["crm"].TimeoutMS = 1500 // the calls before the send never time out on a loaded machine
+	cfg.Targets["crm"].SettleMS = 1500
 	cfg.Reconciler.IntervalMS = 100
 	g := serveOver(t, cfg, st)
 	g.client.Timeout = 40 * time.Second // an answer, not a hang
