@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,13 +94,13 @@ func TestChaos(t *testing.T) {
 		t.Skip("chaos test skipped in -short mode")
 	}
 	t.Parallel()
-	runChaos(t, newChaosRig(t), 4)
+	runChaos(t, newRig(t, forChaos(t)), 4)
 }
 
 // runChaos is the chaos scenario on r: faults, kills of r's first
 // gateway (at most kills of them), agents retrying over every gateway of
 // r, an accountant approving; then the invariants.
-func runChaos(t *testing.T, r *chaosRig, maxKills int64) {
+func runChaos(t *testing.T, r *rig, maxKills int64) {
 	seed := uint64(time.Now().UnixNano())
 	if v, err := strconv.ParseUint(os.Getenv("CHAOS_SEED"), 10, 64); err == nil {
 		seed = v
@@ -166,7 +165,7 @@ func runChaos(t *testing.T, r *chaosRig, maxKills int64) {
 			}
 			r.gateway.kill9()
 			kills.Add(1)
-			if err := r.restartGatewaySameAddr(); err != nil {
+			if err := r.tryServe(); err != nil {
 				rep.Errorf("%v", err)
 				cancel()
 				return
@@ -283,91 +282,13 @@ func (r *chaosReport) Errorf(format string, args ...any) {
 	r.t.Error(msg)
 }
 
-type chaosRig struct {
-	*rig
-	addr   string
-	mu     sync.Mutex
-	others []*instance // gateways beside the first, on the same (shared) journal
-}
-
-// instance is a further gateway of a rig: its own data directory and
-// address, the rig's configuration and journal.
-type instance struct {
-	addr, dataDir string
-	gateway       *proc
-}
-
-// addInstance starts one more gateway on the rig's journal.
-func (c *chaosRig) addInstance(t *testing.T) *instance {
-	t.Helper()
-	in := &instance{addr: freeAddr(t), dataDir: filepath.Join(t.TempDir(), "data")}
-	in.gateway = start(t, c.env, "serve", "--config", c.config, "--data", in.dataDir, "--listen", in.addr)
-	waitHTTP(t, "http://"+in.addr+"/readyz")
-	c.others = append(c.others, in)
-	return in
-}
-
 // pick is the address an agent's next request goes to: any of the rig's
 // gateways, as a load balancer would spread them.
-func (c *chaosRig) pick() string {
-	if n := rand.IntN(1 + len(c.others)); n > 0 {
-		return c.others[n-1].addr
+func (r *rig) pick() string {
+	if n := rand.IntN(1 + len(r.others)); n > 0 {
+		return r.others[n-1].addr
 	}
-	return c.addr
-}
-
-// loadConfig is the configuration of the rigs that load the gateway:
-// quick retries and reconciliation, no rate limit.
-const loadConfig = `retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 40, jitter: true }
-reconciler: { interval_ms: 100, review_after: 1000, max_backoff_ms: 400 }
-rate_limit: { per_second: 100000, burst: 100000 }
-`
-
-func newChaosRig(t *testing.T) *chaosRig {
-	c := newLoadRig(t, 300, 3000)
-	c.withOData(t, 300, 3000)
-	c.startGateway(t)
-	return c
-}
-
-// withOData adds to the rig's configuration the instance buh of kind
-// onec_odata at the simulator's OData publication, with the firm's own
-// invoice (odataInvoiceDefinition) declared on it.
-func (c *chaosRig) withOData(t *testing.T, timeoutMS, settleMS int) {
-	t.Helper()
-	dir := intentsDir(t, "buh_invoice.create.v1.yaml", odataInvoiceDefinition)
-	cfg, err := os.ReadFile(c.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buh := fmt.Sprintf("  buh: { kind: onec_odata, base_url: \"%s%s\", username_env: E2E_BUH_USER, password_env: E2E_BUH_PASSWORD, timeout_ms: %d, settle_ms: %d }\n",
-		c.simURL, sim.ODataPath, timeoutMS, settleMS)
-	cfg = []byte(strings.Replace(string(cfg), "targets:\n", "targets:\n"+buh, 1) + "intents_dir: " + dir + "\n")
-	if err := os.WriteFile(c.config, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c.env = append(c.env, "E2E_BUH_USER=integration", "E2E_BUH_PASSWORD="+sim.ODataPassword)
-}
-
-// newLoadRig is a rig with loadConfig, the targets' timeout timeoutMS and
-// Bitrix24's settle time settleMS; serve is not started yet.
-func newLoadRig(t *testing.T, timeoutMS, settleMS int) *chaosRig {
-	return newLoadRigOn(t, "", timeoutMS, settleMS)
-}
-
-// newLoadRigOn is newLoadRig on the PostgreSQL journal at journalURL.
-func newLoadRigOn(t *testing.T, journalURL string, timeoutMS, settleMS int) *chaosRig {
-	r := newRigOn(t, journalURL, timeoutMS, loadConfig, fmt.Sprintf("settle_ms: %d", settleMS))
-	return &chaosRig{rig: r, addr: freeAddr(t)}
-}
-
-// startGateway starts serve on the rig's address, failing the test if it
-// does not become ready.
-func (c *chaosRig) startGateway(t *testing.T) {
-	t.Helper()
-	if err := c.restartGatewaySameAddr(); err != nil {
-		t.Fatal(err)
-	}
+	return r.addr
 }
 
 // mixedOp is the i-th operation of a mixed load, alternately at 1C and at
@@ -381,39 +302,12 @@ func mixedOp(id string, i int, customer string) *chaosOp {
 		body: fmt.Sprintf(`{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":%q,"due_at":"2026-12-03T10:00:00+03:00","comment":"call back"}}`, customer)}
 }
 
-// restartGatewaySameAddr starts serve on the rig's fixed address, so agents
-// keep their URL across crashes.
-func (c *chaosRig) restartGatewaySameAddr() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for attempt := 0; ; attempt++ {
-		c.gateway = start(c.t, c.env, "serve", "--config", c.config, "--data", c.dataDir, "--listen", c.addr)
-		c.apiURL = "http://" + c.addr
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if resp, err := http.Get(c.apiURL + "/readyz"); err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					return nil
-				}
-			}
-			if c.gateway.cmd.ProcessState != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if attempt == 5 {
-			return fmt.Errorf("gateway did not restart; its output%s", c.gateway.dump(c.t))
-		}
-	}
-}
-
 // drive sends op with its key until the answer is final.
-func (c *chaosRig) drive(ctx context.Context, t *chaosReport, op *chaosOp, answers map[int]*atomic.Int64) {
+func (r *rig) drive(ctx context.Context, t *chaosReport, op *chaosOp, answers map[int]*atomic.Int64) {
 	for ctx.Err() == nil {
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+c.pick()+"/v1/operations", strings.NewReader(op.body))
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+r.pick()+"/v1/operations", strings.NewReader(op.body))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Authorization", "Bearer "+r.token)
 		req.Header.Set("Idempotency-Key", op.key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -455,8 +349,8 @@ func (c *chaosRig) drive(ctx context.Context, t *chaosReport, op *chaosOp, answe
 }
 
 // check asserts the invariants against the simulators and the journal.
-func (c *chaosRig) check(ft *testing.T, t *chaosReport, ops []*chaosOp) {
-	effects := c.simJSON("/_sim/effects")
+func (r *rig) check(ft *testing.T, t *chaosReport, ops []*chaosOp) {
+	effects := r.simJSON("/_sim/effects")
 	for target, perKey := range effects {
 		for key, n := range perKey {
 			if n > 1 {
@@ -464,14 +358,14 @@ func (c *chaosRig) check(ft *testing.T, t *chaosReport, ops []*chaosOp) {
 			}
 		}
 	}
-	st, err := store.Open(context.Background(), c.journal)
+	st, err := store.Open(context.Background(), r.journal)
 	if err != nil {
 		ft.Fatal(err)
 	}
 	defer st.Close()
-	one, _ := onec.New(onec.Config{BaseURL: c.simURL + "/onec"})
-	crm, _ := bitrix24.New(bitrix24.Config{WebhookURL: c.simURL + "/bitrix24" + sim.Bitrix24WebhookPath()})
-	pay, _ := yookassa.New(yookassa.Config{BaseURL: c.simURL + "/yookassa/v3", ShopID: "e2e-shop", SecretKey: "sim-secret-key"})
+	one, _ := onec.New(onec.Config{BaseURL: r.simURL + "/onec"})
+	crm, _ := bitrix24.New(bitrix24.Config{WebhookURL: r.simURL + "/bitrix24" + sim.Bitrix24WebhookPath()})
+	pay, _ := yookassa.New(yookassa.Config{BaseURL: r.simURL + "/yookassa/v3", ShopID: "e2e-shop", SecretKey: "sim-secret-key"})
 	lookups := map[string]adapters.Target{"onec": one, "bitrix24": crm, "yookassa": pay}
 	for _, op := range ops {
 		if !op.accepted {
@@ -536,8 +430,7 @@ func TestCRMPacedToPortalLimit(t *testing.T) {
 		t.Skip("load test skipped in -short mode")
 	}
 	t.Parallel()
-	c := newLoadRig(t, 2000, 1500)
-	c.startGateway(t)
+	c := newRig(t, forLoad(2000, 1500))
 	ops := make([]*chaosOp, 300)
 	for i := range ops {
 		ops[i] = mixedOp(fmt.Sprintf("paced-%d", i), 2*i+1, "customer-1042") // odd: Bitrix24

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -13,33 +11,6 @@ import (
 
 	"github.com/oncegate/oncegate/adapters/sim"
 )
-
-// runCheck runs oncegate check with args and env (the process's own
-// environment left out, so only what the test gives reaches it) and
-// returns its output and exit code.
-func runCheck(t *testing.T, env []string, args ...string) (string, int) {
-	t.Helper()
-	return runCommand(t, env, append([]string{"check"}, args...)...)
-}
-
-// runCommand runs the binary with args in a bare environment plus env,
-// and returns what it printed and its exit code.
-func runCommand(t *testing.T, env []string, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(bin(t), args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return out.String(), exit.ExitCode()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), 0
-}
 
 // lineOf is the output's line that starts with the target's name.
 func lineOf(out, target string) string {
@@ -55,7 +26,7 @@ func lineOf(out, target string) string {
 // writes nothing, and says per target what works or what to fix, naming
 // the setting and never the secret.
 func TestCheck(t *testing.T) {
-	r := newRigWith(t, 1000, "", "")
+	r := newRig(t, withSettings(""), notStarted())
 	effects := func() map[string]map[string]int { return r.simJSON("/_sim/effects") }
 	before := effects()
 	secrets := func(yookassa string) string {
@@ -126,11 +97,8 @@ func TestCheck(t *testing.T) {
 	})
 
 	t.Run("WrongAddress", func(t *testing.T) {
-		cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
 		body := fmt.Sprintf("contour: test\ntargets:\n  onec: { base_url: %q, timeout_ms: 1000 }\n", r.simURL+"/no-such-base")
-		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		cfg := configtest.Write(t, body)
 		out, code := runCheck(t, nil, "--config", cfg)
 		if code != 1 {
 			t.Fatalf("check exited %d, want 1:\n%s", code, out)
@@ -148,12 +116,9 @@ func TestCheck(t *testing.T) {
 
 	// Each named instance gets its line, its failure naming its own keys.
 	t.Run("NamedInstances", func(t *testing.T) {
-		cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
 		body := fmt.Sprintf("contour: test\ntargets:\n  buh: { kind: onec, base_url: %q, timeout_ms: 1000 }\n  trade: { kind: onec, base_url: %q, timeout_ms: 1000 }\n",
 			r.simURL+"/onec", r.simURL+"/no-such-base")
-		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		cfg := configtest.Write(t, body)
 		out, code := runCheck(t, nil, "--config", cfg)
 		if code != 1 {
 			t.Fatalf("check exited %d, want 1:\n%s", code, out)
@@ -175,11 +140,8 @@ func TestCheck(t *testing.T) {
 	})
 
 	t.Run("Unreachable", func(t *testing.T) {
-		cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
 		body := fmt.Sprintf("contour: test\ntargets:\n  onec: { base_url: \"http://%s/base\", timeout_ms: 500 }\n", freeAddr(t))
-		if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		cfg := configtest.Write(t, body)
 		out, code := runCheck(t, nil, "--config", cfg)
 		if code != 1 || !strings.Contains(out, "that the system is up and that this machine reaches it") {
 			t.Fatalf("check exited %d:\n%s", code, out)
@@ -187,10 +149,7 @@ func TestCheck(t *testing.T) {
 	})
 
 	t.Run("InvalidConfiguration", func(t *testing.T) {
-		cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
-		if err := os.WriteFile(cfg, []byte("contour: test\ntargets:\n  onec: { base_url: \"ftp://x\", timeout_ms: 1000 }\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		cfg := configtest.Write(t, "contour: test\ntargets:\n  onec: { base_url: \"ftp://x\", timeout_ms: 1000 }\n")
 		out, code := runCheck(t, nil, "--config", cfg)
 		if code != 1 || !strings.Contains(out, "configuration: ") || !strings.Contains(out, "the configuration is not valid") {
 			t.Fatalf("check exited %d:\n%s", code, out)

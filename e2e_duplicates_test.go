@@ -85,8 +85,7 @@ func count(answers map[string]dupAnswer) map[string]int {
 func TestBinaryDuplicateRules(t *testing.T) {
 	t.Parallel()
 	dir := intentsDir(t, "deal.create.v1.yaml", dealOnce)
-	r := newRigWith(t, 1000, rigRetry+"intents_dir: "+dir+"\n", "")
-	r.startGateway()
+	r := newRig(t, withIntents(dir))
 	api := []string{r.apiURL}
 	const n = 20
 
@@ -144,8 +143,7 @@ func TestBinaryDuplicateRules(t *testing.T) {
 // invoices of one order spread over both, one reaches 1C.
 func TestSharedJournalDuplicateHold(t *testing.T) {
 	t.Parallel()
-	c := newLoadRigOn(t, storetest.Database(t), 2000, 1500)
-	c.startGateway(t)
+	c := newRig(t, forLoad(2000, 1500), onJournal(storetest.Database(t)))
 	c.addInstance(t)
 	const n = 20
 	key := func(i int) string { return fmt.Sprintf("test:invoice.create:shared-dup-%d:v1", i) }

@@ -34,15 +34,13 @@ func TestSharedJournalFrozenGateway(t *testing.T) {
 		t.Skip("measures a rate for 40 s; skipped in -short mode")
 	}
 	journal := storetest.Database(t)
-	c := newLoadRigOn(t, journal, 2000, 1500)
+	c := newRig(t, forLoad(2000, 1500), onJournal(journal), notStarted())
 	// The gateway to freeze names its sessions, to be found at the server.
 	named, _ := url.Parse(journal)
 	q := named.Query()
 	q.Set("application_name", "frozen-gateway")
 	named.RawQuery = q.Encode()
-	c.env = append(c.env, "ONCEGATE_JOURNAL_URL="+named.String())
-	c.startGateway(t)
-	c.env = c.env[:len(c.env)-1]
+	c.serve("ONCEGATE_JOURNAL_URL=" + named.String())
 	other := c.addInstance(t)
 
 	const body = `{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":"customer-1042","due_at":"2026-12-03T10:00:00+03:00","comment":"call back"}}`

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"net/http"
 	"os"
 	"os/exec"
@@ -40,35 +41,16 @@ map:
     TITLE:      { from: title }
 `
 
-// intentsConfig writes a configuration whose intents_dir holds files, and
-// returns its path and the directory.
-func intentsConfig(t *testing.T, files map[string]string) (cfg, dir string) {
-	t.Helper()
-	dir = filepath.Join(t.TempDir(), "intents")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg = filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(cfg, []byte("intents_dir: "+dir+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cfg, dir
-}
-
 // A bad definition stops serve and check before anything starts, naming
 // the file, the path inside it and what is wrong.
 func TestServeRefusesBadIntents(t *testing.T) {
 	t.Parallel()
 	bad := strings.Replace(dealCreate, "    title:       { type: string, minLength: 1, maxLength: 255 }", "    title:       { type: string, minLength: 1 }\n    script:      { type: string, maxLength: 10 }", 1)
-	cfg, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": bad})
+	dir := intentsDir(t, "deal.create.v1.yaml", bad)
+	cfg := configtest.Write(t, "intents_dir: "+dir+"\n")
 	file := filepath.Join(dir, "deal.create.v1.yaml")
 	data := t.TempDir()
-	out, err := exec.Command(bin(t), "serve", "--config", cfg, "--data", data, "--listen", freeAddr(t)).CombinedOutput()
+	out, err := serveOnce(t, nil, "--config", cfg, "--data", data)
 	if err == nil {
 		t.Fatalf("serve started with a bad definition:\n%s", out)
 	}
@@ -76,22 +58,22 @@ func TestServeRefusesBadIntents(t *testing.T) {
 		file + ": schema.properties.title: every string needs a bound: maxLength",
 		file + ": schema.properties.script: the field script exists in no contract",
 	} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("serve's refusal lacks %q:\n%s", want, out)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(data, "journal.db")); err == nil {
 		t.Error("serve made a journal before refusing")
 	}
-	out, err = exec.Command(bin(t), "check", "--config", cfg).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), file+": schema.properties.title") {
-		t.Fatalf("check passed a bad definition: %v\n%s", err, out)
+	check, err := exec.Command(bin(t), "check", "--config", cfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(check), file+": schema.properties.title") {
+		t.Fatalf("check passed a bad definition: %v\n%s", err, check)
 	}
 	// A directory that is not there is refused too.
 	missing := filepath.Join(t.TempDir(), "oncegate.yaml")
 	os.WriteFile(missing, []byte("intents_dir: "+filepath.Join(dir, "nowhere")+"\n"), 0o600)
-	out, err = exec.Command(bin(t), "serve", "--config", missing, "--data", t.TempDir(), "--listen", freeAddr(t)).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "intents_dir "+filepath.Join(dir, "nowhere")) {
+	out, err = serveOnce(t, nil, "--config", missing, "--data", t.TempDir())
+	if err == nil || !strings.Contains(out, "intents_dir "+filepath.Join(dir, "nowhere")) {
 		t.Fatalf("serve started without its intents_dir: %v\n%s", err, out)
 	}
 }
@@ -100,7 +82,8 @@ func TestServeRefusesBadIntents(t *testing.T) {
 // firm's files, each with where it came from.
 func TestIntentsList(t *testing.T) {
 	t.Parallel()
-	cfg, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": dealCreate})
+	dir := intentsDir(t, "deal.create.v1.yaml", dealCreate)
+	cfg := configtest.Write(t, "intents_dir: "+dir+"\n")
 	out := runBinary(t, nil, "intents", "list", "--config", cfg)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if got, want := len(lines), 1+7+1; got != want {
@@ -140,9 +123,7 @@ func TestBinaryDeclaredIntent(t *testing.T) {
 	t.Parallel()
 	deal := strings.Replace(dealCreate, "references:\n  customer_id: customer\n", "", 1)
 	deal = strings.Replace(deal, "    CONTACT_ID: { ref: customer_id }\n", "    COMMENTS:   { from: customer_id }\n", 1)
-	_, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": deal})
-	r := newRigWith(t, 1000, "intents_dir: "+dir+"\n", "")
-	r.startGateway()
+	r := newRig(t, withSettings(""), withIntents(intentsDir(t, "deal.create.v1.yaml", deal)))
 	const key = "test:deal:create:lead-77:v1"
 	env := func(title string) string {
 		return `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"` + title + `"}}`
@@ -171,9 +152,8 @@ func TestServeRefusesDefinitionEditedInPlace(t *testing.T) {
 	t.Parallel()
 	deal := strings.Replace(dealCreate, "references:\n  customer_id: customer\n", "", 1)
 	deal = strings.Replace(deal, "    CONTACT_ID: { ref: customer_id }\n", "    COMMENTS:   { from: customer_id }\n", 1)
-	_, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": deal})
-	r := newRigWith(t, 1000, "intents_dir: "+dir+"\nretry: { max_attempts: 2, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 20, jitter: true }\n", "")
-	r.startGateway()
+	dir := intentsDir(t, "deal.create.v1.yaml", deal)
+	r := newRig(t, withSettings("retry: { max_attempts: 2, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 20, jitter: true }\n"), withIntents(dir))
 	r.fault(`{"target":"bitrix24","fault":"status","status":503,"times":100}`)
 	const key = "test:deal.create:lead-88:v1"
 	code, body, err := r.post(key, `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"Поставка"}}`)
@@ -186,16 +166,14 @@ func TestServeRefusesDefinitionEditedInPlace(t *testing.T) {
 	if err := os.WriteFile(file, []byte(strings.Replace(deal, "maxLength: 255", "maxLength: 254", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serve := exec.Command(bin(t), "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
-	serve.Env = append(os.Environ(), r.env...)
-	out, err := serve.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "edited in place while 1 unfinished operations") || !strings.Contains(string(out), key+" (deal.create v1, failed_retryable") {
+	out, err := serveOnce(t, r.env, "--config", r.config, "--data", r.dataDir)
+	if err == nil || !strings.Contains(out, "edited in place while 1 unfinished operations") || !strings.Contains(out, key+" (deal.create v1, failed_retryable") {
 		t.Fatalf("serve started on a definition edited under an unfinished operation: %v\n%s", err, out)
 	}
 	if err := os.WriteFile(file, []byte(deal), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.startGateway()
+	r.serve()
 }
 
 // A CRM instance's own settings reach its adapter: a reference kind the
@@ -209,9 +187,8 @@ func TestBinaryDeclaredIntentCRMSettings(t *testing.T) {
 		"    title:       { type: string, minLength: 1, maxLength: 255 }\n    close_at:    { type: string, format: date-time, maxLength: 40 }\n", 1)
 	deal = strings.Replace(deal, "  title:        { ru: Название, en: Title }\n", "  title:        { ru: Название, en: Title }\n  close_at:     { ru: Срок, en: Close by }\n", 1)
 	deal += "    CLOSEDATE:  { from: close_at, date: local }\n"
-	_, dir := intentsConfig(t, map[string]string{"deal.create.v1.yaml": deal})
-	r := newRigWith(t, 1000, "intents_dir: "+dir+"\n", "time_zone: Europe/Moscow, references: { partner: { entity: contact } }")
-	r.startGateway()
+	r := newRig(t, withSettings(""), withIntents(intentsDir(t, "deal.create.v1.yaml", deal)),
+		withBitrix24("time_zone: Europe/Moscow, references: { partner: { entity: contact } }"))
 	const key = "test:deal:create:lead-78:v1"
 	code, body, err := r.post(key, `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"Поставка","close_at":"2026-05-01T10:00:00Z"}}`)
 	if err != nil || code != 200 || body["state"] != "succeeded" {

@@ -75,8 +75,7 @@ func (r *rig) postSaid(key, body string) said {
 // ends with one effect.
 func TestFullDiskAnswers(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 1000, loadConfig, "")
-	r.startGateway()
+	r := newRig(t, withSettings(loadConfig))
 	body := func(id string) string { return fmt.Sprintf(e2eInvoice, id, 1) }
 	key := func(id string) string { return "test:invoice.create:" + id + ":v1" }
 
@@ -191,8 +190,7 @@ func (r *rig) readyz() int {
 // every operation JOURNAL_UNAVAILABLE while its readiness said ready.
 func TestServeRefusesReadOnlyJournal(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 1000, loadConfig, "")
-	r.startGateway() // its first run: the admin made, nothing left to write at start
+	r := newRig(t, withSettings(loadConfig)) // its first run: the admin made, nothing left to write at start
 	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
 	r.gateway.cmd.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -262,22 +260,6 @@ func (r *rig) getStatus(key string) string {
 	return s
 }
 
-// serveOnce runs serve with args and returns its output once it exits;
-// a serve that does not exit within a minute has started and fails the
-// test.
-func serveOnce(t *testing.T, env []string, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin(t), append([]string{"serve", "--listen", freeAddr(t)}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("serve %v did not refuse to start:\n%s", args, out)
-	}
-	return string(out), err
-}
-
 // The journal deleted under a running gateway: it takes no more work
 // (503 JOURNAL_UNAVAILABLE, nothing sent), readiness fails, the log says
 // why; a restart does not begin a new journal in its place, which would
@@ -285,8 +267,7 @@ func serveOnce(t *testing.T, env []string, args ...string) (string, error) {
 // restore it. --new-journal begins again, and only where none is.
 func TestJournalDeletedUnderServe(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 1000, loadConfig, "")
-	r.startGateway()
+	r := newRig(t, withSettings(loadConfig))
 	body := func(id string) string { return fmt.Sprintf(e2eInvoice, id, 1) }
 	key := func(id string) string { return "test:invoice.create:" + id + ":v1" }
 	if s := r.postSaid(key("jd-before"), body("jd-before")); s.code != http.StatusOK {
@@ -352,8 +333,7 @@ func TestJournalDeletedUnderServe(t *testing.T) {
 // with --yes: the restored journal forgets them.
 func TestRestoreNewerJournal(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 1000, loadConfig, "")
-	r.startGateway()
+	r := newRig(t, withSettings(loadConfig))
 	body := func(id string) string { return fmt.Sprintf(e2eInvoice, id, 1) }
 	key := func(id string) string { return "test:invoice.create:" + id + ":v1" }
 	if s := r.postSaid(key("rn-old"), body("rn-old")); s.code != http.StatusOK {

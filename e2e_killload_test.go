@@ -20,9 +20,7 @@ import (
 // chain verifies.
 func TestKillUnderLoad(t *testing.T) {
 	t.Parallel()
-	c := newLoadRig(t, 2000, 1500)
-	c.startGateway(t)
-	r := c.rig
+	r := newRig(t, forLoad(2000, 1500))
 
 	var mu sync.Mutex
 	var ops []*chaosOp
@@ -39,7 +37,7 @@ func TestKillUnderLoad(t *testing.T) {
 				mu.Lock()
 				ops = append(ops, op)
 				mu.Unlock()
-				req, _ := http.NewRequest("POST", c.apiURL+"/v1/operations", strings.NewReader(op.body))
+				req, _ := http.NewRequest("POST", r.apiURL+"/v1/operations", strings.NewReader(op.body))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Authorization", "Bearer "+r.token)
 				req.Header.Set("Idempotency-Key", op.key)
@@ -67,7 +65,7 @@ func TestKillUnderLoad(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.gateway.kill9()
+	r.gateway.kill9()
 	stop.Store(true)
 	wg.Wait()
 
@@ -88,11 +86,9 @@ func TestKillUnderLoad(t *testing.T) {
 	}
 	db.Close()
 
-	if err := c.restartGatewaySameAddr(); err != nil {
-		t.Fatal(err)
-	}
+	r.serve()
 	rep := &chaosReport{t: t}
-	driveAll(t, c, rep, ops)
+	driveAll(t, r, rep, ops)
 	for _, op := range ops {
 		if op.final != "succeeded" {
 			t.Errorf("%s ended %q", op.key, op.final)
@@ -101,7 +97,7 @@ func TestKillUnderLoad(t *testing.T) {
 			t.Errorf("%s: 200 with %s before the kill, %s after", op.key, object, op.objectID)
 		}
 	}
-	c.check(t, rep, ops)
+	r.check(t, rep, ops)
 	out := runBinary(t, r.env, "audit", "verify", "--config", r.config, "--data", r.dataDir)
 	if !strings.Contains(out, "audit trail intact") {
 		t.Errorf("audit verify after kill -9 under load: %s", out)

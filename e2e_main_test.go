@@ -2,295 +2,24 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/store"
 )
 
 // End-to-end tests: the real binary, started and killed as a user would.
-
-// The oncegate binary, built with -race on first use (bin), so a run of
-// tests that start none does not wait for it.
-var built struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-}
-
-// bin is the path of the oncegate binary, built on the first call. In
-// -short mode (the quick loop) a test that needs it is skipped.
-func bin(tb testing.TB) string {
-	tb.Helper()
-	if testing.Short() {
-		tb.Skip("builds and runs the oncegate binary: skipped in -short mode")
-	}
-	built.once.Do(func() {
-		if built.dir, built.err = os.MkdirTemp("", "oncegate-e2e"); built.err != nil {
-			return
-		}
-		path := filepath.Join(built.dir, "oncegate")
-		if out, err := exec.Command("go", "build", "-race", "-o", path, ".").CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("build: %v\n%s", err, out)
-			return
-		}
-		built.path = path
-	})
-	if built.err != nil {
-		tb.Fatal(built.err)
-	}
-	return built.path
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// proc is a running oncegate process.
-type proc struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	stderr bytes.Buffer
-}
-
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.stdout.String() + p.stderr.String()
-}
-
-// saysSoon reports whether the process's output holds s within 10 s: its
-// output reaches the test through a pipe, so a line written just before
-// an answer may arrive after it.
-func (p *proc) saysSoon(s string) bool {
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if strings.Contains(p.output(), s) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-// start runs the binary with args and env; it is killed at cleanup.
-func start(t testing.TB, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin(t), args...)}
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
-	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-		if t.Failed() {
-			t.Logf("oncegate %v output%s", args, p.dump(t))
-		}
-	})
-	return p
-}
-
-// dump saves the whole output to a file that outlives the test and
-// returns its path with the last lines, so a failure's own messages are
-// not buried under a busy gateway's log.
-func (p *proc) dump(t testing.TB) string {
-	out := p.output()
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if len(lines) <= 40 {
-		return ":\n" + out
-	}
-	tail := strings.Join(lines[len(lines)-40:], "\n")
-	f, err := os.CreateTemp("", "oncegate-output-*.log")
-	if err != nil {
-		return " (last 40 lines):\n" + tail
-	}
-	defer f.Close()
-	f.WriteString(out)
-	return fmt.Sprintf(" (whole in %s; last 40 lines):\n%s", f.Name(), tail)
-}
-
-// kill9 kills the process with SIGKILL and waits for it.
-func (p *proc) kill9() {
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.cmd.Wait()
-}
-
-// waitHTTP waits until url answers 200.
-func waitHTTP(t testing.TB, url string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s never became ready", url)
-}
-
-// runBinary runs a short command of the binary and returns its stdout.
-func runBinary(t testing.TB, env []string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(bin(t), args...)
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oncegate %v: %v\n%s", args, err, stderr.String())
-	}
-	return string(out)
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
-// rig is a gateway binary against a simulator binary, with a config file.
-type rig struct {
-	t       testing.TB
-	simURL  string
-	apiURL  string
-	dataDir string
-	journal string // where the journal is, as store.Open takes it
-	config  string
-	env     []string
-	token   string
-	gateway *proc
-}
-
-// rigRetry is the retry policy of the rigs: quick, so tests are.
-const rigRetry = "retry: { max_attempts: 3, initial_delay_ms: 20, multiplier: 2, max_delay_ms: 100, jitter: true }\n"
-
-func newRig(t testing.TB) *rig {
-	t.Helper()
-	r := newRigWith(t, 1000, rigRetry, "")
-	r.startGateway()
-	return r
-}
-
-// newRigWith starts the simulator binary, writes a config pointing every
-// target at it (with timeoutMS, extra YAML, and bitrix24 keys such as
-// settle_ms), and makes an agent token with every scope. It does not
-// start the gateway.
-func newRigWith(t testing.TB, timeoutMS int, extra, bitrix24 string) *rig {
-	t.Helper()
-	return newRigOn(t, "", timeoutMS, extra, bitrix24)
-}
-
-// newRigOn is newRigWith on the PostgreSQL journal at journalURL ("": the
-// embedded one in the rig's data directory).
-// The rigs' Bitrix24 simulator limits requests as a portal does, at a
-// rate fast enough for the tests, and their gateways declare that rate.
-// The bucket is a portal's shape, deep beside the rate (a cloud portal's
-// is 25 seconds of it): the pacer's share of it, 40 calls here, is what
-// absorbs calls bunched on their way by a loaded machine, so a burst of
-// 20 (4 calls, 40 ms of slack) made CI see refusals of paced calls.
-const (
-	rigBitrix24Rate   = 100
-	rigBitrix24Bucket = 200
-)
-
-// rigSimEnv is the environment of the rigs' simulators.
-var rigSimEnv = []string{
-	sim.Bitrix24RateEnv + "=" + strconv.Itoa(rigBitrix24Rate),
-	sim.Bitrix24BucketEnv + "=" + strconv.Itoa(rigBitrix24Bucket),
-}
-
-func newRigOn(t testing.TB, journalURL string, timeoutMS int, extra, bitrix24 string) *rig {
-	t.Helper()
-	r := &rig{t: t, dataDir: filepath.Join(t.TempDir(), "data")}
-	r.journal = filepath.Join(r.dataDir, "journal.db")
-	simAddr := freeAddr(t)
-	start(t, rigSimEnv, "sim", "--listen", simAddr)
-	r.simURL = "http://" + simAddr
-	waitHTTP(t, r.simURL+"/_sim/effects")
-
-	r.config = filepath.Join(t.TempDir(), "oncegate.yaml")
-	cfg := fmt.Sprintf(`contour: test
-targets:
-  onec: { base_url: "%[1]s/onec", timeout_ms: %[2]d }
-  bitrix24: { webhook_url_env: E2E_BITRIX24_WEBHOOK, timeout_ms: %[2]d, rate: { per_second: %[4]d, burst: %[5]d } %[3]s }
-  yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: "e2e-shop", secret_key_env: E2E_YOOKASSA_SECRET, timeout_ms: %[2]d, read_timeout_ms: %[2]d, settle_ms: %[2]d }
-`, r.simURL, timeoutMS, map[bool]string{true: ", " + bitrix24, false: ""}[bitrix24 != ""], rigBitrix24Rate, rigBitrix24Bucket) + extra
-	if err := os.WriteFile(r.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.env = []string{
-		"E2E_BITRIX24_WEBHOOK=" + r.simURL + "/bitrix24" + sim.Bitrix24WebhookPath(),
-		"E2E_YOOKASSA_SECRET=sim-secret-key",
-	}
-	if journalURL != "" {
-		r.journal = journalURL
-		r.env = append(r.env, "ONCEGATE_JOURNAL_URL="+journalURL)
-	}
-	runBinary(t, r.env, "migrate", "up", "--config", r.config, "--data", r.dataDir)
-	out := runBinary(t, r.env, "token", "create", "--config", r.config, "--data", r.dataDir, "--name", "e2e-agent", "--scopes", "read,draft,write,post,pay")
-	r.token = lastLine(out)
-	if !strings.HasPrefix(r.token, "og_") {
-		t.Fatalf("token create's last line is not a token: %q", out)
-	}
-	return r
-}
-
-func (r *rig) startGateway() {
-	r.t.Helper()
-	addr := freeAddr(r.t)
-	r.gateway = start(r.t, r.env, "serve", "--config", r.config, "--data", r.dataDir, "--listen", addr)
-	r.apiURL = "http://" + addr
-	waitHTTP(r.t, r.apiURL+"/readyz")
-}
 
 // post submits an envelope with key; err is a transport failure.
 func (r *rig) post(key, envelope string) (int, map[string]any, error) {
@@ -405,7 +134,7 @@ func TestKillDuringCommit(t *testing.T) {
 		t.Fatal("the agent got an answer from a killed gateway")
 	}
 
-	r.startGateway()
+	r.serve()
 	var final map[string]any
 	deadline = time.Now().Add(20 * time.Second)
 	for {
@@ -444,10 +173,8 @@ func TestKillDuringCommit(t *testing.T) {
 func TestSecondServeRefused(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
-	cmd := exec.Command(bin(t), "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
-	cmd.Env = append(os.Environ(), r.env...)
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "already running") {
+	out, err := serveOnce(t, r.env, "--config", r.config, "--data", r.dataDir)
+	if err == nil || !strings.Contains(out, "already running") {
 		t.Fatalf("second serve: %v\n%s", err, out)
 	}
 	// Short commands still work beside it.
@@ -523,14 +250,14 @@ func TestBadConfig(t *testing.T) {
 	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(cfg, []byte("retry: { max_attempts: 0 }\ntargets: { onec: { base_url: \"ftp://x\" } }\nsurprise: 1\n"), 0o600)
-	out, err := exec.Command(bin(t), "serve", "--config", cfg, "--data", t.TempDir()).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "surprise") {
+	out, err := serveOnce(t, nil, "--config", cfg, "--data", t.TempDir())
+	if err == nil || !strings.Contains(out, "surprise") {
 		t.Fatalf("unknown key not named: %v\n%s", err, out)
 	}
 	os.WriteFile(cfg, []byte("retry: { max_attempts: 0 }\ntargets: { onec: { base_url: \"ftp://x\" } }\n"), 0o600)
-	out, _ = exec.Command(bin(t), "serve", "--config", cfg, "--data", t.TempDir()).CombinedOutput()
+	out, _ = serveOnce(t, nil, "--config", cfg, "--data", t.TempDir())
 	for _, want := range []string{"retry.max_attempts", "targets.onec.base_url"} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("error does not name %s:\n%s", want, out)
 		}
 	}

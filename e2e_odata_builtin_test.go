@@ -14,29 +14,6 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 )
 
-// odataRig is a rig whose instance onec is of kind onec_odata at the
-// simulator's OData publication: the built-in 1C intents run through the
-// mapping shipped for Бухгалтерия предприятия 3.0, by configuration alone.
-func odataRig(t *testing.T) *rig {
-	t.Helper()
-	r := newRigWith(t, 1000, rigRetry, "")
-	cfg, err := os.ReadFile(r.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := fmt.Sprintf("  onec: { base_url: \"%s/onec\", timeout_ms: 1000 }\n", r.simURL)
-	if !strings.Contains(string(cfg), old) {
-		t.Fatalf("the rig's configuration has no line %q:\n%s", old, cfg)
-	}
-	odata := fmt.Sprintf("  onec: { kind: onec_odata, base_url: \"%s%s\", username_env: E2E_ONEC_USER, password_env: E2E_ONEC_PASSWORD, time_zone: Europe/Moscow, timeout_ms: 1000, settle_ms: 1500 }\n", r.simURL, sim.ODataPath)
-	if err := os.WriteFile(r.config, []byte(strings.Replace(string(cfg), old, odata, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.env = append(r.env, "E2E_ONEC_USER=integration", "E2E_ONEC_PASSWORD="+sim.ODataPassword)
-	r.startGateway()
-	return r
-}
-
 // odataDoc reads a document from the simulator's publication.
 func (r *rig) odataDoc(set, ref string) map[string]any {
 	r.t.Helper()
@@ -97,7 +74,10 @@ const (
 // message.
 func TestBinaryBuiltinsOnOData(t *testing.T) {
 	t.Parallel()
-	r := odataRig(t)
+	// The instance onec of kind onec_odata at the simulator's OData
+	// publication: the built-in 1C intents run through the mapping
+	// shipped for Бухгалтерия предприятия 3.0, by configuration alone.
+	r := newRig(t, withOData("onec", "time_zone: Europe/Moscow, timeout_ms: 1000, settle_ms: 1500"))
 	docs := func(intent, key string) (docs, creates int) {
 		t.Helper()
 		ref := onecodata.RefKey("onec", intent, key)
@@ -260,8 +240,7 @@ func TestBinaryBuiltinsOnOData(t *testing.T) {
 // the wrong system), and names the operation.
 func TestServeRefusesSwitchingOneCUnderUnfinished(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 1000, "retry: { max_attempts: 2, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 20, jitter: true }\n", "")
-	r.startGateway()
+	r := newRig(t, withSettings("retry: { max_attempts: 2, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 20, jitter: true }\n"))
 	r.fault(`{"target":"onec","fault":"status","status":503,"times":100}`)
 	const key = "test:invoice.create:o-switch-1:v1"
 	code, body, err := r.post(key, fmt.Sprintf(e2eInvoice, "o-switch-1", 1))
@@ -292,18 +271,7 @@ func TestServeRefusesSwitchingOneCUnderUnfinished(t *testing.T) {
 // nothing sent (the operator is told in the log and by check).
 func TestBinaryODataReferencesAndIgnoredKeys(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 1000, rigRetry, "")
-	cfg, err := os.ReadFile(r.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := fmt.Sprintf("  onec: { base_url: \"%s/onec\", timeout_ms: 1000 }\n", r.simURL)
-	odata := fmt.Sprintf("  onec: { kind: onec_odata, base_url: \"%s%s\", username_env: E2E_ONEC_USER, password_env: E2E_ONEC_PASSWORD, timeout_ms: 1000, references: { counterparty: { catalog: Catalog_Контрагенты, by: ИНН } } }\n", r.simURL, sim.ODataPath)
-	if err := os.WriteFile(r.config, []byte(strings.Replace(string(cfg), old, odata, 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.env = append(r.env, "E2E_ONEC_USER=integration", "E2E_ONEC_PASSWORD="+sim.ODataPassword)
-	r.startGateway()
+	r := newRig(t, withOData("onec", "timeout_ms: 1000, references: { counterparty: { catalog: Catalog_Контрагенты, by: ИНН } }"))
 	// Each invoice is of an order of its own: a second invoice of one
 	// order under another key would wait for a person (the built-in's
 	// duplicate rule).
@@ -359,7 +327,7 @@ func TestBinaryODataReferencesAndIgnoredKeys(t *testing.T) {
 // target_object_id is the document's Ref_Key, result.number its number.
 func TestServeOwnODataSimulator(t *testing.T) {
 	t.Parallel()
-	r := onOwnSimulators(t, "contour: test\ntargets:\n  onec: { kind: onec_odata }\n", "write")
+	r := newRig(t, withConfigFile("contour: test\ntargets:\n  onec: { kind: onec_odata }\n"))
 	const key = "test:invoice.create:o-own-1:v1"
 	code, body, err := r.post(key, fmt.Sprintf(e2eInvoice, "o-own-1", 2))
 	if err != nil || code != 200 || body["state"] != "succeeded" {

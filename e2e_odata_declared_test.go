@@ -2,9 +2,8 @@ package main
 
 import (
 	"fmt"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -79,18 +78,7 @@ const e2eODataInvoice = `{"schema_version":"1.0","intent":"buh_invoice.create","
 func TestBinaryDeclaredODataIntent(t *testing.T) {
 	t.Parallel()
 	dir := intentsDir(t, "buh_invoice.create.v1.yaml", odataInvoiceDefinition)
-	r := newRigWith(t, 1000, rigRetry+"intents_dir: "+dir+"\n", "")
-	cfg, err := os.ReadFile(r.config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	buh := fmt.Sprintf("  buh: { kind: onec_odata, base_url: \"%s%s\", username_env: E2E_BUH_USER, password_env: E2E_BUH_PASSWORD, time_zone: Europe/Moscow, timeout_ms: 1000 }\n", r.simURL, sim.ODataPath)
-	cfg = []byte(strings.Replace(string(cfg), "targets:\n", "targets:\n"+buh, 1))
-	if err := os.WriteFile(r.config, cfg, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r.env = append(r.env, "E2E_BUH_USER=integration", "E2E_BUH_PASSWORD="+sim.ODataPassword)
-	r.startGateway()
+	r := newRig(t, withIntents(dir), withOData("buh", "time_zone: Europe/Moscow, timeout_ms: 1000"))
 
 	effects := func(key string) (docs, creates int) {
 		t.Helper()
@@ -151,10 +139,7 @@ func TestCheckDeclaredODataIntent(t *testing.T) {
 	t.Parallel()
 	dir := intentsDir(t, "buh_invoice.create.v1.yaml", odataInvoiceDefinition)
 	simURL := startSim(t)
-	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(cfg, []byte("contour: test\nintents_dir: "+dir+"\ntargets:\n  buh: { kind: onec_odata, base_url: \""+simURL+sim.ODataPath+"\", username_env: BUH_USER, password_env: BUH_PASSWORD, timeout_ms: 2000 }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := configtest.Write(t, "contour: test\nintents_dir: "+dir+"\ntargets:\n  buh: { kind: onec_odata, base_url: \""+simURL+sim.ODataPath+"\", username_env: BUH_USER, password_env: BUH_PASSWORD, timeout_ms: 2000 }\n")
 	env := []string{"BUH_USER=integration", "BUH_PASSWORD=" + sim.ODataPassword}
 
 	out, code := runCheck(t, env, "--config", cfg)

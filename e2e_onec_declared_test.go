@@ -3,9 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -53,33 +52,13 @@ map: { intent: purchase_order.create_draft }
 
 const e2ePurchaseOrder = `{"schema_version":"1.0","intent":"purchase_order.create_draft","payload":{"supplier_id":"%s","warehouse_id":"warehouse-01","items":[{"product_id":"product-778","quantity":%d}]}}`
 
-// intentsDir is a new intents_dir holding one definition, as file name.
-func intentsDir(t *testing.T, name, definition string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(definition), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// startSim starts the simulators alone and returns their URL.
-func startSim(t *testing.T) string {
-	t.Helper()
-	addr := freeAddr(t)
-	start(t, nil, "sim", "--listen", addr)
-	url := "http://" + addr
-	waitHTTP(t, url+"/_sim/effects")
-	return url
-}
-
 // A declared intent on kind onec through the binary: the gateway loads it
 // from intents_dir and the simulated 1C publishes it; execute, replay,
 // mismatch, a lost answer and parallel duplicates make one document each.
 func TestBinaryDeclaredOneCIntent(t *testing.T) {
 	t.Parallel()
 	dir := intentsDir(t, "purchase_order.create_draft.v1.yaml", purchaseOrderDefinition)
-	r := newRigWith(t, 1000, rigRetry+"intents_dir: "+dir+"\n", "")
+	r := newRig(t, withIntents(dir), notStarted())
 	resp, err := http.Post(r.simURL+"/_sim/onec/intents", "application/json", strings.NewReader(`{"intents":["purchase_order.create_draft"]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +67,7 @@ func TestBinaryDeclaredOneCIntent(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("publish at the simulated 1C: %s", resp.Status)
 	}
-	r.startGateway()
+	r.serve()
 
 	t.Run("ExecuteReplayMismatch", func(t *testing.T) {
 		const key = "test:purchase_order.create_draft:po-e2e-1:v1"
@@ -203,10 +182,7 @@ func TestCheckDeclaredOneCIntent(t *testing.T) {
 	t.Parallel()
 	dir := intentsDir(t, "purchase_order.create_draft.v1.yaml", purchaseOrderDefinition)
 	simURL := startSim(t)
-	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(cfg, []byte("contour: test\nintents_dir: "+dir+"\ntargets:\n  onec: { base_url: \""+simURL+"/onec\", timeout_ms: 2000 }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := configtest.Write(t, "contour: test\nintents_dir: "+dir+"\ntargets:\n  onec: { base_url: \""+simURL+"/onec\", timeout_ms: 2000 }\n")
 
 	out, code := runCheck(t, nil, "--config", cfg)
 	line := lineOf(out, "onec")
@@ -241,27 +217,10 @@ func TestCheckDeclaredOneCIntent(t *testing.T) {
 func TestServeSimulatorPublishesDeclaredIntents(t *testing.T) {
 	t.Parallel()
 	dir := intentsDir(t, "purchase_order.create_draft.v1.yaml", purchaseOrderDefinition)
-	r := onOwnSimulators(t, "contour: test\nintents_dir: "+dir+"\n", "draft")
+	r := newRig(t, withConfigFile("contour: test\nintents_dir: "+dir+"\n"))
 	const key = "test:purchase_order.create_draft:po-demo-1:v1"
 	code, body, err := r.post(key, fmt.Sprintf(e2ePurchaseOrder, "supplier-7", 2))
 	if err != nil || code != 200 || body["state"] != "succeeded" {
 		t.Fatalf("a declared 1C intent on serve's own simulator: %d %v %v", code, body, err)
 	}
-}
-
-// onOwnSimulators starts serve with the configuration config, whose
-// targets are left to serve's built-in simulators, and an agent token
-// with scopes.
-func onOwnSimulators(t *testing.T, config, scopes string) *rig {
-	t.Helper()
-	cfg := filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	data := filepath.Join(t.TempDir(), "data")
-	r := &rig{t: t, config: cfg, dataDir: data}
-	runBinary(t, nil, "migrate", "up", "--config", cfg, "--data", data)
-	r.token = lastLine(runBinary(t, nil, "token", "create", "--config", cfg, "--data", data, "--name", "demo", "--scopes", scopes))
-	r.startGateway()
-	return r
 }

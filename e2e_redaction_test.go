@@ -115,8 +115,6 @@ func assertNoSecret(t *testing.T, what, out string) {
 func TestEchoedSecretsRedacted(t *testing.T) {
 	t.Parallel()
 	fake, calls := echoTarget(t)
-	dataDir := filepath.Join(t.TempDir(), "data")
-	config := filepath.Join(t.TempDir(), "oncegate.yaml")
 	cfg := fmt.Sprintf(`contour: test
 retry: { max_attempts: 3, initial_delay_ms: 10, multiplier: 2, max_delay_ms: 20, jitter: false }
 targets:
@@ -124,14 +122,13 @@ targets:
   bitrix24: { webhook_url_env: ECHO_B24_WEBHOOK, timeout_ms: 2000 }
   yookassa: { base_url: "%[1]s/yookassa/v3", shop_id: %[2]q, secret_key_env: ECHO_YK_SECRET, timeout_ms: 2000 }
 `, fake.URL, echoShop)
-	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	env := []string{
 		"ECHO_1C_USER=" + echoUser, "ECHO_1C_PASSWORD=" + echoPassword,
 		"ECHO_B24_WEBHOOK=" + fake.URL + "/bitrix24/rest/7/" + echoHook + "/",
 		"ECHO_YK_SECRET=" + echoKey,
 	}
+	r := newRig(t, withConfigFile(cfg), withEnv(env...), notStarted())
+	config, dataDir := r.config, r.dataDir
 
 	// check, whose probes are refused with the echo.
 	out, code := runCheck(t, env, "--config", config)
@@ -149,12 +146,8 @@ targets:
 	}
 
 	// serve, with an operation at each target.
-	runBinary(t, env, "migrate", "up", "--config", config, "--data", dataDir)
-	token := lastLine(runBinary(t, env, "token", "create", "--config", config, "--data", dataDir, "--name", "echo-agent", "--scopes", "read,draft,write,post,pay"))
-	addr := freeAddr(t)
-	gw := start(t, env, "serve", "--config", config, "--data", dataDir, "--listen", addr)
-	api := "http://" + addr
-	waitHTTP(t, api+"/readyz")
+	r.serve()
+	token, gw, api := r.token, r.gateway, r.apiURL
 	var answers strings.Builder
 	for key, body := range map[string]string{
 		"test:invoice.create:echo-1:v1":      fmt.Sprintf(e2eInvoice, "echo-1", 1),

@@ -62,9 +62,7 @@ func asList(v any) []any { l, _ := v.([]any); return l }
 // refuses while serve runs, and keeps the journal it replaces.
 func TestRestoreUnderLoad(t *testing.T) {
 	t.Parallel()
-	c := newLoadRig(t, 2000, 1500)
-	c.startGateway(t)
-	r := c.rig
+	r := newRig(t, forLoad(2000, 1500))
 	rep := &chaosReport{t: t}
 
 	// Answered before the backup.
@@ -138,8 +136,8 @@ func TestRestoreUnderLoad(t *testing.T) {
 		t.Fatalf("a refused restore left %v", leftovers)
 	}
 
-	c.gateway.cmd.Process.Signal(syscall.SIGTERM)
-	c.gateway.cmd.Wait()
+	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
+	r.gateway.cmd.Wait()
 	out := runBinary(t, r.env, "restore", "--yes", "--config", r.config, "--data", r.dataDir, backupFile)
 	if !strings.Contains(out, "integrity ok") || !strings.Contains(out, fmt.Sprintf("schema version %d", store.LatestVersion())) {
 		t.Fatalf("restore: %s", out)
@@ -154,9 +152,7 @@ func TestRestoreUnderLoad(t *testing.T) {
 	}
 
 	calls := r.simJSON("/_sim/calls")
-	if err := c.restartGatewaySameAddr(); err != nil {
-		t.Fatal(err)
-	}
+	r.serve()
 	for key, want := range answeredBefore {
 		var op *chaosOp
 		for _, o := range append(before, during...) {

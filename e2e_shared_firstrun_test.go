@@ -2,8 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,18 +22,7 @@ func TestSharedJournalSimultaneousFirstRun(t *testing.T) {
 	addrs := make([]string, n)
 	for i := range gateways {
 		addrs[i] = freeAddr(t)
-		p := &proc{cmd: exec.Command(bin(t), "serve", "--data", filepath.Join(t.TempDir(), "data"), "--listen", addrs[i])}
-		p.cmd.Env = append(os.Environ(), "ONCEGATE_JOURNAL_URL="+journal, "ONCEGATE_CONFIG=")
-		p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
-		p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
-		gateways[i] = p
-		t.Cleanup(func() {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
-			if t.Failed() {
-				t.Logf("gateway %d output%s", i, p.dump(t))
-			}
-		})
+		gateways[i] = prepare(t, []string{"ONCEGATE_JOURNAL_URL=" + journal, "ONCEGATE_CONFIG="}, "serve", "--data", filepath.Join(t.TempDir(), "data"), "--listen", addrs[i])
 	}
 	startAll := make(chan struct{})
 	var wg sync.WaitGroup

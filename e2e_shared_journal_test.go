@@ -72,8 +72,7 @@ func errorCode(body map[string]any) string {
 // journal: one effect at the target, one object id in every answer.
 func TestSharedJournalOneEffect(t *testing.T) {
 	t.Parallel()
-	c := newLoadRigOn(t, storetest.Database(t), 2000, 1500)
-	c.startGateway(t)
+	c := newRig(t, forLoad(2000, 1500), onJournal(storetest.Database(t)))
 	c.addInstance(t)
 	// The first attempt is slow, so the other requests arrive while it
 	// holds the key.
@@ -123,9 +122,7 @@ func TestSharedJournalChaos(t *testing.T) {
 		t.Skip("chaos test skipped in -short mode")
 	}
 	t.Parallel()
-	c := newLoadRigOn(t, storetest.Database(t), 300, 3000)
-	c.withOData(t, 300, 3000)
-	c.startGateway(t)
+	c := newRig(t, forChaos(t), onJournal(storetest.Database(t)))
 	c.addInstance(t)
 	runChaos(t, c, 4)
 	out := runBinary(t, c.env, "audit", "verify", "--config", c.config, "--data", c.dataDir)
@@ -140,8 +137,7 @@ func TestSharedJournalChaos(t *testing.T) {
 // sending it again.
 func TestSharedJournalDeadLease(t *testing.T) {
 	t.Parallel()
-	c := newLoadRigOn(t, storetest.Database(t), 1500, 1500)
-	c.startGateway(t)
+	c := newRig(t, forLoad(1500, 1500), onJournal(storetest.Database(t)))
 	other := c.addInstance(t)
 	st, err := store.Open(context.Background(), c.journal)
 	if err != nil {

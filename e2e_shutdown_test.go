@@ -22,8 +22,7 @@ import (
 // ends with exactly one effect.
 func TestSigtermUnderLoad(t *testing.T) {
 	t.Parallel()
-	c := newLoadRig(t, 2000, 1500)
-	r := c.rig
+	r := newRig(t, forLoad(2000, 1500), notStarted())
 
 	// A notify socket, as systemd gives a unit of Type=notify.
 	sockPath := filepath.Join(t.TempDir(), "notify.sock")
@@ -55,11 +54,10 @@ func TestSigtermUnderLoad(t *testing.T) {
 		}
 	}
 
-	c.gateway = start(t, append(r.env, "NOTIFY_SOCKET="+sockPath), "serve", "--config", r.config, "--data", r.dataDir, "--listen", c.addr)
-	c.apiURL = "http://" + c.addr
+	r.launch("NOTIFY_SOCKET=" + sockPath)
 	expect("READY=1")
 	// Ready means listening: the first request is answered.
-	if resp, err := http.Get(c.apiURL + "/readyz"); err != nil || resp.StatusCode != 200 {
+	if resp, err := http.Get(r.apiURL + "/readyz"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("/readyz right after READY=1: %v %v", resp, err)
 	} else {
 		resp.Body.Close()
@@ -85,7 +83,7 @@ func TestSigtermUnderLoad(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			req, _ := http.NewRequest("POST", c.apiURL+"/v1/operations", strings.NewReader(op.body))
+			req, _ := http.NewRequest("POST", r.apiURL+"/v1/operations", strings.NewReader(op.body))
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+r.token)
 			req.Header.Set("Idempotency-Key", op.key)
@@ -116,10 +114,10 @@ func TestSigtermUnderLoad(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	signalled := time.Now()
-	c.gateway.cmd.Process.Signal(syscall.SIGTERM)
+	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
 	expect("STOPPING=1")
 	exited := make(chan error, 1)
-	go func() { exited <- c.gateway.cmd.Wait() }()
+	go func() { exited <- r.gateway.cmd.Wait() }()
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -130,8 +128,8 @@ func TestSigtermUnderLoad(t *testing.T) {
 	}
 	stopTook := time.Since(signalled)
 	wg.Wait()
-	if !strings.Contains(c.gateway.output(), "oncegate stopped") {
-		t.Fatalf("no clean stop in the log:\n%s", c.gateway.output())
+	if !strings.Contains(r.gateway.output(), "oncegate stopped") {
+		t.Fatalf("no clean stop in the log:\n%s", r.gateway.output())
 	}
 
 	// Nothing needs a person; what was in flight is started under its
@@ -169,24 +167,22 @@ func TestSigtermUnderLoad(t *testing.T) {
 	}
 
 	// The next start resumes: agents retry their keys until final.
-	if err := c.restartGatewaySameAddr(); err != nil {
-		t.Fatal(err)
-	}
+	r.serve()
 	rep := &chaosReport{t: t}
-	driveAll(t, c, rep, ops)
+	driveAll(t, r, rep, ops)
 	for _, op := range ops {
 		if op.final != "succeeded" {
 			t.Errorf("%s ended %q", op.key, op.final)
 		}
 	}
-	c.check(t, rep, ops)
+	r.check(t, rep, ops)
 	t.Logf("SIGTERM: stop took %v; %d answered, %d refused; journal then: %v",
 		stopTook.Round(time.Millisecond), answered, refused, states)
 }
 
 // driveAll has agents, 16 at a time, send each operation with its key
 // until its answer is final, within a minute.
-func driveAll(t *testing.T, c *chaosRig, rep *chaosReport, ops []*chaosOp) {
+func driveAll(t *testing.T, c *rig, rep *chaosReport, ops []*chaosOp) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

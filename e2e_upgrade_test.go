@@ -19,8 +19,7 @@ import (
 func TestUpgradeFromPreviousSchema(t *testing.T) {
 	t.Parallel()
 	latest := store.LatestVersion()
-	r := newRigWith(t, 2000, "rate_limit: { per_second: 100000, burst: 100000 }\n", "")
-	r.startGateway()
+	r := newRig(t, withTimeout(2000), withSettings("rate_limit: { per_second: 100000, burst: 100000 }\n"))
 	ops := restoreOps("up", 12)
 	want := map[string]answer{}
 	for _, op := range ops {
@@ -45,7 +44,7 @@ func TestUpgradeFromPreviousSchema(t *testing.T) {
 
 	// serve upgrades it.
 	calls := r.simJSON("/_sim/calls")
-	r.startGateway()
+	r.serve()
 	if out := runBinary(t, r.env, append([]string{"migrate", "version"}, args...)...); !strings.Contains(out, fmt.Sprintf("version %d ", latest)) {
 		t.Fatalf("after serve: %s", out)
 	}

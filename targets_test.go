@@ -8,9 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -359,8 +356,8 @@ func TestBuildTargetsOneCOData(t *testing.T) {
 // the gateway before it starts.
 func TestServeNamedTargets(t *testing.T) {
 	t.Parallel()
-	r := newRigWith(t, 2000, "  buh: { kind: onec, timeout_ms: 3000, settle_ms: 10000, retention: 2160h }\n  trade: { kind: onec }\n", "")
-	r.startGateway()
+	r := newRig(t, withTimeout(2000), withSettings(""),
+		withTarget("buh", "kind: onec, timeout_ms: 3000, settle_ms: 10000, retention: 2160h"), withTarget("trade", "kind: onec"))
 	if out := r.gateway.output(); !strings.Contains(out, "SIMULATORS IN USE") || !strings.Contains(out, "targets=buh,trade") {
 		t.Errorf("serve does not name the simulated instances:\n%s", out)
 	}
@@ -383,13 +380,9 @@ func TestServeNamedTargets(t *testing.T) {
 		t.Errorf("effects at onec = %d, want 1", got)
 	}
 
-	twice := filepath.Join(t.TempDir(), "oncegate.yaml")
-	if err := os.WriteFile(twice, []byte("targets:\n  bitrix24: { webhook_url_env: A }\n  crm: { kind: bitrix24 }\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin(t), "serve", "--config", twice, "--data", t.TempDir(), "--listen", freeAddr(t))
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "targets.crm: the target crm is configured already, as targets.bitrix24") {
+	twice := configtest.Write(t, "targets:\n  bitrix24: { webhook_url_env: A }\n  crm: { kind: bitrix24 }\n")
+	out, err := serveOnce(t, nil, "--config", twice, "--data", t.TempDir())
+	if err == nil || !strings.Contains(out, "targets.crm: the target crm is configured already, as targets.bitrix24") {
 		t.Errorf("serve with crm configured twice: %v\n%s", err, out)
 	}
 }

@@ -29,3 +29,15 @@ func WriteFile(tb testing.TB, dir, name, body string, perm os.FileMode) string {
 	}
 	return p
 }
+
+// Dir writes files (name → content) into a new directory of tb's own,
+// readable by their owner alone, and returns it: an intents_dir of
+// definitions.
+func Dir(tb testing.TB, files map[string]string) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	for name, body := range files {
+		WriteFile(tb, dir, name, body, 0o600)
+	}
+	return dir
+}
