@@ -1,15 +1,19 @@
 package main
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // The layering of the packages: the journal and the adapters know nothing
@@ -253,34 +257,31 @@ func TestBinaryCarriesZoneDatabase(t *testing.T) {
 
 // One way to set up a test: the three built-in targets are built for
 // tests in one place, adapterstest.Start (serve builds them in
-// targets.go), and the helpers tests of several packages share are
-// defined once, in a test-support package, not again under their own
-// names in each.
+// targets.go), and a test helper is defined once: no two helpers of the
+// tests (in _test.go files and the test-support packages, such as
+// adapters/adapterstest, store/storetest and server/config/configtest)
+// have the same body, whatever their names. Bodies are compared as code,
+// comments and layout aside; a body of a couple of statements is an
+// idiom, not a helper, and may recur.
 func TestOneTestSetUp(t *testing.T) {
 	t.Parallel()
 	builders := map[string]bool{
 		"targets.go": true, filepath.FromSlash("adapters/adapterstest/adapterstest.go"): true,
 		"e2e_chaos_test.go": true, // look-up clients at the binary's own simulators, which it starts with its own shop
 	}
-	shared := map[string]string{
-		"writeConfig": "configtest.Write", "noEnv": "configtest.NoEnv",
-		"classified": "adapterstest.WantError", "mustError": "adapterstest.WantError", "wantError": "adapterstest.WantError", "wantCode": "adapterstest.WantError",
-		"simTargets": "adapterstest.Start", "builtTargets": "adapterstest.Start", "invoicePayload": "adapterstest.InvoicePayload",
+	helpers, err := testHelpers(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range sameBodies(helpers) {
+		var names []string
+		for _, h := range group {
+			names = append(names, h.where)
+		}
+		t.Errorf("test helpers with one body: %s; define it once (a test-support package if several packages need it)", strings.Join(names, ", "))
 	}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != "." && strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") {
-			return nil
-		}
+	err = walkGo(".", func(path string) error {
 		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			return err
@@ -289,9 +290,6 @@ func TestOneTestSetUp(t *testing.T) {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil {
 				continue
-			}
-			if use := shared[fn.Name.Name]; use != "" && fn.Recv == nil && strings.HasSuffix(path, "_test.go") {
-				t.Errorf("%s defines %s: tests share %s", path, fn.Name.Name, use)
 			}
 			built := map[string]bool{}
 			ast.Inspect(fn.Body, func(n ast.Node) bool {
@@ -311,4 +309,150 @@ func TestOneTestSetUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The check of one helper per body finds a helper defined twice under
+// two names, in two packages, and leaves short bodies and tests alone.
+func TestOneTestSetUpFindsDuplicates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	helper := `
+// waitReady polls url until it answers 200.
+func %s(t *testing.T, url string) {
+	t.Helper()
+	for range 100 {
+		if resp, err := http.Get(url); err == nil && resp.StatusCode == 200 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%%s never became ready", url)
+}
+`
+	short := "\nfunc %s(t *testing.T) string { t.Helper(); return t.TempDir() }\n"
+	test := "\nfunc %s(t *testing.T) {\n\tt.Parallel()\n\tt.Log(1)\n\tt.Log(2)\n}\n"
+	files := map[string]string{
+		"a/a_test.go":            "package a\n" + fmt.Sprintf(helper, "waitReady") + fmt.Sprintf(short, "dirA") + fmt.Sprintf(test, "TestA"),
+		"b/btest/btest.go":       "package btest\n" + fmt.Sprintf(strings.Replace(helper, "\tt.Helper()\n", "\tt.Helper() // a comment of its own\n\n", 1), "WaitUp") + fmt.Sprintf(short, "dirB"),
+		"c/c_test.go":            "package c\n" + fmt.Sprintf(test, "TestA"),
+		"d/d.go":                 "package d\n" + fmt.Sprintf(helper, "notATest"),
+		"e/etest/etest_x.go":     "package etest\n" + fmt.Sprintf(strings.Replace(helper, "100", "200", 1), "waitLonger"),
+		"node_modules/x_test.go": "package x\n" + fmt.Sprintf(helper, "vendored"),
+	}
+	for name, src := range files {
+		path := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	helpers, err := testHelpers(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := sameBodies(helpers)
+	if len(groups) != 1 || len(groups[0]) != 2 ||
+		groups[0][0].where != filepath.FromSlash("a/a_test.go")+": waitReady" || groups[0][1].where != filepath.FromSlash("b/btest/btest.go")+": WaitUp" {
+		t.Fatalf("found %+v, want waitReady and WaitUp alone", groups)
+	}
+}
+
+// helper is a function of the tests' and its body, printed as code.
+type helper struct {
+	where string // file: name
+	body  string
+}
+
+// testHelpers returns the helpers of the tests under root: the functions
+// but tests, benchmarks, fuzz tests and examples of its _test.go files
+// and of its test-support packages (a directory named *test), with more
+// than two statements, each with its body printed without comments and
+// with its layout normalised.
+func testHelpers(root string) ([]helper, error) {
+	var helpers []helper
+	fset := token.NewFileSet()
+	err := walkGo(root, func(path string) error {
+		rel, _ := filepath.Rel(root, path)
+		if !strings.HasSuffix(path, "_test.go") && !strings.HasSuffix(filepath.Base(filepath.Dir(path)), "test") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0) // without comments
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil || len(fn.Body.List) <= 2 || fn.Name.Name == "TestMain" {
+				continue
+			}
+			if strings.HasSuffix(path, "_test.go") && fn.Recv == nil && isTestFunc(fn.Name.Name) {
+				continue
+			}
+			var b strings.Builder
+			if err := printer.Fprint(&b, token.NewFileSet(), fn.Body); err != nil {
+				return err
+			}
+			where := rel + ": " + fn.Name.Name
+			if fn.Recv != nil && len(fn.Recv.List) == 1 {
+				var recv strings.Builder
+				printer.Fprint(&recv, token.NewFileSet(), fn.Recv.List[0].Type)
+				where = rel + ": (" + recv.String() + ")." + fn.Name.Name
+			}
+			helpers = append(helpers, helper{where: where, body: strings.Join(strings.Fields(b.String()), " ")})
+		}
+		return nil
+	})
+	return helpers, err
+}
+
+// isTestFunc reports whether name is that of a test, benchmark, fuzz
+// test or example, which go test runs rather than a test calls.
+func isTestFunc(name string) bool {
+	for _, prefix := range []string{"Test", "Benchmark", "Fuzz", "Example"} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && (rest == "" || !unicode.IsLower([]rune(rest)[0])) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameBodies groups the helpers with one body, in the order found.
+func sameBodies(helpers []helper) [][]helper {
+	byBody := map[string][]helper{}
+	var order []string
+	for _, h := range helpers {
+		if byBody[h.body] == nil {
+			order = append(order, h.body)
+		}
+		byBody[h.body] = append(byBody[h.body], h)
+	}
+	var groups [][]helper
+	for _, body := range order {
+		if len(byBody[body]) > 1 {
+			groups = append(groups, byBody[body])
+		}
+	}
+	return groups
+}
+
+// walkGo calls fn with the path of every .go file under root, in lexical
+// order, leaving out hidden directories and node_modules.
+func walkGo(root string, fn func(path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		return fn(path)
+	})
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"github.com/oncegate/oncegate/server/engine/enginetest"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -57,7 +58,7 @@ func callbackKey(name string) string { return "test:crm.callback:create:" + name
 // awaitStarted waits until key's claim is journaled and its send on its way.
 func awaitStarted(tb testing.TB, g *gateway, key string) {
 	tb.Helper()
-	eventually(tb, key+" started", func() bool {
+	enginetest.Eventually(tb, key+" started", func() bool {
 		op, err := g.store.Get(context.Background(), key)
 		return err == nil && op.Status == store.StatusStarted
 	})
@@ -137,7 +138,7 @@ func clockStepAfterTimeout(t *testing.T, open func(testing.TB) *store.Store) {
 		expect(t, r, http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
 		time.Sleep(200 * time.Millisecond)
 	}
-	eventually(t, "the late send lands and is found", func() bool {
+	enginetest.Eventually(t, "the late send lands and is found", func() bool {
 		return g.post(key, callback("customer-1042")).Code == http.StatusOK
 	})
 	time.Sleep(3600 * time.Millisecond) // any second send made would have landed by now

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,18 +52,6 @@ normalize: { upper: [currency] }
 limits: { currency_field: currency, currencies: [RUB], items_field: items, max_items: 2 }
 `
 
-// intentsDir writes definition files into a new directory.
-func intentsDir(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // purchase is a purchase_order.create_draft envelope.
 func purchase(supplier string, quantity float64) map[string]any {
 	return map[string]any{
@@ -82,7 +71,7 @@ func purchase(supplier string, quantity float64) map[string]any {
 func TestDeclaredIntent(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	cfg.IntentsDir = intentsDir(t, map[string]string{"purchase_order.create_draft.v1.yaml": purchaseOrder})
+	cfg.IntentsDir = configtest.Dir(t, map[string]string{"purchase_order.create_draft.v1.yaml": purchaseOrder})
 	g := setupWith(t, cfg)
 	if err := g.sim.PublishOneC("purchase_order.create_draft"); err != nil {
 		t.Fatal(err)
@@ -163,7 +152,7 @@ func TestBuiltinIntentsSwitchedOff(t *testing.T) {
 		t.Parallel()
 		cfg := testConfig()
 		cfg.BuiltinIntents = []string{"none"}
-		cfg.IntentsDir = intentsDir(t, map[string]string{"po.yaml": purchaseOrder})
+		cfg.IntentsDir = configtest.Dir(t, map[string]string{"po.yaml": purchaseOrder})
 		g := setupWith(t, cfg)
 		if err := g.sim.PublishOneC("purchase_order.create_draft"); err != nil {
 			t.Fatal(err)
@@ -196,7 +185,7 @@ func TestBuiltinIntentsSwitchedOff(t *testing.T) {
 func TestIntentChanged(t *testing.T) {
 	t.Parallel()
 	st := openJournal(t)
-	dir := intentsDir(t, map[string]string{"po.yaml": purchaseOrder})
+	dir := configtest.Dir(t, map[string]string{"po.yaml": purchaseOrder})
 	cfg := testConfig()
 	cfg.IntentsDir = dir
 	cfg.Reconciler.IntervalMS, cfg.Reconciler.MaxBackoffMS = 600000, 600000 // nothing settles behind the test's back

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"io"
 	"net/http"
 	"strings"
@@ -25,7 +26,7 @@ func withRule(action string) string {
 func ruleGateway(t *testing.T, action string) *gateway {
 	t.Helper()
 	cfg := testConfig()
-	cfg.IntentsDir = intentsDir(t, map[string]string{"po.yaml": withRule(action)})
+	cfg.IntentsDir = configtest.Dir(t, map[string]string{"po.yaml": withRule(action)})
 	g := setupWith(t, cfg)
 	if err := g.sim.PublishOneC("purchase_order.create_draft"); err != nil {
 		t.Fatal(err)

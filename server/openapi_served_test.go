@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"net/http"
 	"strconv"
 	"strings"
@@ -55,7 +56,7 @@ func dig(t *testing.T, v any, path ...string) any {
 func TestOpenAPINumbersHaveFormats(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig()
-	cfg.IntentsDir = intentsDir(t, map[string]string{"purchase_order.create_draft.v1.yaml": purchaseOrder})
+	cfg.IntentsDir = configtest.Dir(t, map[string]string{"purchase_order.create_draft.v1.yaml": purchaseOrder})
 	g := setupWith(t, cfg)
 	doc := servedOpenAPI(t, g)
 	var seen int

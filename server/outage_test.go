@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/oncegate/oncegate/server/engine/enginetest"
 	"net/http"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func TestJournalServerOutage(t *testing.T) {
 	}
 
 	proxy.Restore()
-	eventually(t, "the unknown operation settles once the journal is back", func() bool {
+	enginetest.Eventually(t, "the unknown operation settles once the journal is back", func() bool {
 		return g.post(unknown, callback("customer-1042")).Code == http.StatusOK
 	})
 	expect(t, g.post(fresh, callback("customer-1042")), http.StatusOK, "succeeded", "")

@@ -119,19 +119,6 @@ func fastConfig() config.Config {
 	return cfg
 }
 
-// eventually polls cond until it holds or the time is up, for what no
-// worker reports (await waits for a worker).
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func charge(order string, amount int) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"schema_version": "1.0", "intent": "payment.charge",

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"github.com/oncegate/oncegate/server/engine/enginetest"
 	"net/http"
 	"testing"
 
@@ -16,7 +17,7 @@ func TestGracefulShutdown(t *testing.T) {
 	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDelay, DelayMS: 300, Times: 1})
 	done := make(chan reply, 1)
 	go func() { done <- g.post(key, invoice("order-shutdown", 1)) }()
-	eventually(t, "the call to reach the target", func() bool { return g.sim.Calls(sim.OneC, key) == 1 })
+	enginetest.Eventually(t, "the call to reach the target", func() bool { return g.sim.Calls(sim.OneC, key) == 1 })
 	if err := g.stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,19 @@ func WantError(tb testing.TB, err error, class adapters.Class, code, field strin
 	return e
 }
 
+// WantFinal asserts that err is a Final *adapters.Error of code, with no
+// field, whose message says each of words, and returns it.
+func WantFinal(tb testing.TB, err error, code string, words ...string) *adapters.Error {
+	tb.Helper()
+	e := WantError(tb, err, adapters.Final, code, "")
+	for _, w := range words {
+		if !strings.Contains(e.Message, w) {
+			tb.Fatalf("message %q does not say %q", e.Message, w)
+		}
+	}
+	return e
+}
+
 // InvoicePayload is the payload of an invoice.create for order: quantity
 // pieces of product-778 at 625.00 roubles, billed by org-main to
 // customer-1042.

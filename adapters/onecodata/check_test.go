@@ -46,18 +46,6 @@ func postOp(key, doc string) adapters.Op {
 	return adapters.Op{Key: key, Intent: "sales_order.post", Version: 1, Payload: json.RawMessage(`{"order_id":"` + doc + `"}`)}
 }
 
-// wantRefused asserts a Final refusal with code whose message holds every
-// one of words.
-func wantRefused(tb testing.TB, err error, code string, words ...string) {
-	tb.Helper()
-	e := adapterstest.WantError(tb, err, adapters.Final, code, "")
-	for _, w := range words {
-		if !strings.Contains(e.Message, w) {
-			tb.Fatalf("message %q does not say %q", e.Message, w)
-		}
-	}
-}
-
 func TestCheckObject_Create(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -135,7 +123,7 @@ func TestCheckObject_Create(t *testing.T) {
 		f := setup(t, 2*time.Second, nil)
 		for _, id := range []string{"", "0000-000001", "guid'3f2504e0-4f89-11d3-9a0c-0305e82c3301'", "3f2504e0-4f89-11d3-9a0c-0305e82c330"} {
 			_, err := f.c.CheckObject(ctx, invoiceOp("check:create:5"), id)
-			wantRefused(t, err, codes.Validation, "Ref_Key")
+			adapterstest.WantFinal(t, err, codes.Validation, "Ref_Key")
 		}
 		if got := f.gets.Load(); got != 0 {
 			t.Fatalf("%d reads for malformed ids", got)
@@ -150,7 +138,7 @@ func TestCheckObject_Create(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = f.c.CheckObject(ctx, invoiceOp("check:create:6"), other.ObjectID)
-		wantRefused(t, err, codes.InvalidState, "another operation")
+		adapterstest.WantFinal(t, err, codes.InvalidState, "another operation")
 	})
 
 	t.Run("ErrMarkedForDeletion", func(t *testing.T) {
@@ -158,7 +146,7 @@ func TestCheckObject_Create(t *testing.T) {
 		f := setup(t, 2*time.Second, nil)
 		doc := f.byHand(t, map[string]any{"Комментарий": "order-1", "DeletionMark": true})
 		_, err := f.c.CheckObject(ctx, invoiceOp("check:create:7"), doc["Ref_Key"].(string))
-		wantRefused(t, err, codes.InvalidState, "marked for deletion")
+		adapterstest.WantFinal(t, err, codes.InvalidState, "marked for deletion")
 	})
 
 	t.Run("ErrRead", func(t *testing.T) {
@@ -171,7 +159,7 @@ func TestCheckObject_Create(t *testing.T) {
 		}
 		op := adapters.Op{Intent: "sales_order.get_status", Version: 1, Payload: json.RawMessage(`{"order_id":"3f2504e0-4f89-11d3-9a0c-0305e82c3301"}`)}
 		_, err := f.c.CheckObject(ctx, op, "3f2504e0-4f89-11d3-9a0c-0305e82c3301")
-		wantRefused(t, err, codes.IntentNotAllowed, "only reads")
+		adapterstest.WantFinal(t, err, codes.IntentNotAllowed, "only reads")
 	})
 
 	t.Run("ErrUnavailable", func(t *testing.T) {
@@ -206,7 +194,7 @@ func TestCheckObject_Post(t *testing.T) {
 		op := postOp("check:post:1", doc.ObjectID)
 		// A draft: the posting is not done.
 		_, err = f.c.CheckObject(ctx, op, doc.ObjectID)
-		wantRefused(t, err, codes.InvalidState, "not posted")
+		adapterstest.WantFinal(t, err, codes.InvalidState, "not posted")
 		if _, err := f.c.Execute(ctx, op); err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +226,7 @@ func TestCheckObject_Post(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = f.c.CheckObject(ctx, postOp("check:post:2", mine.ObjectID), theirs.ObjectID)
-		wantRefused(t, err, codes.InvalidState, "order_id", mine.ObjectID)
+		adapterstest.WantFinal(t, err, codes.InvalidState, "order_id", mine.ObjectID)
 	})
 
 	t.Run("ErrNotFound", func(t *testing.T) {
@@ -255,6 +243,6 @@ func TestCheckObject_Post(t *testing.T) {
 		f := setup(t, 2*time.Second, nil)
 		ref := f.byHand(t, map[string]any{"Комментарий": "order-1", "DeletionMark": true})["Ref_Key"].(string)
 		_, err := f.c.CheckObject(ctx, postOp("check:post:4", ref), ref)
-		wantRefused(t, err, codes.InvalidState, "marked for deletion")
+		adapterstest.WantFinal(t, err, codes.InvalidState, "marked for deletion")
 	})
 }

@@ -56,18 +56,6 @@ func (f *fixture) paymentByHand(tb testing.TB, value, currency string) string {
 	})
 }
 
-// wantFinal asserts a Final refusal with code whose message holds every
-// one of words.
-func wantFinal(tb testing.TB, err error, code string, words ...string) {
-	tb.Helper()
-	e := adapterstest.WantError(tb, err, adapters.Final, code, "")
-	for _, w := range words {
-		if !strings.Contains(e.Message, w) {
-			tb.Fatalf("message %q does not say %q", e.Message, w)
-		}
-	}
-}
-
 func TestCheckObject(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -146,9 +134,9 @@ func TestCheckObject(t *testing.T) {
 		f := setup(t)
 		for _, id := range []string{"", "../payments", "2f3b588d 000f", strings.Repeat("a", 65)} {
 			_, err := f.client.CheckObject(ctx, chargeOp(t, "test:payment.charge:check-5:v1", 1000), id)
-			wantFinal(t, err, codes.Validation, "payment id")
+			adapterstest.WantFinal(t, err, codes.Validation, "payment id")
 			_, err = f.client.CheckObject(ctx, refundOp(t, "test:payment.refund:check-5:v1", "2f3b588d-000f-5000-8000-1d6e87c7fbde", 100), id)
-			wantFinal(t, err, codes.Validation, "refund id")
+			adapterstest.WantFinal(t, err, codes.Validation, "refund id")
 		}
 	})
 
@@ -159,13 +147,13 @@ func TestCheckObject(t *testing.T) {
 		other := chargeOp(t, "test:payment.charge:check-6-other:v1", 1000)
 		made := MustExecute(t, f.client, other)
 		_, err := f.client.CheckObject(ctx, op, made.ObjectID)
-		wantFinal(t, err, codes.InvalidState, "another operation", other.Key)
+		adapterstest.WantFinal(t, err, codes.InvalidState, "another operation", other.Key)
 
 		rop := refundOp(t, "test:payment.refund:check-6:v1", made.ObjectID, 100)
 		rother := refundOp(t, "test:payment.refund:check-6-other:v1", made.ObjectID, 100)
 		refund := MustExecute(t, f.client, rother)
 		_, err = f.client.CheckObject(ctx, rop, refund.ObjectID)
-		wantFinal(t, err, codes.InvalidState, "another operation", rother.Key)
+		adapterstest.WantFinal(t, err, codes.InvalidState, "another operation", rother.Key)
 	})
 
 	t.Run("ErrAmount", func(t *testing.T) {
@@ -173,9 +161,9 @@ func TestCheckObject(t *testing.T) {
 		f := setup(t)
 		op := chargeOp(t, "test:payment.charge:check-7:v1", 125000)
 		_, err := f.client.CheckObject(ctx, op, f.paymentByHand(t, "1000.00", "RUB"))
-		wantFinal(t, err, codes.InvalidState, "1000.00 RUB", "1250.00 RUB")
+		adapterstest.WantFinal(t, err, codes.InvalidState, "1000.00 RUB", "1250.00 RUB")
 		_, err = f.client.CheckObject(ctx, op, f.paymentByHand(t, "1250.00", "USD"))
-		wantFinal(t, err, codes.InvalidState, "1250.00 USD", "1250.00 RUB")
+		adapterstest.WantFinal(t, err, codes.InvalidState, "1250.00 USD", "1250.00 RUB")
 	})
 
 	t.Run("ErrCanceled", func(t *testing.T) {
@@ -188,7 +176,7 @@ func TestCheckObject(t *testing.T) {
 			t.Fatalf("Execute of a charge the payer cannot pay: %v, want its payment's id", err)
 		}
 		_, err = f.client.CheckObject(ctx, op, ae.ObjectID)
-		wantFinal(t, err, codes.InsufficientFunds, "canceled", "insufficient_funds")
+		adapterstest.WantFinal(t, err, codes.InsufficientFunds, "canceled", "insufficient_funds")
 	})
 
 	t.Run("ErrPending", func(t *testing.T) {
@@ -202,7 +190,7 @@ func TestCheckObject(t *testing.T) {
 			t.Fatalf("Execute of a payment kept pending: %v", err)
 		}
 		_, err = f.client.CheckObject(ctx, op, ae.ObjectID)
-		wantFinal(t, err, codes.InvalidState, "still pending", "look-ups will settle it")
+		adapterstest.WantFinal(t, err, codes.InvalidState, "still pending", "look-ups will settle it")
 	})
 
 	t.Run("ErrRefundCanceled", func(t *testing.T) {
@@ -217,7 +205,7 @@ func TestCheckObject(t *testing.T) {
 			t.Fatalf("Execute of a refund the provider cancels: %v", err)
 		}
 		_, err = f.client.CheckObject(ctx, op, ae.ObjectID)
-		wantFinal(t, err, codes.RefundCanceled, "canceled", "rejected_by_payee")
+		adapterstest.WantFinal(t, err, codes.RefundCanceled, "canceled", "rejected_by_payee")
 	})
 
 	t.Run("ErrRefundPending", func(t *testing.T) {
@@ -232,7 +220,7 @@ func TestCheckObject(t *testing.T) {
 			t.Fatalf("Execute of a refund kept pending: %v", err)
 		}
 		_, err = f.client.CheckObject(ctx, op, ae.ObjectID)
-		wantFinal(t, err, codes.InvalidState, "still pending")
+		adapterstest.WantFinal(t, err, codes.InvalidState, "still pending")
 	})
 
 	t.Run("ErrRefundOfAnotherPayment", func(t *testing.T) {
@@ -243,7 +231,7 @@ func TestCheckObject(t *testing.T) {
 		id := f.byHand(t, "/refunds", map[string]any{"payment_id": theirs, "amount": map[string]any{"value": "10.00", "currency": "RUB"}})
 		op := refundOp(t, "test:payment.refund:check-12:v1", mine.ObjectID, 1000)
 		_, err := f.client.CheckObject(ctx, op, id)
-		wantFinal(t, err, codes.InvalidState, theirs, mine.ObjectID)
+		adapterstest.WantFinal(t, err, codes.InvalidState, theirs, mine.ObjectID)
 		// The same refund, for the payment it is of, is taken.
 		op = refundOp(t, "test:payment.refund:check-12:v1", theirs, 1000)
 		if got, err := f.client.CheckObject(ctx, op, id); err != nil || got.ObjectID != id || got.Data["payment_id"] != theirs {

@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"github.com/oncegate/oncegate/adapters/codes/codestest"
 	"strings"
 	"testing"
 
@@ -132,7 +133,7 @@ func TestDecodeEnvelope(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := contract.DecodeEnvelope([]byte(tt.body))
-			mustRefuse(t, err, tt.code, tt.field)
+			codestest.WantRefusal(t, err, tt.code, tt.field)
 		})
 	}
 }
@@ -155,7 +156,7 @@ func TestDecodeEnvelope_Messages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := contract.DecodeEnvelope([]byte(tt.body))
-		ce := mustRefuse(t, err, errCode(err), errField(err))
+		ce := codestest.WantRefusal(t, err, errCode(err), errField(err))
 		for _, w := range tt.want {
 			if !strings.Contains(ce.Message, w) {
 				t.Errorf("DecodeEnvelope(%.40s…) message %q lacks %q", tt.body, ce.Message, w)
@@ -204,13 +205,13 @@ func TestDecodeEnvelope_ControlCharacters(t *testing.T) {
 		"TabInMemberName":  {`{"schema_version":"1.0","intent":"invoice.create","payload":{"order\tid":"x"}}`, "order\tid"},
 	} {
 		_, err := contract.DecodeEnvelope([]byte(c.body))
-		if ce := mustRefuse(t, err, codes.Validation, c.field); !strings.Contains(ce.Message, "control character") {
+		if ce := codestest.WantRefusal(t, err, codes.Validation, c.field); !strings.Contains(ce.Message, "control character") {
 			t.Errorf("%s: message %q does not name a control character", name, ce.Message)
 		}
 	}
 	// The payload alone, as its normalization decodes it, is held to the same rule.
 	_, err := contract.DecodePayload("crm.callback.create", []byte(`{"comment":"call\u0000back"}`))
-	if ce := mustRefuse(t, err, codes.Validation, "comment"); !strings.Contains(ce.Message, "U+0000") {
+	if ce := codestest.WantRefusal(t, err, codes.Validation, "comment"); !strings.Contains(ce.Message, "U+0000") {
 		t.Errorf("Normalize: message %q does not name U+0000", ce.Message)
 	}
 	// A right-to-left override is no control character: accepted here.

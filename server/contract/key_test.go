@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"github.com/oncegate/oncegate/adapters/codes/codestest"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestKeyFromRequest(t *testing.T) {
 			t.Parallel()
 			got, err := contract.KeyFromRequest(tt.header, tt.hasHeader, tt.requestID)
 			if tt.wantCode != "" {
-				ce := mustRefuse(t, err, tt.wantCode, tt.wantField)
+				ce := codestest.WantRefusal(t, err, tt.wantCode, tt.wantField)
 				if tt.name == "ErrDiffer" && !strings.Contains(ce.Message, "differ") {
 					t.Fatalf("message %q does not say the keys differ", ce.Message)
 				}
@@ -180,7 +181,7 @@ func TestCheckKey(t *testing.T) {
 				}
 				return
 			}
-			ce := mustRefuse(t, err, codes.KeyInvalid, contract.KeyField)
+			ce := codestest.WantRefusal(t, err, codes.KeyInvalid, contract.KeyField)
 			if strings.HasPrefix(tt.name, "ErrCard") || secretCase(tt.name) {
 				// Neither the key nor a piece that may hold the secret is echoed.
 				for _, seg := range strings.Split(tt.key, ":") {
@@ -223,7 +224,7 @@ func TestCheckKey_Messages(t *testing.T) {
 		{"prod:invoice.create:order#1:v1", "prod", "invoice.create", []string{"position 26"}},
 	}
 	for _, tt := range tests {
-		ce := mustRefuse(t, contract.CheckKey(tt.key, tt.contour, tt.intent), codes.KeyInvalid, contract.KeyField)
+		ce := codestest.WantRefusal(t, contract.CheckKey(tt.key, tt.contour, tt.intent), codes.KeyInvalid, contract.KeyField)
 		for _, w := range tt.want {
 			if !strings.Contains(ce.Message, w) {
 				t.Errorf("CheckKey(%q) message %q lacks %q", tt.key, ce.Message, w)

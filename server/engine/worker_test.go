@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/oncegate/oncegate/server/engine/enginetest"
 	"io"
 	"log/slog"
 	"maps"
@@ -200,19 +201,6 @@ func await[T any](tb testing.TB, what string, sig <-chan T, cond func() bool) {
 		case <-timeout:
 			tb.Fatalf("timed out waiting for %s", what)
 		}
-	}
-}
-
-// eventually polls cond until it holds or the time is up, for what no
-// worker reports.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -465,7 +453,7 @@ func TestBitrixRetryWaitsForInFlightAdd(t *testing.T) {
 	sent := time.Now()
 	out, err := w.submit(w.agent, key, body)
 	want(t, out, err, store.StatusUnknown, codes.OutcomeUnknown)
-	eventually(t, "the retried callback settles", func() bool {
+	enginetest.Eventually(t, "the retried callback settles", func() bool {
 		out, err := w.submit(w.agent, key, body)
 		return err == nil && out.Op.Status == store.StatusSucceeded
 	})

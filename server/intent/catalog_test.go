@@ -3,6 +3,7 @@ package intent_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/oncegate/oncegate/adapters/codes/codestest"
 	"strings"
 	"testing"
 
@@ -81,7 +82,7 @@ func TestLookup(t *testing.T) {
 	})
 	t.Run("NotAllowed", func(t *testing.T) {
 		t.Parallel()
-		ce := mustRefuse(t, builtins.NotAllowed("sql.exec"), codes.IntentNotAllowed, "intent")
+		ce := codestest.WantRefusal(t, builtins.NotAllowed("sql.exec"), codes.IntentNotAllowed, "intent")
 		if !strings.Contains(ce.Message, "invoice.create, sales_order.create_draft") {
 			t.Fatalf("message %q does not list the whitelist", ce.Message)
 		}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestDuplicates_Load(t *testing.T) {
 	t.Run("Declared", func(t *testing.T) {
 		t.Parallel()
 		def := strings.Replace(purchaseOrder, "money: false", "money: false\nduplicates: { fields: [supplier_id, amount_minor, currency], window: 720h, action: hold }", 1)
-		in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": def})).Definitions()
+		in := mustLoadDir(t, configtest.Dir(t, map[string]string{"po.v1.yaml": def})).Definitions()
 		d := in[len(in)-1].Duplicates
 		if d == nil || len(d.Fields) != 3 || d.Fields[1].Field != "amount_minor" || d.Window != 720*time.Hour || d.Action != intent.DuplicateHold {
 			t.Fatalf("rule %+v", d)
@@ -31,14 +32,14 @@ func TestDuplicates_Load(t *testing.T) {
 		for _, rule := range []string{"", "duplicates: { fields: [supplier_id], window: 24h, action: warn }\n",
 			"duplicates:\n  fields: [supplier_id, currency]\n  window: 720h   # 30 days\n  action: block\n"} {
 			def := strings.Replace(purchaseOrder, "description:", rule+"description:", 1)
-			in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": def})).Definitions()
+			in := mustLoadDir(t, configtest.Dir(t, map[string]string{"po.v1.yaml": def})).Definitions()
 			digests = append(digests, in[len(in)-1].Digest)
 		}
 		if digests[0] != digests[1] || digests[0] != digests[2] {
 			t.Fatalf("digests %v", digests)
 		}
 		other := strings.Replace(purchaseOrder, "maxItems: 100", "maxItems: 99", 1)
-		in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": other})).Definitions()
+		in := mustLoadDir(t, configtest.Dir(t, map[string]string{"po.v1.yaml": other})).Definitions()
 		if in[len(in)-1].Digest == digests[0] {
 			t.Fatal("a change of meaning kept the digest")
 		}
@@ -49,7 +50,7 @@ func TestDuplicates_Load(t *testing.T) {
 		// the digest, and a row that recorded the digest of the whole file
 		// (journals before) still runs under the definition.
 		load := func(def string) *intent.Intent {
-			in := mustLoadDir(t, writeDefs(t, map[string]string{"po.v1.yaml": def})).Definitions()
+			in := mustLoadDir(t, configtest.Dir(t, map[string]string{"po.v1.yaml": def})).Definitions()
 			return in[len(in)-1]
 		}
 		base := load(purchaseOrder)

@@ -1,38 +1,10 @@
 package intent_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
-	"github.com/oncegate/oncegate/adapters/codes"
 	"github.com/oncegate/oncegate/server/intent"
 )
-
-// mustRefuse asserts err is a 400 *codes.Refusal with the given code and field.
-func mustRefuse(tb testing.TB, err error, code, field string) *codes.Refusal {
-	tb.Helper()
-	var ce *codes.Refusal
-	if !errors.As(err, &ce) {
-		tb.Fatalf("got error %v (%T), want *codes.Refusal %s", err, err, code)
-	}
-	if got, want := ce.Code, code; got != want {
-		tb.Fatalf("code = %s, want %s (%v)", got, want, ce)
-	}
-	if got, want := ce.Field, field; got != want {
-		tb.Fatalf("field = %q, want %q (%v)", got, want, ce)
-	}
-	if got, want := ce.Status, 400; got != want {
-		tb.Fatalf("status = %d, want %d", got, want)
-	}
-	if ce.Message == "" {
-		tb.Fatalf("empty message")
-	}
-	if strings.Contains(ce.Message, "oncegate.invalid") || strings.Contains(ce.Message, "://") {
-		tb.Fatalf("message leaks a schema URL: %s", ce.Message)
-	}
-	return ce
-}
 
 // builtins is the catalog of the built-in intents.
 var builtins = intent.Builtin()

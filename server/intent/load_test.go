@@ -3,7 +3,8 @@ package intent_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
+	"github.com/oncegate/oncegate/adapters/codes/codestest"
+	"github.com/oncegate/oncegate/server/config/configtest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,18 +62,6 @@ map: { intent: purchase_order.create_draft }
 // targets are the target instances of the tests' configuration.
 var targets = []string{"onec", "crm", "payments", "buh"}
 
-// writeDefs writes files (name → content) into a new directory.
-func writeDefs(t *testing.T, files map[string]string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // mustLoadDir loads the built-ins and dir.
 func mustLoadDir(t *testing.T, dir string) *intent.Catalog {
 	t.Helper()
@@ -85,7 +74,7 @@ func mustLoadDir(t *testing.T, dir string) *intent.Catalog {
 
 func TestLoad_Declared(t *testing.T) {
 	t.Parallel()
-	dir := writeDefs(t, map[string]string{"po.v1.yaml": purchaseOrder, "README.txt": "not a definition"})
+	dir := configtest.Dir(t, map[string]string{"po.v1.yaml": purchaseOrder, "README.txt": "not a definition"})
 	c := mustLoadDir(t, dir)
 	in, ok := c.Lookup("purchase_order.create_draft")
 	if !ok {
@@ -115,7 +104,7 @@ func TestLoad_Declared(t *testing.T) {
 		t.Errorf("canonical = %s, want %s", got, want)
 	}
 	_, err = in.Normalize([]byte(`{"supplier_id":"s","currency":"RUB","items":[{"product_id":"p","quantity":1,"method":"x"}]}`))
-	mustRefuse(t, err, codes.UnknownField, "items[0].method")
+	codestest.WantRefusal(t, err, codes.UnknownField, "items[0].method")
 }
 
 // Every bad definition is refused at load, naming the file, the path
@@ -166,7 +155,7 @@ func TestLoad_Refused(t *testing.T) {
 			if !strings.Contains(purchaseOrder, c.old) {
 				t.Fatalf("the base definition lacks %q", c.old)
 			}
-			dir := writeDefs(t, map[string]string{"po.v1.yaml": strings.Replace(purchaseOrder, c.old, c.new, 1)})
+			dir := configtest.Dir(t, map[string]string{"po.v1.yaml": strings.Replace(purchaseOrder, c.old, c.new, 1)})
 			cat, err := intent.Load(intent.Options{Dir: dir, Targets: targets})
 			if err == nil || cat != nil {
 				t.Fatal("loaded")
@@ -179,7 +168,7 @@ func TestLoad_Refused(t *testing.T) {
 	}
 	t.Run("TwoFilesOneVersion", func(t *testing.T) {
 		t.Parallel()
-		dir := writeDefs(t, map[string]string{"a.yaml": purchaseOrder, "b.yaml": purchaseOrder})
+		dir := configtest.Dir(t, map[string]string{"a.yaml": purchaseOrder, "b.yaml": purchaseOrder})
 		_, err := intent.Load(intent.Options{Dir: dir, Targets: targets})
 		if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "b.yaml")+": name: purchase_order.create_draft version 1 is also defined by "+filepath.Join(dir, "a.yaml")) {
 			t.Fatalf("err = %v", err)
@@ -187,7 +176,7 @@ func TestLoad_Refused(t *testing.T) {
 	})
 	t.Run("TwoVersions", func(t *testing.T) {
 		t.Parallel()
-		dir := writeDefs(t, map[string]string{"a.yaml": purchaseOrder, "b.yaml": strings.Replace(purchaseOrder, "version: 1", "version: 2", 1)})
+		dir := configtest.Dir(t, map[string]string{"a.yaml": purchaseOrder, "b.yaml": strings.Replace(purchaseOrder, "version: 1", "version: 2", 1)})
 		c := mustLoadDir(t, dir)
 		if in, _ := c.Lookup("purchase_order.create_draft"); in.Version != 2 {
 			t.Fatalf("served version %d, want the newest", in.Version)
@@ -198,14 +187,14 @@ func TestLoad_Refused(t *testing.T) {
 	})
 	t.Run("BuiltInNameTaken", func(t *testing.T) {
 		t.Parallel()
-		dir := writeDefs(t, map[string]string{"inv.yaml": strings.Replace(purchaseOrder, "name: purchase_order.create_draft", "name: invoice.create", 1)})
+		dir := configtest.Dir(t, map[string]string{"inv.yaml": strings.Replace(purchaseOrder, "name: purchase_order.create_draft", "name: invoice.create", 1)})
 		if _, err := intent.Load(intent.Options{Dir: dir, Targets: targets}); err == nil || !strings.Contains(err.Error(), "also defined by built-in") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("NotYAML", func(t *testing.T) {
 		t.Parallel()
-		dir := writeDefs(t, map[string]string{"x.yaml": "name: [unclosed"})
+		dir := configtest.Dir(t, map[string]string{"x.yaml": "name: [unclosed"})
 		if _, err := intent.Load(intent.Options{Dir: dir, Targets: targets}); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "x.yaml")+": not valid YAML") {
 			t.Fatalf("err = %v", err)
 		}
@@ -219,7 +208,7 @@ func TestLoad_Refused(t *testing.T) {
 	})
 	t.Run("OneBadFileRefusesAll", func(t *testing.T) {
 		t.Parallel()
-		dir := writeDefs(t, map[string]string{"a.yaml": purchaseOrder, "b.yaml": strings.Replace(purchaseOrder, "version: 1", "version: 2\nscript: x", 1)})
+		dir := configtest.Dir(t, map[string]string{"a.yaml": purchaseOrder, "b.yaml": strings.Replace(purchaseOrder, "version: 1", "version: 2\nscript: x", 1)})
 		if c, err := intent.Load(intent.Options{Dir: dir, Targets: targets}); err == nil || c != nil {
 			t.Fatal("a half-loaded whitelist")
 		}
@@ -247,7 +236,7 @@ func TestLoad_Builtins(t *testing.T) {
 		}
 	}
 	cat, _ := intent.Load(intent.Options{Builtins: []string{"none"}, Targets: targets})
-	ce := mustRefuse(t, cat.NotAllowed("invoice.create"), codes.IntentNotAllowed, "intent")
+	ce := codestest.WantRefusal(t, cat.NotAllowed("invoice.create"), codes.IntentNotAllowed, "intent")
 	if !strings.Contains(ce.Message, "none") {
 		t.Errorf("message %q", ce.Message)
 	}
@@ -306,7 +295,7 @@ type plain struct{ adapters.Target }
 
 func TestBind(t *testing.T) {
 	t.Parallel()
-	cat := mustLoadDir(t, writeDefs(t, map[string]string{"po.yaml": purchaseOrder}))
+	cat := mustLoadDir(t, configtest.Dir(t, map[string]string{"po.yaml": purchaseOrder}))
 	onec, crm := &binder{}, &binder{}
 	err := cat.Bind(map[string]adapters.Target{"onec": onec, "crm": crm, "payments": plain{}, "buh": plain{}})
 	if err != nil {
@@ -332,7 +321,7 @@ func TestBind(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// A declared intent at a target that serves only its built-ins.
-	moved := mustLoadDir(t, writeDefs(t, map[string]string{"po.yaml": strings.Replace(purchaseOrder, "target: onec", "target: buh", 1)}))
+	moved := mustLoadDir(t, configtest.Dir(t, map[string]string{"po.yaml": strings.Replace(purchaseOrder, "target: onec", "target: buh", 1)}))
 	if err := moved.Bind(map[string]adapters.Target{"onec": &binder{}, "crm": &binder{}, "payments": plain{}, "buh": plain{}}); err == nil || !strings.Contains(err.Error(), "target: the target buh serves only its built-in intents") {
 		t.Fatalf("err = %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/oncegate/oncegate/adapters/codes/codestest"
 	"strings"
 	"testing"
 
@@ -197,7 +198,7 @@ func TestNormalize_UnknownFields(t *testing.T) {
 				t.Parallel()
 				p := withField(t, validPayloads[in.Name], false, name, `"x"`)
 				_, err := in.Normalize([]byte(p))
-				ce := mustRefuse(t, err, codes.UnknownField, name)
+				ce := codestest.WantRefusal(t, err, codes.UnknownField, name)
 				if !strings.Contains(ce.Message, fmt.Sprintf("unknown field %q in the payload; allowed: ", name)) {
 					t.Fatalf("message %q", ce.Message)
 				}
@@ -211,7 +212,7 @@ func TestNormalize_UnknownFields(t *testing.T) {
 				t.Parallel()
 				p := withField(t, validPayloads[intent], true, name, `1`)
 				_, err := in.Normalize([]byte(p))
-				ce := mustRefuse(t, err, codes.UnknownField, "items[0]."+name)
+				ce := codestest.WantRefusal(t, err, codes.UnknownField, "items[0]."+name)
 				if !strings.Contains(ce.Message, fmt.Sprintf("unknown field %q in items[0]; allowed: product_id, quantity, unit", name)) {
 					t.Fatalf("message %q", ce.Message)
 				}
@@ -222,7 +223,7 @@ func TestNormalize_UnknownFields(t *testing.T) {
 		t.Parallel()
 		p := withField(t, validPayloads["invoice.create"], true, "discount", `5`)
 		_, err := mustLookup(t, "invoice.create").Normalize([]byte(p))
-		ce := mustRefuse(t, err, codes.UnknownField, "items[0].discount")
+		ce := codestest.WantRefusal(t, err, codes.UnknownField, "items[0].discount")
 		if got, want := ce.Message, `unknown field "discount" in items[0]; allowed: product_id, quantity, unit, price_minor`; got != want {
 			t.Fatalf("message = %q, want %q", got, want)
 		}
@@ -231,7 +232,7 @@ func TestNormalize_UnknownFields(t *testing.T) {
 		t.Parallel()
 		p := withField(t, validPayloads["sales_order.post"], false, "posted", `true`)
 		_, err := mustLookup(t, "sales_order.post").Normalize([]byte(p))
-		ce := mustRefuse(t, err, codes.UnknownField, "posted")
+		ce := codestest.WantRefusal(t, err, codes.UnknownField, "posted")
 		if !strings.Contains(ce.Message, "declarative intents only") {
 			t.Fatalf("message %q", ce.Message)
 		}
@@ -240,7 +241,7 @@ func TestNormalize_UnknownFields(t *testing.T) {
 		t.Parallel()
 		p := `{"order_id":"","organization_id":7,"currency":"rubles","items":[{"product_id":"p","quantity":0,"unit":"pcs","price_minor":1,"discount":1}],"script":"x"}`
 		_, err := mustLookup(t, "invoice.create").Normalize([]byte(p))
-		mustRefuse(t, err, codes.UnknownField, "script") // top level before items[0]
+		codestest.WantRefusal(t, err, codes.UnknownField, "script") // top level before items[0]
 	})
 	t.Run("UnknownInSecondItem", func(t *testing.T) {
 		t.Parallel()
@@ -248,7 +249,7 @@ func TestNormalize_UnknownFields(t *testing.T) {
 			{"product_id":"p","quantity":1,"unit":"pcs","price_minor":1},
 			{"product_id":"p","quantity":1,"unit":"pcs","price_minor":1,"zeta":1,"alpha":2}]}`
 		_, err := mustLookup(t, "invoice.create").Normalize([]byte(p))
-		mustRefuse(t, err, codes.UnknownField, "items[1].alpha")
+		codestest.WantRefusal(t, err, codes.UnknownField, "items[1].alpha")
 	})
 }
 
@@ -363,7 +364,7 @@ func TestNormalize_Violations(t *testing.T) {
 				}
 				return
 			}
-			ce := mustRefuse(t, err, codes.Validation, tt.field)
+			ce := codestest.WantRefusal(t, err, codes.Validation, tt.field)
 			if !strings.Contains(ce.Message, tt.msg) {
 				t.Fatalf("message %q lacks %q", ce.Message, tt.msg)
 			}
@@ -438,7 +439,7 @@ func TestFirstRefusedNumberInFieldOrder(t *testing.T) {
 	for field, p := range payloads {
 		for range 30 { // map order differs from run to run
 			_, err := in.Normalize([]byte(p))
-			mustRefuse(t, err, codes.Validation, field)
+			codestest.WantRefusal(t, err, codes.Validation, field)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package intent_test
 
 import (
+	"github.com/oncegate/oncegate/adapters/codes/codestest"
 	"strings"
 	"testing"
 
@@ -38,7 +39,7 @@ func TestNormalize_Receipt(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := charge.Normalize([]byte(`{` + base + `,"receipt":` + tc.receipt + `}`))
-			ce := mustRefuse(t, err, codes.Validation, tc.field)
+			ce := codestest.WantRefusal(t, err, codes.Validation, tc.field)
 			_ = ce
 		})
 	}

@@ -1,4 +1,6 @@
-package contract_test
+// Package codestest gives tests of what refuses requests (the contract,
+// the intents) one check of a refusal.
+package codestest
 
 import (
 	"errors"
@@ -8,8 +10,10 @@ import (
 	"github.com/oncegate/oncegate/adapters/codes"
 )
 
-// mustRefuse asserts err is a 400 *codes.Refusal with the given code and field.
-func mustRefuse(tb testing.TB, err error, code, field string) *codes.Refusal {
+// WantRefusal asserts err is a 400 *codes.Refusal with the given code and
+// field, and a message that says something and leaks no schema URL, and
+// returns it.
+func WantRefusal(tb testing.TB, err error, code, field string) *codes.Refusal {
 	tb.Helper()
 	var ce *codes.Refusal
 	if !errors.As(err, &ce) {
