@@ -63,8 +63,10 @@ type Stats struct {
 // Cut is what one power cut threw away.
 type Cut struct {
 	// Bytes is how many bytes of file content differ from what a
-	// program read just before the cut (lost writes and truncations).
+	// program read just before the cut (lost writes and truncations);
+	// Files says it per file (by its path from the root).
 	Bytes int
+	Files map[string]int
 	// Entries is how many directory entries came or went back.
 	Entries int
 	// Torn is how many bytes of the last write were kept (0: not torn).
@@ -163,13 +165,16 @@ func (p *FS) Cut(tear *rand.Rand) Cut {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.frozen = true
-	var c Cut
+	c := Cut{Files: map[string]int{}}
 	alive := map[*node]bool{}
-	var walk func(n *node)
-	walk = func(n *node) {
+	var walk func(n *node, path string)
+	walk = func(n *node, path string) {
 		alive[n] = true
 		if !n.dir {
-			c.Bytes += lost(n.data, n.synced)
+			if b := lost(n.data, n.synced); b > 0 {
+				c.Bytes += b
+				c.Files[path] = b
+			}
 			n.data = slices.Clone(n.synced)
 			return
 		}
@@ -184,11 +189,11 @@ func (p *FS) Cut(tear *rand.Rand) Cut {
 			}
 		}
 		n.kids = maps.Clone(n.syncedKids)
-		for _, k := range n.kids {
-			walk(k)
+		for name, k := range n.kids {
+			walk(k, filepath.Join(path, name))
 		}
 	}
-	walk(p.root)
+	walk(p.root, "")
 	if w := p.last; tear != nil && w != nil && alive[w.n] {
 		keep := len(w.data)
 		var bounds []int
