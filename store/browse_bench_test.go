@@ -20,8 +20,9 @@ func BenchmarkListOperations(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("BROWSE_ROWS")); err == nil && n > 0 {
 		rows = n
 	}
-	storetest.SQLiteOnly(b, "rows are made by a recursive SQLite statement")
-	s := MustOpenStore(b)
+	// SQLite only: rows are made by a recursive SQLite statement.
+	j := storetest.SQLite
+	s := j.Open(b)
 	db, err := sql.Open("sqlite", s.Path())
 	if err != nil {
 		b.Fatal(err)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"github.com/oncegate/oncegate/store/storetest"
 	"sync"
 	"testing"
 
@@ -13,47 +14,49 @@ import (
 // fail not.
 func TestFirstRun(t *testing.T) {
 	t.Parallel()
-	s := MustOpenStore(t)
-	ctx := context.Background()
-	const n = 4
-	var wg sync.WaitGroup
-	users, tokens := make([]bool, n), make([]bool, n)
-	secrets := make([]string, n)
-	for i := range n {
-		wg.Go(func() {
-			_, made, err := s.CreateFirstUser(ctx, "admin", store.RoleAdmin, "a first password, long enough")
-			if err != nil {
-				t.Errorf("first user %d: %v", i, err)
+	storetest.Each(t, func(t *testing.T, j storetest.Journal) {
+		s := j.Open(t)
+		ctx := context.Background()
+		const n = 4
+		var wg sync.WaitGroup
+		users, tokens := make([]bool, n), make([]bool, n)
+		secrets := make([]string, n)
+		for i := range n {
+			wg.Go(func() {
+				_, made, err := s.CreateFirstUser(ctx, "admin", store.RoleAdmin, "a first password, long enough")
+				if err != nil {
+					t.Errorf("first user %d: %v", i, err)
+				}
+				users[i] = made
+				secret, _, made, err := s.CreateFirstToken(ctx, "demo-agent", store.Scopes)
+				if err != nil {
+					t.Errorf("first token %d: %v", i, err)
+				}
+				tokens[i], secrets[i] = made, secret
+			})
+		}
+		wg.Wait()
+		count := func(made []bool) (c int) {
+			for _, m := range made {
+				if m {
+					c++
+				}
 			}
-			users[i] = made
-			secret, _, made, err := s.CreateFirstToken(ctx, "demo-agent", store.Scopes)
-			if err != nil {
-				t.Errorf("first token %d: %v", i, err)
-			}
-			tokens[i], secrets[i] = made, secret
-		})
-	}
-	wg.Wait()
-	count := func(made []bool) (c int) {
-		for _, m := range made {
-			if m {
-				c++
+			return c
+		}
+		if got, want := count(users), 1; got != want {
+			t.Fatalf("first users made = %d, want %d", got, want)
+		}
+		if got, want := count(tokens), 1; got != want {
+			t.Fatalf("first tokens made = %d, want %d", got, want)
+		}
+		for i, secret := range secrets {
+			if (secret != "") != tokens[i] {
+				t.Fatalf("set-up %d: secret %q, made %v", i, secret, tokens[i])
 			}
 		}
-		return c
-	}
-	if got, want := count(users), 1; got != want {
-		t.Fatalf("first users made = %d, want %d", got, want)
-	}
-	if got, want := count(tokens), 1; got != want {
-		t.Fatalf("first tokens made = %d, want %d", got, want)
-	}
-	for i, secret := range secrets {
-		if (secret != "") != tokens[i] {
-			t.Fatalf("set-up %d: secret %q, made %v", i, secret, tokens[i])
+		if n, err := s.CountUsers(ctx); err != nil || n != 1 {
+			t.Fatalf("users = %d, %v; want 1", n, err)
 		}
-	}
-	if n, err := s.CountUsers(ctx); err != nil || n != 1 {
-		t.Fatalf("users = %d, %v; want 1", n, err)
-	}
+	})
 }

@@ -33,12 +33,11 @@ func TestRedact(t *testing.T) {
 // BEGIN, before anything is sent, and go on with new connections, so no
 // write fails; the audit chain stays whole.
 func TestWritersReconnect(t *testing.T) {
-	if !storetest.Postgres() {
-		t.Skip("PostgreSQL journal only: SQLite has no connection to lose")
-	}
 	t.Parallel()
+	// PostgreSQL only: SQLite has no connection to lose.
+	j := storetest.PostgreSQL
 	ctx := context.Background()
-	s := MustOpenStore(t)
+	s := j.Open(t)
 	MustClaim(t, s, claimReq("test:invoice.create:before-cut:v1", fp1, "run-1"), store.DecisionExecute)
 
 	u, _ := url.Parse(store.LocationOf(s))
@@ -86,12 +85,11 @@ func TestWritersReconnect(t *testing.T) {
 // committed. The batch here runs in savepoints (one of its writes fails on
 // its own), as a batch that lost a deadlock once does.
 func TestBatchLosingDeadlockRunsAgain(t *testing.T) {
-	if !storetest.Postgres() {
-		t.Skip("PostgreSQL journal only: SQLite has one writer")
-	}
+	// PostgreSQL only: SQLite has one writer.
+	j := storetest.PostgreSQL
 	store.OneWriter(t) // so the writes queued together go as one batch
 	ctx := context.Background()
-	a := MustOpenStore(t)
+	a := j.Open(t)
 	b, err := store.Open(ctx, store.LocationOf(a))
 	if err != nil {
 		t.Fatal(err)
@@ -165,11 +163,10 @@ func TestBatchLosingDeadlockRunsAgain(t *testing.T) {
 // server waits for the gateway (a gateway slowed by its CPU quota would
 // hold up every other).
 func TestAuditAppendAndCommitSentTogether(t *testing.T) {
-	if !storetest.Postgres() {
-		t.Skip("PostgreSQL journal only: SQLite's writer has no round trips")
-	}
 	t.Parallel()
-	s := MustOpenStore(t)
+	// PostgreSQL only: SQLite's writer has no round trips.
+	j := storetest.PostgreSQL
+	s := j.Open(t)
 	for _, n := range []int{1, 3} {
 		sends, err := store.CommitSends(context.Background(), s, n)
 		if err != nil {
@@ -239,11 +236,10 @@ func TestWritesFailFastWhileServerUnreachable(t *testing.T) {
 // waiting claim lands (before the waiting batch's own deadline, where
 // without the limit it failed).
 func TestFrozenGatewayReleasesItsLocks(t *testing.T) {
-	if !storetest.Postgres() {
-		t.Skip("PostgreSQL journal only: SQLite has one gateway")
-	}
 	t.Parallel()
-	s := MustOpenStore(t)
+	// PostgreSQL only: SQLite has one gateway.
+	j := storetest.PostgreSQL
+	s := j.Open(t)
 	frozen, err := store.Open(context.Background(), store.LocationOf(s))
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/oncegate/oncegate/store"
-	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // A restore rolls back the operations, never the firm's decisions about
@@ -17,7 +16,7 @@ import (
 // disabled stays disabled, a password changed stays changed, and what was
 // made since stays; every admin session ends. restore says so, by name.
 func TestRestoreKeepsWhoMayAct(t *testing.T) {
-	storetest.SQLiteOnly(t, "restore puts a SQLite backup in place")
+	// The SQLite journal only: restore puts a SQLite backup in place.
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()

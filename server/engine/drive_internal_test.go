@@ -56,11 +56,11 @@ func testConfig() Config {
 	}
 }
 
-// scriptedEngine is an engine over a new journal whose payments target
+// scriptedEngine is an engine over a new journal of j whose payments target
 // is scripted; its workers do not run.
-func scriptedEngine(t *testing.T, target *scripted) (*Engine, *store.Store) {
+func scriptedEngine(t *testing.T, j storetest.Journal, target *scripted) (*Engine, *store.Store) {
 	t.Helper()
-	st := storetest.Open(t)
+	st := j.Open(t)
 	cfg := testConfig()
 	cfg.ReviewAfter = 3
 	e := New(cfg, st, map[string]adapters.Target{"payments": target}, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -89,7 +89,7 @@ func TestLookUpPendingKeepsObject(t *testing.T) {
 	target := &scripted{lookup: func() (adapters.Result, error) {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, ObjectID: "pay-17", Message: "not final yet"}
 	}}
-	e, st := scriptedEngine(t, target)
+	e, st := scriptedEngine(t, storetest.SQLite, target)
 	const key = "test:payment.charge:pending:v1"
 	op := claimed(t, e, st, key)
 	ctx := context.Background()
@@ -116,7 +116,7 @@ func TestLookUpThatCannotTellIsCounted(t *testing.T) {
 	target := &scripted{lookup: func() (adapters.Result, error) {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "too many payments to scan"}
 	}}
-	e, st := scriptedEngine(t, target)
+	e, st := scriptedEngine(t, storetest.SQLite, target)
 	ctx := context.Background()
 	const key = "test:payment.charge:cannot-tell:v1"
 	first := claimed(t, e, st, key)
@@ -173,7 +173,7 @@ func TestJournalContextOutlastsCalls(t *testing.T) {
 // run, can no longer change the row.
 func TestLeasePerClaim(t *testing.T) {
 	t.Parallel()
-	e, st := scriptedEngine(t, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
+	e, st := scriptedEngine(t, storetest.SQLite, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
 	ctx := context.Background()
 	const key = "test:payment.charge:fenced:v1"
 	first := claimed(t, e, st, key) // a one-minute lease

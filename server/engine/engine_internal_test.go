@@ -116,27 +116,29 @@ func TestNoDriveStartsOnceShutdownWaits(t *testing.T) {
 // own stay started, and run out by their leases instead.
 func TestStartOrphansDeadRunsLeases(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	e, st := scriptedEngine(t, &scripted{})
-	const previous, own = "test:payment.charge:orphan-previous:v1", "test:payment.charge:orphan-own:v1"
-	claimed(t, e, st, own)
-	_, _, err := st.Claim(ctx, store.ClaimRequest{
-		Key: previous, Intent: "payment.charge", Fingerprint: strings.Repeat("ab", 32), TargetSystem: "payments",
-		Agent: "agent-a", Payload: []byte(`{}`), Owner: "run-previous/1a2b", Lease: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	want := store.StatusUnknown
-	if storetest.Postgres() {
-		want = store.StatusStarted
-	}
-	for key, want := range map[string]store.Status{previous: want, own: store.StatusStarted} {
-		if op, err := st.Get(ctx, key); err != nil || op.Status != want {
-			t.Errorf("%s: %s (%v), want %s", key, op.Status, err, want)
+	storetest.Each(t, func(t *testing.T, j storetest.Journal) {
+		ctx := context.Background()
+		e, st := scriptedEngine(t, j, &scripted{})
+		const previous, own = "test:payment.charge:orphan-previous:v1", "test:payment.charge:orphan-own:v1"
+		claimed(t, e, st, own)
+		_, _, err := st.Claim(ctx, store.ClaimRequest{
+			Key: previous, Intent: "payment.charge", Fingerprint: strings.Repeat("ab", 32), TargetSystem: "payments",
+			Agent: "agent-a", Payload: []byte(`{}`), Owner: "run-previous/1a2b", Lease: time.Minute,
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		if err := e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		want := store.StatusUnknown
+		if j.Postgres() {
+			want = store.StatusStarted
+		}
+		for key, want := range map[string]store.Status{previous: want, own: store.StatusStarted} {
+			if op, err := st.Get(ctx, key); err != nil || op.Status != want {
+				t.Errorf("%s: %s (%v), want %s", key, op.Status, err, want)
+			}
+		}
+	})
 }

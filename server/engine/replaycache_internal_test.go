@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/oncegate/oncegate/store/storetest"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestFinalCacheBounds(t *testing.T) {
 // the purge removed only rows the cache no longer answers.
 func TestPurgeClearsFinalCache(t *testing.T) {
 	t.Parallel()
-	e, st := scriptedEngine(t, &scripted{})
+	e, st := scriptedEngine(t, storetest.SQLite, &scripted{})
 	ctx := context.Background()
 	const key = "test:payment.charge:purged:v1"
 	st.Now = func() time.Time { return time.Now().Add(-1000 * time.Hour) }

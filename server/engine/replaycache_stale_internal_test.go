@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/oncegate/oncegate/store/storetest"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 // retention still is.
 func TestFinalCacheForgetsPurgeableRows(t *testing.T) {
 	t.Parallel()
-	e, st := scriptedEngine(t, &scripted{})
+	e, st := scriptedEngine(t, storetest.SQLite, &scripted{})
 	ctx := context.Background()
 	for _, c := range []struct {
 		key  string

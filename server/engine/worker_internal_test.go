@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"github.com/oncegate/oncegate/store/storetest"
 	"log/slog"
 	"strings"
 	"testing"
@@ -13,7 +14,7 @@ import (
 // A take that fails is logged with the key of the row it was for.
 func TestReconcilerLogsKeyOfFailedTake(t *testing.T) {
 	t.Parallel()
-	e, st := scriptedEngine(t, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
+	e, st := scriptedEngine(t, storetest.SQLite, &scripted{lookup: func() (adapters.Result, error) { return adapters.Result{}, adapters.ErrNotFound }})
 	var logged bytes.Buffer
 	e.log = slog.New(slog.NewTextHandler(&logged, nil))
 	const key = "test:payment.charge:take-fails:v1"

@@ -1,9 +1,10 @@
-// Package storetest gives tests a fresh journal on either backend. The
-// store's suite runs once per backend: on the embedded SQLite by default,
-// on PostgreSQL with ONCEGATE_TEST_JOURNAL=postgres. PostgreSQL comes from
-// ONCEGATE_TEST_PG, an admin URL of a server the tests may create schemas
-// and databases on (.ci/postgres starts one); without it those tests are
-// skipped with a message, except in CI (CI set), where they fail.
+// Package storetest gives tests a fresh journal on either backend. A
+// suite that runs on both wraps each test's body in Each, which runs it
+// as the subtests sqlite and postgres of one go test: the store's suite
+// and the engine's workers do. PostgreSQL comes from ONCEGATE_TEST_PG, an
+// admin URL of a server the tests may create schemas and databases on
+// (.ci/postgres starts one); without it the PostgreSQL tests are skipped
+// with a message, except in CI (CI set), where they fail.
 package storetest
 
 import (
@@ -22,15 +23,52 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-// Postgres reports whether the suite runs on PostgreSQL.
-func Postgres() bool { return os.Getenv("ONCEGATE_TEST_JOURNAL") == "postgres" }
+// Journal is a kind of journal a test runs on: the embedded SQLite one
+// or PostgreSQL.
+type Journal struct{ name string }
 
-// Open opens a fresh, empty journal for tb at Location, closed when tb
-// ends: every package's tests set up a journal with it, so each runs on
-// PostgreSQL too under ONCEGATE_TEST_JOURNAL=postgres.
+var (
+	// SQLite is the embedded journal: a file in a temp directory.
+	SQLite = Journal{"sqlite"}
+	// PostgreSQL is a journal in a schema of its own on ONCEGATE_TEST_PG's
+	// server.
+	PostgreSQL = Journal{"postgres"}
+)
+
+// String is the journal's name, as Each names its subtests.
+func (j Journal) String() string { return j.name }
+
+// Postgres reports whether the journal is PostgreSQL.
+func (j Journal) Postgres() bool { return j == PostgreSQL }
+
+// Each runs test once on each journal, as the subtests sqlite and
+// postgres of t: a suite that runs on both runs on both in one go test.
+func Each(t *testing.T, test func(t *testing.T, j Journal)) {
+	t.Helper()
+	for _, j := range []Journal{SQLite, PostgreSQL} {
+		t.Run(j.name, func(t *testing.T) { test(t, j) })
+	}
+}
+
+// Open opens a fresh, empty embedded journal for tb, closed when tb
+// ends: the journal of the tests that run on one (Each runs on both).
 func Open(tb testing.TB) *store.Store {
 	tb.Helper()
-	st, err := store.Open(context.Background(), Location(tb))
+	return SQLite.Open(tb)
+}
+
+// OpenShared opens a fresh, empty embedded journal for the tests of a
+// package to share, as SQLite.OpenShared.
+func OpenShared(tb testing.TB) (*store.Store, func()) {
+	tb.Helper()
+	return SQLite.OpenShared(tb)
+}
+
+// Open opens a fresh, empty journal of j for tb at j.Location, closed
+// when tb ends.
+func (j Journal) Open(tb testing.TB) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), j.Location(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -38,12 +76,12 @@ func Open(tb testing.TB) *store.Store {
 	return st
 }
 
-// Location returns where a fresh, empty journal for tb is: a file in a
-// temp directory, or on PostgreSQL a schema of its own (dropped when tb
-// ends) in ONCEGATE_TEST_PG's database.
-func Location(tb testing.TB) string {
+// Location returns where a fresh, empty journal of j for tb is: a file
+// in a temp directory, or on PostgreSQL a schema of its own (dropped when
+// tb ends) in ONCEGATE_TEST_PG's database.
+func (j Journal) Location(tb testing.TB) string {
 	tb.Helper()
-	if !Postgres() {
+	if !j.Postgres() {
 		return filepath.Join(tb.TempDir(), "journal.db")
 	}
 	loc, drop, err := schema(adminURL(tb))
@@ -58,15 +96,15 @@ func Location(tb testing.TB) string {
 	return loc
 }
 
-// OpenShared opens a fresh, empty journal as Open does, for the tests of
-// a package to share: it outlives tb (the first test to ask, which it
-// skips or fails as Open would), and the package's TestMain closes and
-// removes it with the function returned, after m.Run.
-func OpenShared(tb testing.TB) (*store.Store, func()) {
+// OpenShared opens a fresh, empty journal of j as Open does, for the
+// tests of a package to share: it outlives tb (the first test to ask,
+// which it skips or fails as Open would), and the package's TestMain
+// closes and removes it with the function returned, after m.Run.
+func (j Journal) OpenShared(tb testing.TB) (*store.Store, func()) {
 	tb.Helper()
 	var loc string
 	var remove func() error
-	if Postgres() {
+	if j.Postgres() {
 		var err error
 		if loc, remove, err = schema(adminURL(tb)); err != nil {
 			tb.Fatal(err)
@@ -114,15 +152,6 @@ func Database(tb testing.TB) string {
 	u, _ := url.Parse(admin)
 	u.Path = "/" + name
 	return u.String()
-}
-
-// SQLiteOnly skips tb on PostgreSQL: what it checks is the embedded
-// journal's alone (its file, its single writer).
-func SQLiteOnly(tb testing.TB, why string) {
-	tb.Helper()
-	if Postgres() {
-		tb.Skip("SQLite journal only: " + why)
-	}
 }
 
 func adminURL(tb testing.TB) string {
