@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/google/uuid"
 	"io"
 	"log/slog"
 	"net"
@@ -201,6 +202,9 @@ func bench(stdout io.Writer, b benchSetup) error {
 	// (In base 36: a long run of digits could look like a card number.)
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	newKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-%d:v1", run, seq.Add(1)) }
+	// What most agents send: a random UUID, so each new key lands at a
+	// random place in the journal's index rather than at its end.
+	uuidKey := func() string { return "test:invoice.create:" + uuid.NewString() + ":v1" }
 	replayKey := fmt.Sprintf("test:invoice.create:bench-%s-replay:v1", run)
 	fwdKey := func() string { return fmt.Sprintf("test:invoice.create:bench-%s-fwd-%d:v1", run, seq.Add(1)) }
 	if err := send(client, gw.urls[0], token, replayKey); err != nil {
@@ -214,6 +218,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, benchForwardingPath, nil},
 		{"replay of a final operation", gw.urls, func() string { return replayKey }, benchGatewayPath, nil},
 		{"new operation (1C simulator)", gw.urls, newKey, benchGatewayPath, nil},
+		{"new operation, random UUID keys", gw.urls, uuidKey, benchGatewayPath, nil},
 	}
 	var filled time.Duration
 	if b.fill > 0 {

@@ -45,7 +45,7 @@ func TestBenchCommandSharedJournal(t *testing.T) {
 
 func checkBenchRows(t *testing.T, out string) {
 	t.Helper()
-	for _, path := range []string{"bare Echo (reference)", "forwarding to 1C once (reference)", "replay of a final operation", "new operation (1C simulator)", "bare Echo (reference, again)"} {
+	for _, path := range []string{"bare Echo (reference)", "forwarding to 1C once (reference)", "replay of a final operation", "new operation (1C simulator)", "new operation, random UUID keys", "bare Echo (reference, again)"} {
 		row := ""
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, path) {
