@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -40,6 +41,15 @@ type answer struct {
 	// NeedsReview: the outcome could not be established by key and a
 	// person has been asked to look at it.
 	NeedsReview bool `json:"needs_review,omitempty"`
+
+	// KeyOperation: a request refused because its key holds another
+	// request (IDEMPOTENCY_KEY_PAYLOAD_MISMATCH) is told what the key's own
+	// operation is, so no agent concludes that nothing happened.
+	KeyOperation *codes.KeyOperation `json:"key_operation,omitempty"`
+	// ApprovalExpiresAt: an operation awaiting a person's decision ends
+	// failed_final APPROVAL_EXPIRED if nobody decides by then (RFC 3339,
+	// UTC).
+	ApprovalExpiresAt string `json:"approval_expires_at,omitempty"`
 
 	// Validate mode only.
 	Plan     json.RawMessage `json:"plan,omitempty"`
@@ -138,6 +148,7 @@ func (s *Server) writeOperation(c echo.Context, op store.Operation, requestID st
 	status, retry, a := operationAnswer(op, requestID)
 	a.Replayed = replayed
 	s.warn(c, &a, op)
+	s.approvalDue(c, &a, op)
 	h := c.Response().Header()
 	if replayed {
 		h.Set("Idempotent-Replayed", "true")
@@ -146,6 +157,22 @@ func (s *Server) writeOperation(c echo.Context, op store.Operation, requestID st
 		h.Set("Retry-After", itoa(retry))
 	}
 	return s.writeAnswer(c, status, a)
+}
+
+// approvalDue tells an operation awaiting a person's decision when that
+// decision is due: by then it is approved, denied or expired.
+func (s *Server) approvalDue(c echo.Context, a *answer, op store.Operation) {
+	if op.Status != store.StatusAwaitingApproval {
+		return
+	}
+	ap, err := s.store.ApprovalByKey(c.Request().Context(), op.Key)
+	if err != nil || ap.Status != store.ApprovalPending {
+		return // approved and waiting for the executor, or being decided: nothing due
+	}
+	a.ApprovalExpiresAt = ap.ExpiresAt.UTC().Format(time.RFC3339)
+	if len(a.Errors) == 1 {
+		a.Errors[0].Message += "; if nobody decides by " + a.ApprovalExpiresAt + " (approval_expires_at), it ends failed_final " + codes.ApprovalExpired
+	}
 }
 
 // warn adds to a the warnings about op: a suspected duplicate.

@@ -112,6 +112,7 @@ func (s *Server) refusalAnswer(r *codes.Refusal, c echo.Context) (int, answer) {
 			}
 		}
 	}
+	a.KeyOperation = r.KeyOperation
 	status := r.HTTPStatus()
 	a.finish(status)
 	return status, a

@@ -88,6 +88,7 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 	}
 	_, retry, a := operationAnswer(op, "")
 	s.warn(c, &a, op)
+	s.approvalDue(c, &a, op)
 	if retry > 0 {
 		c.Response().Header().Set("Retry-After", itoa(retry))
 	}

@@ -90,6 +90,47 @@ func TestPayloadMismatch(t *testing.T) {
 	if got := g.row(key).Status; got != store.StatusSucceeded {
 		t.Fatalf("row status %s", got)
 	}
+	// The refusal is of this request; the key's own operation is told,
+	// so the agent does not conclude that nothing happened.
+	first := g.row(key).TargetObjectID
+	ko, _ := r.Body["key_operation"].(map[string]any)
+	if ko["state"] != "succeeded" || ko["target_object_id"] != first || first == "" {
+		t.Fatalf("key_operation %v, want succeeded with object %q: %s", r.Body["key_operation"], first, r.Raw)
+	}
+	if msg := r.errMessage(); !strings.Contains(msg, "is succeeded, object "+first) {
+		t.Fatalf("the mismatch does not say what the key's operation is: %q", msg)
+	}
+}
+
+// An operation awaiting approval says when the decision is due; a denial
+// carries the person's reason and what the agent may do.
+func TestApprovalAnswersSayWhatNext(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	payer := g.MustToken("agent-pay", "pay")
+	const key = "test:payment.charge:order-next-1:v1"
+	r := g.charge(payer, key, "order-next-1", 125000)
+	expect(t, r, http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
+	due := g.approval(key).ExpiresAt.UTC().Format(time.RFC3339)
+	if r.str("approval_expires_at") != due || !strings.Contains(r.errMessage(), "by "+due) {
+		t.Fatalf("awaiting approval: approval_expires_at %q, message %q; want %s", r.str("approval_expires_at"), r.errMessage(), due)
+	}
+	get := g.do("GET", "/v1/operations/"+key, payer, nil, nil)
+	if get.str("approval_expires_at") != due {
+		t.Fatalf("GET of an operation awaiting approval: approval_expires_at %q, want %s", get.str("approval_expires_at"), due)
+	}
+
+	if err := g.store.DecideApproval(context.Background(), g.approval(key).ID, false, "anna", "wrong order number"); err != nil {
+		t.Fatal(err)
+	}
+	r = g.charge(payer, key, "order-next-1", 125000)
+	expect(t, r, http.StatusUnprocessableEntity, "failed_final", "APPROVAL_DENIED")
+	if msg := r.errMessage(); !strings.Contains(msg, `"wrong order number"`) || !strings.Contains(msg, "new key") {
+		t.Fatalf("a denial does not carry the reason and what to do: %q", msg)
+	}
+	if _, ok := r.Body["approval_expires_at"]; ok {
+		t.Fatalf("a decided operation still names an approval deadline: %s", r.Raw)
+	}
 }
 
 // (6) A response lost after the target committed leads to unknown;

@@ -260,25 +260,19 @@ func (r reply) str(field string) string {
 	return s
 }
 
-// errCode returns the first error's code, or "".
-func (r reply) errCode() string {
-	errs, _ := r.Body["errors"].([]any)
-	if len(errs) == 0 {
-		return ""
-	}
-	e, _ := errs[0].(map[string]any)
-	s, _ := e["code"].(string)
-	return s
-}
+// errCode, errField and errMessage return the first error's code, field
+// and message, or "".
+func (r reply) errCode() string    { return r.firstError("code") }
+func (r reply) errField() string   { return r.firstError("field") }
+func (r reply) errMessage() string { return r.firstError("message") }
 
-// errField returns the first error's field, or "".
-func (r reply) errField() string {
+func (r reply) firstError(member string) string {
 	errs, _ := r.Body["errors"].([]any)
 	if len(errs) == 0 {
 		return ""
 	}
 	e, _ := errs[0].(map[string]any)
-	s, _ := e["field"].(string)
+	s, _ := e[member].(string)
 	return s
 }
 

@@ -189,7 +189,7 @@ func (s *Store) decideApprovalTx(ctx context.Context, tx *txn, id int64, onlyKin
 	case !approve && kind == ApprovalDuplicate:
 		return s.endAwaiting(ctx, tx, key, codes.DuplicateConfirmed, "a person confirmed this operation duplicates an earlier one")
 	case !approve:
-		return s.endAwaiting(ctx, tx, key, codes.ApprovalDenied, "a person denied this operation")
+		return s.endAwaiting(ctx, tx, key, codes.ApprovalDenied, deniedMessage(comment))
 	case kind == ApprovalDuplicate && thenMoney == 1:
 		return s.awaitMoney(ctx, tx, id, key, created, expires)
 	case kind == ApprovalDuplicate:
@@ -223,6 +223,16 @@ func (s *Store) awaitMoney(ctx context.Context, tx *txn, id int64, key, created,
 		return fmt.Errorf("await money approval: %w", err)
 	}
 	return s.appendAudit(ctx, tx, "approval.pending", key, map[string]any{"approval_id": id, "kind": ApprovalMoney})
+}
+
+// deniedMessage is what the agent is told of a denial: the person's
+// reason (required when deciding in the admin UI) and what it may do.
+func deniedMessage(reason string) string {
+	msg := "a person denied this operation; it will not run"
+	if reason != "" {
+		msg = fmt.Sprintf("a person denied this operation, giving the reason %q; it will not run", reason)
+	}
+	return msg + ". This key stays denied: if what was wrong can be put right, send the corrected request under a new key"
 }
 
 // endAwaiting ends an operation awaiting approval as failed_final.

@@ -38,6 +38,18 @@ type Refusal struct {
 	Target      string
 	Key         string
 	Fingerprint string
+
+	// KeyOperation is, for a key refused because it holds another request
+	// (a payload mismatch), the state and object of the operation the key
+	// does hold: the refusal is of this request, not a sign that nothing
+	// happened under the key.
+	KeyOperation *KeyOperation
+}
+
+// KeyOperation is what the key's own operation is.
+type KeyOperation struct {
+	State          string `json:"state"`
+	TargetObjectID string `json:"target_object_id,omitempty"`
 }
 
 // New is the refusal code, about field, saying message, with the

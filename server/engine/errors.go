@@ -9,9 +9,18 @@ import (
 )
 
 // keyMismatch and keyForeign are the refusals of a key that was first
-// used with another request, or by another agent.
-func keyMismatch() error {
-	return codes.New(codes.KeyMismatch, "", "this key was first used with a different request; a changed request needs a new key")
+// used with another request, or by another agent. The mismatch says what
+// the key's own operation is (op, the journal's row): this request is
+// refused, but the key did not do nothing.
+func keyMismatch(op store.Operation) error {
+	r := codes.New(codes.KeyMismatch, "", "this key was first used with a different request; a changed request needs a new key. "+
+		"The key's own operation (its first request) is "+string(op.Status))
+	if op.TargetObjectID != "" {
+		r.Message += ", object " + op.TargetObjectID
+	}
+	r.Message += "; read it with GET /v1/operations/{key}"
+	r.KeyOperation = &codes.KeyOperation{State: string(op.Status), TargetObjectID: op.TargetObjectID}
+	return r
 }
 
 func keyForeign() error {

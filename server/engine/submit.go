@@ -308,7 +308,7 @@ func (e *Engine) claimed(ctx context.Context, tok store.Token, def *intent.Inten
 	case store.DecisionDuplicate:
 		return store.Operation{}, false, duplicateBlocked(def, op, tok.Agent)
 	case store.DecisionMismatch:
-		return store.Operation{}, false, keyMismatch()
+		return store.Operation{}, false, keyMismatch(op)
 	case store.DecisionForeign:
 		return store.Operation{}, false, keyForeign()
 	case store.DecisionReplay:
@@ -476,7 +476,7 @@ func (e *Engine) keyStillFits(ctx context.Context, key, agent, fingerprint strin
 	case op.Agent != agent:
 		return keyForeign()
 	case op.Fingerprint != fingerprint:
-		return keyMismatch()
+		return keyMismatch(op)
 	}
 	return nil
 }
