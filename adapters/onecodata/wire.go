@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -37,20 +39,71 @@ const (
 )
 
 // entityURL is the URL of set, or of its entity with key, plus an action
-// (Post) and a query; names are percent-encoded (a space as %20: 1C
-// answers a '+' with 400).
+// (Post) and a query, written as 1C's documentation writes it and the
+// clients seen working send it: the key segment (guid'…') and the query's
+// $-options literal, only the names and values percent-encoded (a space
+// as %20: 1C answers a '+' with 400). Percent-encoded sub-delimiters
+// (%28guid%27…, %24filter) are not the same URL under RFC 3986, and
+// nothing shows 1C taking them.
 func (c *Client) entityURL(set, key, action string, q url.Values) string {
 	p := url.PathEscape(set)
 	if key != "" {
-		p += url.PathEscape("(guid'" + key + "')")
+		p += "(guid'" + url.PathEscape(key) + "')"
 	}
 	if action != "" {
-		p += "/" + action
+		p += "/" + url.PathEscape(action)
 	}
-	if len(q) > 0 {
-		p += "?" + strings.ReplaceAll(q.Encode(), "+", "%20")
+	return c.root + p + query(q)
+}
+
+// query is "?" and q's options in the order of their names, or "" when q
+// is empty. A name keeps a leading '$' ($filter, $select, $format, $top);
+// names and values are otherwise percent-encoded, except the characters
+// of OData's own literal syntax that a query may carry as they are: the
+// quotes of a string, the parentheses and commas of a list, a datetime's
+// colons and a path's slash.
+func query(q url.Values) string {
+	if len(q) == 0 {
+		return ""
 	}
-	return c.root + p
+	var b strings.Builder
+	for i, name := range slices.Sorted(maps.Keys(q)) {
+		for j, v := range q[name] {
+			if i > 0 || j > 0 {
+				b.WriteByte('&')
+			} else {
+				b.WriteByte('?')
+			}
+			if rest, ok := strings.CutPrefix(name, "$"); ok {
+				b.WriteString("$" + queryEscape(rest))
+			} else {
+				b.WriteString(queryEscape(name))
+			}
+			b.WriteByte('=')
+			b.WriteString(queryEscape(v))
+		}
+	}
+	return b.String()
+}
+
+// queryEscape percent-encodes s for a query, byte by byte (UTF-8), all
+// but the unreserved characters of RFC 3986 and ' ( ) , : /.
+func queryEscape(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case 'a' <= ch && ch <= 'z', 'A' <= ch && ch <= 'Z', '0' <= ch && ch <= '9',
+			strings.IndexByte("-._~'(),:/", ch) >= 0:
+			b.WriteByte(ch)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[ch>>4])
+			b.WriteByte(hex[ch&0x0f])
+		}
+	}
+	return b.String()
 }
 
 // request builds a call with Basic auth, asking for JSON.

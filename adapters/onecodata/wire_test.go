@@ -2,9 +2,13 @@ package onecodata_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,5 +112,65 @@ func TestBindRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %s", tc.m, err, tc.want)
 		}
+	}
+}
+
+// What goes on the wire is what 1C's documentation and every client seen
+// working send: the key segment (guid'…') and the $-options literal, only
+// names and values percent-encoded, a space as %20.
+func TestURLsLiteralOnTheWire(t *testing.T) {
+	t.Parallel()
+	s := sim.New()
+	var mu sync.Mutex
+	var uris []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		uris = append(uris, r.Method+" "+r.RequestURI)
+		mu.Unlock()
+		s.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c, err := onecodata.New(onecodata.Config{Instance: "buh", BaseURL: srv.URL + sim.ODataPath, Username: "buh", Password: "sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bindInvoice(t, c)
+	ctx := context.Background()
+	res, err := c.Execute(ctx, invoiceOp("k-wire"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Lookup(ctx, invoiceOp("k-wire")); err != nil {
+		t.Fatal(err)
+	}
+	post := adapters.Op{Key: "k-wire-post", Intent: "sales_order.post", Version: 1, Payload: json.RawMessage(`{"order_id":"` + res.ObjectID + `"}`)}
+	if _, err := c.Execute(ctx, post); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Describe(ctx, "counterparty", "customer-1042"); err != nil {
+		t.Fatal(err)
+	}
+
+	root := sim.ODataPath + "/"
+	invoices := url.PathEscape("Document_СчетНаОплатуПокупателю")
+	customers := url.PathEscape("Catalog_Контрагенты")
+	for _, want := range []string{
+		"POST " + root + invoices + "?$format=json",
+		"GET " + root + invoices + "(guid'" + res.ObjectID + "')?$format=json",
+		"POST " + root + invoices + "(guid'" + res.ObjectID + "')/Post?PostingModeOperational=false",
+		"GET " + root + customers + "?$filter=Code%20eq%20'customer-1042'&$format=json&$select=Ref_Key,DeletionMark&$top=2",
+		"GET " + root + customers + "?$filter=Code%20eq%20'customer-1042'&$format=json&$select=Description,%D0%98%D0%9D%D0%9D,%D0%9A%D0%9F%D0%9F&$top=2",
+	} {
+		if !slices.Contains(uris, want) {
+			t.Errorf("never sent %s", want)
+		}
+	}
+	for _, u := range uris {
+		if strings.Contains(u, "%28") || strings.Contains(u, "%27") || strings.Contains(u, "%24") || strings.Contains(u, "+") {
+			t.Errorf("sent percent-encoded syntax or a '+': %s", u)
+		}
+	}
+	if t.Failed() {
+		t.Logf("sent:\n%s", strings.Join(uris, "\n"))
 	}
 }

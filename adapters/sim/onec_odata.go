@@ -242,6 +242,32 @@ func (o *odata) authorized(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
+// encodedSyntax finds, in the path as sent, the key segment's
+// parentheses and quotes percent-encoded (%28guid%27…%27%29), and in the
+// query an option name whose '$' is (%24filter).
+var (
+	encodedKey    = regexp.MustCompile(`(?i)%2[789]`)
+	encodedOption = regexp.MustCompile(`(?i)(^|&)%24`)
+)
+
+// literalSyntax refuses a request whose key segment or $-options are
+// percent-encoded: 1C's documentation writes them literally, every client
+// seen working sends them so, and nothing shows 1C taking the encoded
+// form (which RFC 3986 does not make the same URL). 400, as a URL 1C
+// cannot read.
+func literalSyntax(w http.ResponseWriter, r *http.Request) bool {
+	path, q, _ := strings.Cut(r.RequestURI, "?")
+	switch {
+	case encodedKey.MatchString(path):
+		odataFail(w, r, http.StatusBadRequest, odataCodeBadURL, "Неверный URL: скобки и кавычки ключа сущности (guid'…') передаются без процентного кодирования")
+		return false
+	case encodedOption.MatchString(q):
+		odataFail(w, r, http.StatusBadRequest, odataCodeQuery, "Ошибка разбора опций запроса: имя опции ($filter, $select, $format, $top) передается без процентного кодирования")
+		return false
+	}
+	return true
+}
+
 // odataKeyPath is Set(guid'…') with an optional /Post or /Unpost.
 var odataKeyPath = regexp.MustCompile(`^([^()/]+)\(guid'([0-9A-Fa-f-]{36})'\)(?:/(Post|Unpost))?$`)
 
@@ -263,7 +289,7 @@ func (o *odata) base(r *http.Request) string {
 // handleGet serves the service document, $metadata, an entity by key and
 // a collection with $filter, $select and $top.
 func (o *odata) handleGet(w http.ResponseWriter, r *http.Request) {
-	if !o.authorized(w, r) {
+	if !o.authorized(w, r) || !literalSyntax(w, r) {
 		return
 	}
 	rest := r.PathValue("rest")
@@ -422,7 +448,7 @@ func (o *odata) getCollection(w http.ResponseWriter, r *http.Request, t *odataTy
 
 // handlePost serves a create (POST Set) and Post/Unpost of a document.
 func (o *odata) handlePost(w http.ResponseWriter, r *http.Request) {
-	if !o.authorized(w, r) {
+	if !o.authorized(w, r) || !literalSyntax(w, r) {
 		return
 	}
 	set, key, action, ok := route(r.PathValue("rest"))

@@ -152,7 +152,7 @@ func TestOData_FormatsAndErrors(t *testing.T) {
 		}
 	}
 	// Errors: JSON when asked, XML otherwise; 404 code 9 for a missing key.
-	missing := url.PathEscape("Catalog_Контрагенты(guid'" + odataRef1 + "')")
+	missing := set + "(guid'" + odataRef1 + "')"
 	status, _, body = odataCall(t, "GET", base, missing+"?$format=json", "", "")
 	if status != 404 || odataErrCode(t, body) != "9" {
 		t.Fatalf("missing key (JSON): %d %s", status, body)
@@ -292,5 +292,39 @@ func TestOData_LateCommit(t *testing.T) {
 	}
 	if status, _, _ := odataCall(t, "GET", base, doc, "", ""); status != 200 {
 		t.Fatalf("after the commit: %d", status)
+	}
+}
+
+// The key segment and the $-options percent-encoded (%28guid%27…%27%29,
+// %24filter) are not the URL 1C documents, and nothing shows 1C taking
+// them: the simulator refuses them (400, an OData error), so an adapter
+// sending them fails its tests.
+func TestOData_PercentEncodedSyntaxRefused(t *testing.T) {
+	t.Parallel()
+	_, base := onecServe(t)
+	odataCall(t, "POST", base, odataInvoices+"?$format=json", "", odataInvoiceBody(odataRef1))
+	customers := url.PathEscape("Catalog_Контрагенты")
+	for _, tc := range []struct{ method, path, body string }{
+		{"GET", odataInvoices + "%28guid%27" + odataRef1 + "%27%29?$format=json", ""},
+		{"GET", odataInvoices + "(guid%27" + odataRef1 + "%27)?$format=json", ""},
+		{"POST", odataInvoices + "%28guid%27" + odataRef1 + "%27%29/Post?$format=json", ""},
+		{"GET", odataInvoices + "(guid'" + odataRef1 + "')?%24format=json", ""},
+		{"GET", customers + "?%24filter=Code%20eq%20'customer-1042'&$format=json", ""},
+		{"POST", odataInvoices + "?%24format=json", odataInvoiceBody("6f0e6a1c-3b7d-5e2a-9c41-0a1b2c3d4e5f")},
+	} {
+		status, _, body := odataCall(t, tc.method, base, tc.path, "application/json", tc.body)
+		if status != 400 || odataErrCode(t, body) == "" {
+			t.Errorf("%s %s: %d %s", tc.method, tc.path, status, body)
+		}
+	}
+	// The literal forms are served.
+	for _, path := range []string{
+		odataInvoices + "(guid'" + odataRef1 + "')?$format=json",
+		customers + "?$filter=Code%20eq%20'customer-1042'&$format=json",
+		customers + "?$filter=Code%20eq%20%27customer-1042%27&$format=json",
+	} {
+		if status, _, body := odataCall(t, "GET", base, path, "", ""); status != 200 {
+			t.Errorf("GET %s: %d %s", path, status, body)
+		}
 	}
 }
