@@ -32,7 +32,7 @@ func (c *Client) Describe(ctx context.Context, kind, id string) (adapters.Party,
 		"$top":    {"2"},
 		"$format": {"json"},
 	}
-	status, h, body, err := c.call(ctx, http.MethodGet, c.entityURL(r.Catalog, "", "", q), nil)
+	status, h, body, err := c.readCall(ctx, c.entityURL(r.Catalog, "", "", q))
 	if err != nil {
 		return adapters.Party{}, adapters.ReadFailure(err)
 	}

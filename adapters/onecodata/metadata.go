@@ -104,7 +104,7 @@ func (c *Client) metadata(ctx context.Context) (*metadata, error) {
 	if c.meta != nil {
 		return c.meta, nil
 	}
-	status, h, body, err := c.call(ctx, http.MethodGet, c.root+"$metadata", nil)
+	status, h, body, err := c.readCall(ctx, c.root+"$metadata")
 	if err != nil {
 		return nil, adapters.ReadFailure(err)
 	}
@@ -169,7 +169,7 @@ func (c *Client) published(ctx context.Context, b *binding) (*entityType, error)
 // and every mapped property are published, and whether this base was seen
 // ignoring client keys. An error is returned when anything is missing.
 func (c *Client) Probe(ctx context.Context) (string, error) {
-	status, h, body, err := c.call(ctx, http.MethodGet, c.root+"?$format=json", nil)
+	status, h, body, err := c.readCall(ctx, c.root+"?$format=json")
 	if err != nil {
 		return "", adapters.ReadFailure(err)
 	}

@@ -127,10 +127,7 @@ func (c *Client) create(ctx context.Context, b *binding, body map[string]any) (a
 				Message: "1C holds a document under this operation's key with other values (" + diff + ")", Err: refused.Err}
 		}
 		return result(ref, doc), nil
-	case internalError(oe):
-		return adapters.Result{}, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
-			Message: "1C failed internally and wrote nothing", Err: refused.Err}
-	case oe.Code == odataKeyTaken:
+	case keyTaken(oe):
 		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 			Message: "1C says the key exists but does not show the document to the gateway's user", Err: refused.Err}
 	}
@@ -241,7 +238,7 @@ func (c *Client) document(ctx context.Context, b *binding, op adapters.Op) (stri
 
 // get reads the entity of set with key; found is false on 404 code 9.
 func (c *Client) get(ctx context.Context, set, key string) (map[string]any, bool, error) {
-	status, h, body, err := c.call(ctx, http.MethodGet, c.entityURL(set, key, "", jsonQuery), nil)
+	status, h, body, err := c.readCall(ctx, c.entityURL(set, key, "", jsonQuery))
 	if err != nil {
 		return nil, false, adapters.ReadFailure(err)
 	}
@@ -256,7 +253,7 @@ func (c *Client) get(ctx context.Context, set, key string) (map[string]any, bool
 	if e.Code == codes.NotFound {
 		return nil, false, nil
 	}
-	return nil, false, e
+	return nil, false, adapters.ReadFailure(e)
 }
 
 // postTarget finds the document a posting names and reads it.
@@ -277,7 +274,9 @@ func (c *Client) postTarget(ctx context.Context, b *binding, op adapters.Op) (st
 // postDocument posts a document: already posted is success (a repeat);
 // otherwise POST …/Post?PostingModeOperational=false (17.4.13.1.7). A
 // refusal (500, code -1, the configuration's message) is final
-// POSTING_REFUSED with the message, trimmed and safe.
+// POSTING_REFUSED with the message, trimmed and safe; 1C failing
+// internally is an unknown outcome, settled by reading the document's
+// Posted.
 func (c *Client) postDocument(ctx context.Context, b *binding, op adapters.Op) (adapters.Result, error) {
 	if _, err := c.published(ctx, b); err != nil {
 		return adapters.Result{}, err

@@ -51,7 +51,7 @@ func (c *Client) resolve(ctx context.Context, ref mapping.Ref) (any, error) {
 		"$top":    {"2"},
 		"$format": {"json"},
 	}
-	status, h, body, err := c.call(ctx, http.MethodGet, c.entityURL(r.Catalog, "", "", q), nil)
+	status, h, body, err := c.readCall(ctx, c.entityURL(r.Catalog, "", "", q))
 	if err != nil {
 		return nil, adapters.ReadFailure(err)
 	}

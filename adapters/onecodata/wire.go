@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/oncegate/oncegate/adapters"
@@ -162,6 +163,38 @@ func (c *Client) call(ctx context.Context, method, u string, body []byte) (int, 
 	return resp.StatusCode, resp.Header, b, nil
 }
 
+// readAttempts bounds how often a read 1C answered with a 500 is made:
+// the first and two more, readBackoff apart and twice that.
+const (
+	readAttempts = 3
+	readBackoff  = 100 * time.Millisecond
+)
+
+// readCall GETs u. A 500 (1C's internal error, or a server's page) is no
+// answer to a read, which changes nothing: it is made again, at most
+// readAttempts times in all and within ctx, and one that persists is
+// TARGET_UNAVAILABLE (Retry).
+func (c *Client) readCall(ctx context.Context, u string) (int, http.Header, []byte, error) {
+	for n := 1; ; n++ {
+		status, h, body, err := c.call(ctx, http.MethodGet, u, nil)
+		if err != nil || status != http.StatusInternalServerError {
+			return status, h, body, err
+		}
+		cause := c.classify(parseError(status, body), h).Err
+		wait := readBackoff << (n - 1)
+		if dl, ok := ctx.Deadline(); n >= readAttempts || ok && time.Until(dl) < wait {
+			return 0, nil, nil, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
+				Message: fmt.Sprintf("1C failed internally at a read, %d times in a row", n), Err: cause}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, nil, nil, &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
+				Message: "1C failed internally at a read", Err: cause}
+		case <-time.After(wait):
+		}
+	}
+}
+
 // parseError reads 1C's error from a failed answer, in either shape.
 func parseError(status int, body []byte) odataError {
 	e := odataError{Status: status}
@@ -194,17 +227,23 @@ func parseError(status int, body []byte) odataError {
 // classify maps a failed answer onto the adapter's classes and the
 // catalogue's codes, once for every call:
 //
+//   - code 15 under any 4xx: the key exists (Final TARGET_REJECTED here;
+//     a create reads the document under the key, which settles it);
 //   - 401, 403, or code 20 (rights; also a row-level restriction): the
 //     gateway's user is refused (Misconfigured TARGET_PERMISSION_DENIED);
 //   - 404 with code 9: the key is not there (Final NOT_FOUND, which the
 //     callers turn into "not found" or a reference not found);
 //   - any other 404 (an object not published, a wrong base_url, a proxy's
 //     HTML page): Misconfigured TARGET_NOT_PUBLISHED;
+//   - an internal error (internalError: 1C failed rather than refused):
+//     Reconcile OUTCOME_UNKNOWN, a write settled by a look-up of its key;
+//     a read is made again a few times first (readCall);
+//   - code -1 (the configuration's own refusal: a check or a uniqueness
+//     rule in its ПередЗаписью or ОбработкаПроверкиЗаполнения): Final
+//     TARGET_REJECTED with the message, trimmed and safe; the callers that
+//     know better (posting) give their own code;
 //   - code 14 (a query 1C cannot parse) and other 4xx with 1C's body:
 //     Final TARGET_REJECTED;
-//   - code -1 (the configuration's own refusal, or an internal error):
-//     Final TARGET_REJECTED with the message, trimmed and safe; the
-//     callers that know better (posting) give their own code;
 //   - a 5xx, 429 or any status without 1C's body (a proxy's page, an
 //     empty answer): adapters.StatusError (429, 502, 503 Retry; others
 //     Reconcile: the request may have been applied).
@@ -214,6 +253,8 @@ func (c *Client) classify(e odataError, h http.Header) *adapters.Error {
 		cause += ": code " + e.Code + ": " + c.clean(e.Message)
 	}
 	switch {
+	case keyTaken(e):
+		return &adapters.Error{Class: adapters.Final, Code: codes.TargetRejected, Message: "1C holds an object under this key already", Err: errors.New(cause)}
 	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Code == odataRights:
 		return adapters.Misconfigured(codes.TargetPermissionDenied,
 			"1C refused the gateway's user (its password, or its rights to this object); check the user and its roles", errors.New(cause))
@@ -222,6 +263,9 @@ func (c *Client) classify(e odataError, h http.Header) *adapters.Error {
 	case e.Status == http.StatusNotFound:
 		return adapters.Misconfigured(codes.TargetNotPublished,
 			"1C's standard OData interface does not publish this object at the configured address; check base_url and the composition («Настройка стандартного интерфейса OData»)", errors.New(cause))
+	case internalError(e):
+		return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
+			Message: "1C failed internally while handling the request; whether it was applied is settled by the object's key", Err: errors.New(cause)}
 	case e.Code == odataBusiness:
 		msg := safeMessage(c, e.Message)
 		if msg == "" {
@@ -240,10 +284,24 @@ func (c *Client) classify(e odataError, h http.Header) *adapters.Error {
 	return se
 }
 
-// internalError is 1C's own failure text (17.4.10 and the public clients):
-// nothing was written, and the same request may be sent again.
+// keyTaken is 1C saying an object with the key exists: code 15, under
+// whatever 4xx status (409 is not the only one seen or possible).
+func keyTaken(e odataError) bool {
+	return e.Code == odataKeyTaken && e.Status >= 400 && e.Status < 500
+}
+
+// internalError is 1C failing rather than refusing: a 500 with 1C's body
+// and a code that is neither the configuration's refusal (-1) nor the key
+// taken (15), or -1 with 1C's own «внутренняя ошибка». A write may or may
+// not have been applied; a read is made again.
 func internalError(e odataError) bool {
-	return e.Code == odataBusiness && strings.Contains(strings.ToLower(e.Message), "внутренняя ошибка")
+	switch {
+	case e.Code == "":
+		return false
+	case e.Code == odataBusiness:
+		return strings.Contains(strings.ToLower(e.Message), "внутренняя ошибка")
+	}
+	return e.Status == http.StatusInternalServerError && e.Code != odataKeyTaken
 }
 
 var (
