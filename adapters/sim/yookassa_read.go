@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/base64"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -41,16 +42,29 @@ func (y *ykSim) read(w http.ResponseWriter, r *http.Request, get func() (any, *y
 	WriteJSON(w, status, v)
 }
 
-// handleGetPayment serves GET /yookassa/v3/payments/{id}.
+// handleGetPayment serves GET /yookassa/v3/payments/{id}. An id the shop
+// does not have is answered as the live API was recorded answering one of
+// its own form (a UUID): 404 not_found, parameter payment_id, "Incorrect
+// payment_id. Payment doesn't exist or access denied…". An id of no
+// payment's form is a request that breaks the API's rules: 400
+// invalid_request, parameter payment_id (that status for it is the
+// documented meaning of 400, not a recording).
 func (y *ykSim) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 	y.read(w, r, func() (any, *ykFailure) {
-		p, ok := y.payments[r.PathValue("id")]
-		if !ok {
-			return nil, ykFail(http.StatusNotFound, "not_found", "payment_id", "Payment not found")
+		id := r.PathValue("id")
+		p, ok := y.payments[id]
+		switch {
+		case !ok && !ykIDForm.MatchString(id):
+			return nil, ykInvalid("payment_id", "Incorrect payment_id.")
+		case !ok:
+			return nil, ykFail(http.StatusNotFound, "not_found", "payment_id", "Incorrect payment_id. Payment doesn't exist or access denied. Specify the payment ID created in your store.")
 		}
 		return y.paymentView(p), nil
 	})
 }
+
+// ykIDForm is the form of YooKassa's object ids: a UUID.
+var ykIDForm = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 // handleGetPaymentMethod serves GET /yookassa/v3/payment_methods/{id}: a
 // seeded account is a saved bank card, active or (blocked, deleted)

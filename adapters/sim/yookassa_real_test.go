@@ -150,6 +150,23 @@ func TestYooKassaRealBehaviours(t *testing.T) {
 		}
 	})
 
+	// A payment id the shop does not have: one of YooKassa's form (a
+	// UUID) is 404 not_found, an id of no payment's form 400
+	// invalid_request, each naming payment_id.
+	t.Run("UnknownPaymentID", func(t *testing.T) {
+		t.Parallel()
+		f := ykSetup(t)
+		status, got := f.call(t, http.MethodGet, "/payments/2f3b588d-000f-5000-8000-1d6e87c7fbde", "", "", nil)
+		wantYKError(t, status, got, http.StatusNotFound, "not_found", "payment_id")
+		if d, _ := got["description"].(string); !strings.HasPrefix(d, "Incorrect payment_id.") {
+			t.Fatalf("description %q", d)
+		}
+		for _, id := range []string{"merchant-account-99", "2f3b588d", "2F3B588D-000F-5000-8000-1D6E87C7FBDE-1"} {
+			status, got = f.call(t, http.MethodGet, "/payments/"+id, "", "", nil)
+			wantYKError(t, status, got, http.StatusBadRequest, "invalid_request", "payment_id")
+		}
+	})
+
 	t.Run("OneShop", func(t *testing.T) {
 		t.Parallel()
 		f := ykSetup(t)

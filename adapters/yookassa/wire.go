@@ -189,8 +189,13 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, idem
 	return resp, data, nil
 }
 
+// errInvalidRead is the cause of a read YooKassa refused as invalid
+// (400 invalid_request).
+var errInvalidRead = errors.New("read refused as invalid")
+
 // getJSON reads one object or list into v. A 404 is adapters.ErrNotFound;
-// other failures are classified as for any read.
+// a 400 is a Final refusal of the read (errInvalidRead: of a read by id,
+// the id, see getByID); other failures are classified as for any read.
 func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) error {
 	resp, data, err := c.do(ctx, http.MethodGet, path, q, "", nil)
 	if err != nil {
@@ -204,6 +209,9 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) 
 		return nil
 	case resp.StatusCode == http.StatusNotFound:
 		return adapters.ErrNotFound
+	case resp.StatusCode == http.StatusBadRequest:
+		return &adapters.Error{Class: adapters.Final, Code: codes.TargetRejected, Message: "the payment provider refused the read as invalid",
+			Err: fmt.Errorf("%w: %w", errInvalidRead, c.cause(resp, data))}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		e := adapters.StatusError(resp)
 		e.Err = c.cause(resp, data)
@@ -219,12 +227,24 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, v any) 
 	return &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown, Message: "the payment provider answered a read in an unexpected way", Err: c.cause(resp, data)}
 }
 
+// getByID reads the object at path, which ends in its id, into v. YooKassa
+// answers a read of an id the shop does not have 404 not_found or 400
+// invalid_request, the parameter naming the id (a GET by id has nothing
+// else to refuse): either is adapters.ErrNotFound.
+func (c *Client) getByID(ctx context.Context, path string, v any) error {
+	err := c.getJSON(ctx, path, nil, v)
+	if errors.Is(err, errInvalidRead) {
+		return adapters.ErrNotFound
+	}
+	return err
+}
+
 func (c *Client) getPayment(ctx context.Context, id string) (payment, error) {
 	var p payment
 	if !validProviderID(id) {
 		return p, adapters.ErrNotFound
 	}
-	if err := c.getJSON(ctx, "/payments/"+url.PathEscape(id), nil, &p); err != nil {
+	if err := c.getByID(ctx, "/payments/"+url.PathEscape(id), &p); err != nil {
 		return p, err
 	}
 	if p.ID == "" {
@@ -246,7 +266,7 @@ func (c *Client) getPaymentMethod(ctx context.Context, id string) (paymentMethod
 	if !validProviderID(id) {
 		return m, adapters.ErrNotFound
 	}
-	if err := c.getJSON(ctx, "/payment_methods/"+url.PathEscape(id), nil, &m); err != nil {
+	if err := c.getByID(ctx, "/payment_methods/"+url.PathEscape(id), &m); err != nil {
 		return m, err
 	}
 	if m.ID == "" {
@@ -260,7 +280,7 @@ func (c *Client) getRefund(ctx context.Context, id string) (refund, error) {
 	if !validProviderID(id) {
 		return r, adapters.ErrNotFound
 	}
-	if err := c.getJSON(ctx, "/refunds/"+url.PathEscape(id), nil, &r); err != nil {
+	if err := c.getByID(ctx, "/refunds/"+url.PathEscape(id), &r); err != nil {
 		return r, err
 	}
 	if r.ID == "" {
