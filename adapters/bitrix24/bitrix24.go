@@ -164,7 +164,7 @@ func parseWebhookURL(raw string) (string, int, bool) {
 		return "", 0, false
 	}
 	// The user id must be a number; whether that user has this webhook is
-	// the portal's to say (401 INVALID_CREDENTIALS).
+	// the portal's to say (401 NO_AUTH_FOUND).
 	userID, err := strconv.Atoi(segs[len(segs)-2])
 	if err != nil || userID < 0 || segs[len(segs)-1] == "" {
 		return "", 0, false

@@ -219,7 +219,7 @@ func TestExecute(t *testing.T) {
 		srv := httptest.NewServer(s)
 		t.Cleanup(srv.Close)
 		for _, path := range []string{
-			"/bitrix24/rest/0/" + secret + "/", // 401 INVALID_CREDENTIALS: no such webhook
+			"/bitrix24/rest/0/" + secret + "/", // 401 NO_AUTH_FOUND: no such webhook
 			"/crm/rest/1/" + secret + "/",      // 404: not a REST endpoint at all
 		} {
 			c, err := bitrix24.New(bitrix24.Config{WebhookURL: srv.URL + path, Timeout: time.Second})

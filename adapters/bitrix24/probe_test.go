@@ -28,7 +28,7 @@ func TestProbe(t *testing.T) {
 	t.Run("ErrCredentials", func(t *testing.T) {
 		srv := httptest.NewServer(newSim())
 		defer srv.Close()
-		// User 0 has no webhook: the portal answers 401 INVALID_CREDENTIALS.
+		// User 0 has no webhook: the portal answers 401 NO_AUTH_FOUND.
 		c, err := bitrix24.New(bitrix24.Config{WebhookURL: srv.URL + "/bitrix24/rest/0/" + secret + "/", Timeout: time.Second})
 		if err != nil {
 			t.Fatal(err)

@@ -30,15 +30,39 @@ type reply struct {
 	Next        *int            `json:"next"`
 	Error       *string         `json:"error"`
 	Description string          `json:"error_description"`
-	Time        struct {
-		// OperatingResetAt is when part of the method's execution-time
-		// limit is released (Unix seconds), given in every answer of the
-		// cloud portal since REST 22.0.0; see
-		// https://apidocs.bitrix24.com/limits.html ("Resource Consumption
-		// Limits"): past 480 s of a method's execution time within 10
-		// minutes the method is blocked, answering 429 OPERATION_TIME_LIMIT.
-		OperatingResetAt float64 `json:"operating_reset_at"`
-	} `json:"time"`
+	Time        replyTime       `json:"time"`
+}
+
+// replyTime is the answer's "time" block. Only OperatingResetAt is read:
+// when part of the method's execution-time limit is released (Unix
+// seconds), given in every answer of the cloud portal since REST 22.0.0;
+// see https://apidocs.bitrix24.com/limits.html ("Resource Consumption
+// Limits"): past 480 s of a method's execution time within 10 minutes the
+// method is blocked, answering 429 OPERATION_TIME_LIMIT.
+//
+// The block is decoded leniently: it is bookkeeping, and an odd value in
+// it (a number sent as a string, a field missing, a block that is no
+// object) must not fail an answer that is otherwise a success, which for
+// an add would leave a record made and the operation unknown. What cannot
+// be read is 0, as if the portal had not said.
+type replyTime struct {
+	OperatingResetAt float64
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it never fails.
+func (t *replyTime) UnmarshalJSON(b []byte) error {
+	*t = replyTime{}
+	var block map[string]json.RawMessage
+	if json.Unmarshal(b, &block) != nil {
+		return nil
+	}
+	var v text
+	if raw, ok := block["operating_reset_at"]; ok && json.Unmarshal(raw, &v) == nil {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(string(v)), 64); err == nil && f > 0 && f < 1e12 {
+			t.OperatingResetAt = f
+		}
+	}
+	return nil
 }
 
 // operationBlockFallback is how long a method is held back after a 429
@@ -163,6 +187,13 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 	cause := fmt.Errorf("%s: HTTP %d: %q: %q", method, resp.StatusCode, code, clip(r.Description, 200))
 	upper := strings.ToUpper(code)
 	switch {
+	case upper == "PAYMENT_REQUIRED" || code == "" && strings.Contains(strings.ToLower(r.Description), "subscription has been ended"):
+		// The portal's plan has ended ("Subscription has been ended"): its
+		// REST API answers nothing, whatever the request, until the plan
+		// is paid. An operator's matter, not a refusal of the request;
+		// the portal refused before the method ran, so nothing was done.
+		return &adapters.Error{Class: adapters.Retry, Code: codes.TargetUnavailable,
+			Message: "the Bitrix24 portal's subscription has ended, so its REST API refuses every call; the portal's administrator must renew its plan (nothing was done in the CRM)", Err: cause}
 	case upper == "QUERY_LIMIT_EXCEEDED" || upper == "OPERATION_TIME_LIMIT":
 		// The portal's own limits refuse before the method runs (503
 		// QUERY_LIMIT_EXCEEDED for the request rate, 429
@@ -182,6 +213,11 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 		e := adapters.StatusError(resp)
 		e.Err = cause
 		return e
+	case upper == "NO_AUTH_FOUND":
+		// 401 NO_AUTH_FOUND "Wrong authorization data": the portal has no
+		// webhook with this user id and secret.
+		return adapters.Misconfigured(codes.TargetPermissionDenied,
+			"the Bitrix24 portal does not accept the webhook (wrong authorization data: its user id or secret is wrong, or the webhook was deleted); check the webhook URL", cause)
 	case deniedCodes[upper] || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden ||
 		resp.StatusCode == http.StatusNotFound || resp.StatusCode/100 == 3 ||
 		strings.HasPrefix(strings.ToLower(r.Description), "access denied"):

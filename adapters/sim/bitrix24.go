@@ -7,9 +7,12 @@ package sim
 // with a JSON body, answering {"result": …, "time": {…}} (list methods add
 // "total" and, when more than 50 match, "next") or, on failure,
 // {"error": "CODE", "error_description": "…"} with the REST API's statuses:
-// 401 INVALID_CREDENTIALS for a user id that is not a positive number,
-// 404 ERROR_METHOD_NOT_FOUND for an unknown method, 400 with an empty code
-// and a text for a method's own refusals. Only one webhook is accepted
+// 401 NO_AUTH_FOUND "Wrong authorization data" for a webhook the portal
+// does not have (a wrong secret or user id), 404 ERROR_METHOD_NOT_FOUND
+// for an unknown method, 400 with an empty code and a text for a method's
+// own refusals, PAYMENT_REQUIRED "Subscription has been ended" for every
+// call once the portal's plan has ended (Bitrix24Portal.SubscriptionEnded).
+// Only one webhook is accepted
 // (user and secret of BITRIX24_WEBHOOK_URL, else user 1 with secret
 // DefaultBitrix24Secret; see Bitrix24Portal), the portal's limits and each
 // user's rights are enforced (bitrix24_portal.go).
@@ -188,7 +191,11 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	user, ok := b.authorized(r)
 	if !ok {
-		b24Error(w, http.StatusUnauthorized, "INVALID_CREDENTIALS", "Invalid request credentials")
+		b24Error(w, http.StatusUnauthorized, "NO_AUTH_FOUND", "Wrong authorization data")
+		return
+	}
+	if b.portalNow().SubscriptionEnded {
+		b24Error(w, http.StatusPaymentRequired, "PAYMENT_REQUIRED", "Subscription has been ended")
 		return
 	}
 	switch status, code := b.admit(method, started); code {

@@ -55,7 +55,7 @@ const (
 // Bitrix24Portal is what the Bitrix24 simulator enforces.
 type Bitrix24Portal struct {
 	// WebhookUser and WebhookSecret are the one inbound webhook accepted
-	// (/rest/<user>/<secret>/); anything else is 401 INVALID_CREDENTIALS.
+	// (/rest/<user>/<secret>/); anything else is 401 NO_AUTH_FOUND.
 	WebhookUser   int
 	WebhookSecret string
 	// Admins read every CRM record; other users read what Teams allows.
@@ -72,6 +72,10 @@ type Bitrix24Portal struct {
 	// OperatingPerCall, when set, is the execution time every call counts
 	// instead of the measured one (a simulated call takes microseconds).
 	OperatingPerCall time.Duration
+	// SubscriptionEnded: the portal's plan has ended, and every call
+	// through the webhook is answered PAYMENT_REQUIRED "Subscription has
+	// been ended" (with 402: the status is not documented), doing nothing.
+	SubscriptionEnded bool
 }
 
 // DefaultBitrix24Portal is a cloud portal below Enterprise: 2 requests a

@@ -44,6 +44,25 @@ func TestBitrix24_QueryLimit(t *testing.T) {
 	}
 }
 
+// A portal whose plan has ended answers every call through the webhook
+// PAYMENT_REQUIRED "Subscription has been ended", doing nothing.
+func TestBitrix24_SubscriptionEnded(t *testing.T) {
+	t.Parallel()
+	p := sim.DefaultBitrix24Portal()
+	p.PerSecond, p.SubscriptionEnded = 0, true
+	s, base := b24Portal(t, p)
+	for _, call := range []struct {
+		method string
+		params map[string]any
+	}{{"crm.contact.list", map[string]any{}}, {"crm.activity.add", map[string]any{"fields": b24Fields("unpaid")}}} {
+		answer := b24Must(t, base+call.method, call.params, http.StatusPaymentRequired)
+		b24AssertError(t, answer, "PAYMENT_REQUIRED", "Subscription has been ended")
+	}
+	if n := s.Effects(sim.Bitrix24, "unpaid"); n != 0 {
+		t.Fatalf("a portal without a plan made %d effects", n)
+	}
+}
+
 // A method whose execution time in the window passed the budget is
 // blocked with 429 OPERATION_TIME_LIMIT; other methods go on; answers
 // say when the oldest counted time leaves the window.
@@ -81,7 +100,7 @@ func TestBitrix24_Webhook(t *testing.T) {
 	defer srv.Close()
 	b24Must(t, srv.URL+"/bitrix24/rest/12/from-env/crm.contact.list", map[string]any{}, http.StatusOK)
 	answer := b24Must(t, srv.URL+"/bitrix24/rest/1/"+sim.DefaultBitrix24Secret+"/crm.contact.list", map[string]any{}, http.StatusUnauthorized)
-	b24AssertError(t, answer, "INVALID_CREDENTIALS", "Invalid request credentials")
+	b24AssertError(t, answer, "NO_AUTH_FOUND", "Wrong authorization data")
 
 	t.Setenv(sim.Bitrix24WebhookEnv, "")
 	if got, want := sim.Bitrix24WebhookPath(), "/rest/1/"+sim.DefaultBitrix24Secret+"/"; got != want {

@@ -275,7 +275,7 @@ func TestBitrix24_RESTErrors(t *testing.T) {
 
 	for _, wrong := range []string{"/bitrix24/rest/0/" + sim.DefaultBitrix24Secret + "/", "/bitrix24/rest/1/anysecret/", "/bitrix24/rest/2/" + sim.DefaultBitrix24Secret + "/"} {
 		answer = b24Must(t, srv.URL+wrong+"crm.contact.list.json", map[string]any{}, http.StatusUnauthorized)
-		b24AssertError(t, answer, "INVALID_CREDENTIALS", "Invalid request credentials")
+		b24AssertError(t, answer, "NO_AUTH_FOUND", "Wrong authorization data")
 	}
 
 	resp, err := http.Post(hook+"crm.contact.list", "application/json", strings.NewReader("{not json"))
