@@ -116,7 +116,7 @@ type benchSetup struct {
 }
 
 // bench runs the gateway in this process on a journal in a new temporary
-// directory (WAL, synchronous=FULL, as serve) or on the PostgreSQL journal
+// directory (WAL, the writer at synchronous=NORMAL with the WAL synced before each answer, as serve) or on the PostgreSQL journal
 // it is given (then as several gateways, each with its own connections,
 // if asked), its targets the built-in simulators, and loads it over
 // loopback HTTP; the reference is a bare Echo handler that binds the same
@@ -141,7 +141,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 	journal, journalName := b.journal, store.Redact(b.journal)
 	if journal == "" {
 		journal = filepath.Join(dir, "journal.db")
-		journalName = journal + " (WAL, synchronous=FULL)"
+		journalName = journal + " (WAL, pipelined commit)"
 	}
 	// Each part runs under a profile label (part=gateway, simulator,
 	// reference, forwarding, client), which the goroutines it starts
@@ -162,7 +162,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 	if b.quota > 0 {
 		gw, token, err = startCappedGateways(ctx, dir, simURL, b.journal, b.instances, b.quota, b.profile)
 		if b.journal == "" {
-			journalName = filepath.Join(dir, "gateway-0", "journal.db") + " (WAL, synchronous=FULL)"
+			journalName = filepath.Join(dir, "gateway-0", "journal.db") + " (WAL, pipelined commit)"
 		}
 		journalName += fmt.Sprintf("; each gateway a process of its own capped at %g CPU", b.quota)
 	} else {

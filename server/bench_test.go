@@ -11,7 +11,7 @@ import (
 )
 
 // The two paths every agent call takes, over loopback HTTP against the
-// real app, a real journal file (WAL, synchronous=FULL) and the 1C
+// real app, a real journal file (WAL, the pipelined commit) and the 1C
 // simulator in process.
 
 // BenchmarkOperationNew: a new key each time — contract checks, claim,

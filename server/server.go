@@ -71,7 +71,7 @@ func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target,
 	}
 	s.engine = engine.New(engineConfig(cfg, catalog, s.metrics), st, s.targets, log)
 	s.echo.HTTPErrorHandler = s.handleError
-	s.echo.Use(s.countRequests, s.recoverPanics)
+	s.echo.Use(s.settleReads, s.countRequests, s.recoverPanics)
 	if cfg.TLS.Enabled() {
 		s.echo.Use(strictTransport)
 	}
@@ -289,6 +289,25 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 				err = fmt.Errorf("panic: %v", r)
 			}
 		}()
+		return next(c)
+	}
+}
+
+// settleReads holds every answer made from a read of the journal until
+// what the read could see is on disk (store.Settle): a replay, a status,
+// an admin page never shows a commit a power loss could still take back.
+// When the journal cannot say (its WAL failed to sync, the client left),
+// the connection is dropped unanswered rather than answered with what may
+// not last.
+func (s *Server) settleReads(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx := store.MarkReads(c.Request().Context())
+		c.SetRequest(c.Request().WithContext(ctx))
+		c.Response().Before(func() {
+			if err := s.store.Settle(ctx); err != nil {
+				panic(http.ErrAbortHandler)
+			}
+		})
 		return next(c)
 	}
 }

@@ -72,10 +72,12 @@ func (d db) ExecContext(ctx context.Context, query string, args ...any) (sql.Res
 }
 
 func (d db) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	noteRead(ctx)
 	return d.DB.QueryContext(ctx, d.be.bind(query), args...)
 }
 
 func (d db) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	noteRead(ctx)
 	return d.DB.QueryRowContext(ctx, d.be.bind(query), args...)
 }
 

@@ -116,6 +116,7 @@ const operationColumns = `operation_key, intent, fingerprint, status, target_sys
 func (s *Store) Get(ctx context.Context, key string) (Operation, error) {
 	ctx, cancel := s.be.readContext(ctx)
 	defer cancel()
+	noteRead(ctx)
 	op, err := firstOperation(s.getOp.QueryContext(ctx, key))
 	if err = interpretError(err); err != nil {
 		if !errors.Is(err, ErrNotFound) {

@@ -1,7 +1,8 @@
 // Package store is the durable journal of oncegate: operations bound to
 // their keys and fingerprints, agent tokens, and everything else that must
-// survive a crash. By default it is one SQLite file in WAL mode with
-// synchronous=FULL, written through a single connection and read through
+// survive a crash. By default it is one SQLite file in WAL mode, each
+// write answered after the WAL's fsync that covers it (durable.go),
+// written through a single connection and read through
 // a small pool (sqlite.go); several gateways share one journal on
 // PostgreSQL (postgres.go). The two differ only behind backend
 // (backend.go).
@@ -41,6 +42,9 @@ type Store struct {
 	probeMu  sync.Mutex
 	probedAt time.Time
 
+	// dur is the pipelined commit's bookkeeping (durable.go); nil where a
+	// COMMIT returns only once durable.
+	dur       *durability
 	writes    chan *writeReq
 	quit      chan struct{}
 	writers   sync.WaitGroup // the writer goroutines

@@ -2,6 +2,6 @@
 
 package store
 
-// commitSync is SQLite's synchronous setting for the journal: FULL, so a
-// COMMIT returns only after the WAL's fsync.
-const commitSync = "FULL"
+// answerBeforeSync is false: a write is answered after the fsync that
+// makes it durable (durable.go).
+const answerBeforeSync = false

@@ -2,6 +2,6 @@
 
 package store
 
-// commitSync, in a build made to be caught by the power-loss test only:
-// OFF answers before anything reaches the disk. Never ship this tag.
-const commitSync = "OFF"
+// answerBeforeSync, in a build made only to be caught by the power-loss
+// test: answers are released before the WAL's fsync. Never ship this tag.
+const answerBeforeSync = true

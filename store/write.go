@@ -121,6 +121,9 @@ func (s *Store) WriteStats() WriteStats {
 func (s *Store) writer(conn *sql.Conn) {
 	t := newTxn(conn, s.be)
 	defer func() {
+		if s.dur != nil {
+			close(s.dur.queue) // the syncer answers what it holds, then ends
+		}
 		t.close()
 		t.conn.Close() // back to the pool, which Close then closes (the last connection checkpoints)
 	}()
@@ -179,11 +182,8 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	s.batches.Add(1)
 	s.batched.Add(int64(len(batch)))
 	errs := make([]error, len(batch))
-	defer func() {
-		for i, r := range batch {
-			r.done <- errs[i]
-		}
-	}()
+	// Answered once what the batch wrote, or read, is on disk.
+	defer func() { s.release(batch, errs) }()
 	// abort ends the transaction unsaved: every write that had not failed
 	// on its own (landed, or not run yet) gets the batch's error.
 	abort := func(stage string, err error) {
@@ -343,6 +343,7 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 		return
 	}
 	t.audit = t.audit[:0]
+	s.committedBatch()
 	// A batch that committed does not clear failing: one that changed
 	// nothing (a claim finding its key in progress) commits on a full
 	// disk too. Only Ready's probe, a real write, says the journal writes
