@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -207,3 +208,21 @@ func FreezeHoldingBusinessKey(tb testing.TB, s *Store, businessKey string) {
 		tb.Fatal(err)
 	}
 }
+
+// HoldSyncs makes the WAL's fsyncs of s wait until the returned release
+// is called; syncs counts those that ran. (SQLite, pipelined only.)
+func HoldSyncs(s *Store) (release func(), syncs *atomic.Int64) {
+	gate := make(chan struct{})
+	syncs = new(atomic.Int64)
+	d := s.dur
+	d.sync = func() error {
+		<-gate
+		syncs.Add(1)
+		return d.syncWAL()
+	}
+	var once sync.Once
+	return func() { once.Do(func() { close(gate) }) }, syncs
+}
+
+// FailSyncs makes every WAL fsync of s fail.
+func FailSyncs(s *Store, err error) { s.dur.sync = func() error { return err } }

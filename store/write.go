@@ -199,8 +199,14 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	}
 
 	// A journal that can take no writes (its file deleted or replaced
-	// under the gateway) is not tried.
-	if err := s.be.check(); err != nil {
+	// under the gateway, or its WAL failed to sync) is not tried.
+	err := s.be.check()
+	if s.dur != nil && err == nil {
+		if failed := s.dur.failed.Load(); failed != nil {
+			err = *failed
+		}
+	}
+	if err != nil {
 		s.failing.Store(&err)
 		for i := range errs {
 			errs[i] = err

@@ -1,0 +1,108 @@
+//go:build !windows
+
+package store_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/store"
+)
+
+// notYet reports whether ch stays empty for a moment: the call it waits
+// for is still held.
+func notYet(ch <-chan error) bool {
+	select {
+	case <-ch:
+		return false
+	case <-time.After(200 * time.Millisecond):
+		return true
+	}
+}
+
+// The pipelined commit: a write is answered only after the WAL's fsync
+// that covers it, and an answer made from a read that saw it waits for
+// that fsync too — though the read itself sees the commit at once.
+func TestAnswersWaitForTheWALsFsync(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	release, syncs := store.HoldSyncs(s)
+	defer release() // before Close, should the test fail while held
+
+	var secret string
+	wrote := make(chan error, 1)
+	go func() {
+		var err error
+		secret, _, err = s.CreateToken(ctx, "agent-a", []string{"read"})
+		wrote <- err
+	}()
+	if !notYet(wrote) {
+		t.Fatal("a write was answered before the WAL's fsync")
+	}
+
+	// A reader sees the committed row now; an answer made from that read
+	// is held until the fsync.
+	read := store.MarkReads(ctx)
+	var n int
+	for n == 0 {
+		toks, err := s.ListTokens(read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n = len(toks)
+	}
+	settled := make(chan error, 1)
+	go func() { settled <- s.Settle(read) }()
+	if !notYet(settled) {
+		t.Fatal("an answer from a read of an unsynced commit was let out before the fsync")
+	}
+	// A request that read nothing is not held.
+	if err := s.Settle(store.MarkReads(ctx)); err != nil {
+		t.Fatal(err)
+	}
+
+	release()
+	if err := <-wrote; err != nil || secret == "" {
+		t.Fatalf("the write after its fsync: %v", err)
+	}
+	if err := <-settled; err != nil {
+		t.Fatalf("the read's answer after the fsync: %v", err)
+	}
+	if syncs.Load() == 0 {
+		t.Fatal("no fsync of the WAL ran")
+	}
+}
+
+// An fsync that fails: the writes it was to cover are answered as not
+// durable, later writes are refused, and a read's answer is not let out.
+func TestFailedFsyncStopsTheJournal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	store.FailSyncs(s, errors.New("input/output error"))
+	if _, _, err := s.CreateToken(ctx, "agent-a", []string{"read"}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a write whose fsync failed: %v, want ErrUnavailable", err)
+	}
+	read := store.MarkReads(ctx)
+	if _, err := s.ListTokens(read); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Settle(read); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a read's answer after a failed fsync: %v, want ErrUnavailable", err)
+	}
+	if _, _, err := s.CreateToken(ctx, "agent-b", []string{"read"}); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a write after a failed fsync: %v, want ErrUnavailable", err)
+	}
+}
