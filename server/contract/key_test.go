@@ -1,6 +1,7 @@
 package contract_test
 
 import (
+	"fmt"
 	"github.com/oncegate/oncegate/adapters/codes/codestest"
 	"math/rand/v2"
 	"strings"
@@ -86,6 +87,8 @@ func TestCheckKey(t *testing.T) {
 		{"OKApproval", "prod:payment.charge:approval-6f3c2a:v1", "prod", "payment.charge", true},
 		{"OKTestContour", "test:invoice.create:order-demo-1:v1", "test", "invoice.create", true},
 		{"OKUUID", "prod:invoice.create:550e8400-e29b-41d4-a716-446655440000:v1", "prod", "invoice.create", true},
+		// A UUID whose hex groups happen to be decimal and pass the Luhn check.
+		{"OKUUIDOfDigits", "prod:invoice.create:abcd4111-1111-1111-1111-abcdefabcdef:v1", "prod", "invoice.create", true},
 		{"OKVersion12", "prod:invoice.create:order-1:v12", "prod", "invoice.create", true},
 		{"OKIdWithColonlessDots", "prod:sales_order.post:SO-000123.2026_01:v1", "prod", "sales_order.post", true},
 		{"OKMinLength", "p:a:b:v1", "p", "a", true},
@@ -278,6 +281,26 @@ func TestCheckKey_NoCardFalsePositives(t *testing.T) {
 			if err := contract.CheckKey(key, "test", "invoice.create"); err != nil {
 				t.Fatalf("CheckKey(%q) = %v, want nil: separate numbers are not a card number", key, err)
 			}
+		}
+	}
+}
+
+// Random UUIDs, what most agents make their keys of, are never taken for
+// a card number (before, about one in a few thousand was refused).
+func TestCheckKeyRandomUUIDs(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var b [16]byte
+	for range 200_000 {
+		for i := range b {
+			b[i] = byte(rng.UintN(256))
+		}
+		b[6] = b[6]&0x0f | 0x40 // version 4
+		b[8] = b[8]&0x3f | 0x80 // RFC 4122 variant
+		id := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+		key := "prod:invoice.create:" + id + ":v1"
+		if err := contract.CheckKey(key, "prod", "invoice.create"); err != nil {
+			t.Fatalf("a random UUID key is refused: %s: %v", key, err)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package contract
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // secretWords are words that, anywhere in a key (any case), mark it as carrying a
 // credential. Substring match on purpose: a false refusal costs a renamed key, a false
@@ -130,8 +133,11 @@ func mixesCases(s string) bool {
 // card numbers are written (cardLayout) and passing it. Any run of separators joins two
 // groups as one does (4111--1111__1111-_-1111): how the digits are joined hides nothing.
 // Other chains of numbers — a timestamp and a counter, a date and a number — are
-// separate business ids, however many digits they hold together.
+// separate business ids, however many digits they hold together; so is a UUID, the id
+// most agents make their keys of, whose groups of hex digits are now and then all
+// decimal (about one random UUID in a few thousand would otherwise read as a card).
 func hasCardNumber(s string) bool {
+	s = uuidPattern.ReplaceAllString(s, "uuid")
 	for i := 0; i < len(s); {
 		if !isDigit(s[i]) {
 			i++
@@ -167,6 +173,9 @@ func hasCardNumber(s string) bool {
 	}
 	return false
 }
+
+// uuidPattern is a UUID as written: 8-4-4-4-12 hex digits.
+var uuidPattern = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
 
 // cardLayout reports whether digit groups are laid out as a card number is written: one
 // run; or groups of four with a last group of one to four (4-4-4-4, 4-4-4-4-3); or four,
