@@ -323,6 +323,13 @@ func (p *powerRig) newOp(rng *rand.Rand, i int) *powerOp {
 	return op
 }
 
+// final reports whether op's key got its final answer.
+func (p *powerRig) final(op *powerOp) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return op.final
+}
+
 // send posts op's key once and records what the agent was told.
 func (p *powerRig) send(ctx context.Context, c *http.Client, op *powerOp, rep *powerReport) {
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+p.addr+"/v1/operations", strings.NewReader(op.body))
@@ -425,7 +432,7 @@ func (p *powerRig) load(ctx context.Context, rng *rand.Rand, next *atomic.Int64,
 					op = p.newOp(r, int(next.Add(1)))
 				}
 				p.send(ctx, client, op, rep)
-				if !op.final {
+				if !p.final(op) {
 					// Waiting for the accountant or the target: an agent
 					// asks again a little later.
 					sleep(ctx, 20*time.Millisecond)
@@ -497,7 +504,9 @@ func (p *powerRig) run(cuts int, seed uint64) *powerReport {
 	for i := range cuts {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { p.load(ctx, rng, &next, rep); close(done) }()
+		// The load's own generator, seeded here: rng stays this goroutine's.
+		load := rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))
+		go func() { p.load(ctx, load, &next, rep); close(done) }()
 		time.Sleep(time.Duration(20+rng.IntN(400)) * time.Millisecond)
 
 		var tear *rand.Rand
@@ -677,9 +686,9 @@ func (p *powerRig) finish(rep *powerReport) {
 	for range 8 {
 		wg.Go(func() {
 			for op := range work {
-				for !op.final && ctx.Err() == nil {
+				for !p.final(op) && ctx.Err() == nil {
 					p.send(ctx, client, op, rep)
-					if !op.final {
+					if !p.final(op) {
 						sleep(ctx, 50*time.Millisecond)
 					}
 				}
