@@ -185,7 +185,10 @@ func newPowerRig(t *testing.T, binary string) *powerRig {
 		t.Fatal(err)
 	}
 	if err := p.fs.Mount(p.mnt); err != nil {
-		t.Fatalf("%v: the power-loss test needs FUSE (/dev/fuse, root)", err)
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%v: the power-loss test needs FUSE (/dev/fuse, root)", err)
+		}
+		t.Skipf("%v: the power-loss test needs FUSE (/dev/fuse, root)", err)
 	}
 	t.Cleanup(func() {
 		p.kill()
