@@ -16,17 +16,17 @@ import (
 // reading and changing the FS's state under its lock. While the power is
 // off (frozen) every operation fails with EIO and changes nothing.
 
-type dirNode struct {
+// base is what both kinds share: the FS and the node in it, its
+// attributes, its fsync and the filesystem's numbers.
+type base struct {
 	fs.Inode
 	p *FS
 	n *node
 }
 
-type fileNode struct {
-	fs.Inode
-	p *FS
-	n *node
-}
+type dirNode struct{ base }
+
+type fileNode struct{ base }
 
 var (
 	_ fs.NodeLookuper  = (*dirNode)(nil)
@@ -97,27 +97,6 @@ func (d *dirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		entries = append(entries, fuse.DirEntry{Name: name, Ino: k.ino, Mode: mode})
 	}
 	return fs.NewListDirStream(entries), 0
-}
-
-func (d *dirNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if d.p.lock() {
-		return syscall.EIO
-	}
-	defer d.p.mu.Unlock()
-	d.n.attr(&out.Attr)
-	return 0
-}
-
-func (d *dirNode) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if d.p.lock() {
-		return syscall.EIO
-	}
-	defer d.p.mu.Unlock()
-	if mode, ok := in.GetMode(); ok {
-		d.n.mode = mode & 0o7777
-	}
-	d.n.attr(&out.Attr)
-	return 0
 }
 
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
@@ -206,22 +185,6 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	return 0
 }
 
-// Fsync of a directory makes its entries as they are now durable.
-func (d *dirNode) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
-	if d.p.lock() {
-		return syscall.EIO
-	}
-	defer d.p.mu.Unlock()
-	d.n.syncedKids = maps.Clone(d.n.kids)
-	d.p.stats.DirSyncs++
-	return 0
-}
-
-func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	statfs(out)
-	return 0
-}
-
 func (f *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	if f.p.lock() {
 		return nil, 0, syscall.EIO
@@ -253,51 +216,59 @@ func (f *fileNode) Write(ctx context.Context, fh fs.FileHandle, data []byte, off
 	return uint32(len(data)), 0
 }
 
-func (f *fileNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if f.p.lock() {
+func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno { return 0 }
+
+func (b *base) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if b.p.lock() {
 		return syscall.EIO
 	}
-	defer f.p.mu.Unlock()
-	f.n.attr(&out.Attr)
+	defer b.p.mu.Unlock()
+	b.n.attr(&out.Attr)
 	return 0
 }
 
-func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if f.p.lock() {
+// Setattr changes a file's size (truncate, extend) and either's mode;
+// times are not kept.
+func (b *base) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if b.p.lock() {
 		return syscall.EIO
 	}
-	defer f.p.mu.Unlock()
-	if size, ok := in.GetSize(); ok {
-		if size <= uint64(len(f.n.data)) {
-			f.n.data = slices.Clone(f.n.data[:size])
+	defer b.p.mu.Unlock()
+	if size, ok := in.GetSize(); ok && !b.n.dir {
+		if size <= uint64(len(b.n.data)) {
+			b.n.data = slices.Clone(b.n.data[:size])
 		} else {
-			f.n.data = put(f.n.data, int64(size), nil)
+			b.n.data = put(b.n.data, int64(size), nil)
 		}
 	}
 	if mode, ok := in.GetMode(); ok {
-		f.n.mode = mode & 0o7777
+		b.n.mode = mode & 0o7777
 	}
-	f.n.attr(&out.Attr)
+	b.n.attr(&out.Attr)
 	return 0
 }
 
-// Fsync (and fdatasync) of a file makes its bytes as they are now durable.
-func (f *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
-	if f.p.lock() {
+// Fsync (and fdatasync) makes a file's bytes, or a directory's entries,
+// as they are now durable.
+func (b *base) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall.Errno {
+	if b.p.lock() {
 		return syscall.EIO
 	}
-	defer f.p.mu.Unlock()
-	f.n.synced = slices.Clone(f.n.data)
-	if f.p.last != nil && f.p.last.n == f.n {
-		f.p.last = nil
+	defer b.p.mu.Unlock()
+	if b.n.dir {
+		b.n.syncedKids = maps.Clone(b.n.kids)
+		b.p.stats.DirSyncs++
+		return 0
 	}
-	f.p.stats.FileSyncs++
+	b.n.synced = slices.Clone(b.n.data)
+	if b.p.last != nil && b.p.last.n == b.n {
+		b.p.last = nil
+	}
+	b.p.stats.FileSyncs++
 	return 0
 }
 
-func (f *fileNode) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno { return 0 }
-
-func (f *fileNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+func (b *base) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	statfs(out)
 	return 0
 }

@@ -89,7 +89,7 @@ func (p *FS) Mount(dir string) error {
 	p.frozen = false
 	p.mu.Unlock()
 	sec := time.Second
-	server, err := fs.Mount(dir, &dirNode{p: p, n: p.root}, &fs.Options{
+	server, err := fs.Mount(dir, &dirNode{base{p: p, n: p.root}}, &fs.Options{
 		MountOptions: fuse.MountOptions{
 			DirectMount: true, FsName: "powerfs", Name: "powerfs",
 			// Writes reach the filesystem when the program makes them;
@@ -284,9 +284,9 @@ func (n *node) attr(out *fuse.Attr) {
 // inode is the kernel's handle on n under parent.
 func (p *FS) inode(ctx context.Context, parent *fs.Inode, n *node) *fs.Inode {
 	if n.dir {
-		return parent.NewInode(ctx, &dirNode{p: p, n: n}, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: n.ino})
+		return parent.NewInode(ctx, &dirNode{base{p: p, n: n}}, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: n.ino})
 	}
-	return parent.NewInode(ctx, &fileNode{p: p, n: n}, fs.StableAttr{Mode: syscall.S_IFREG, Ino: n.ino})
+	return parent.NewInode(ctx, &fileNode{base{p: p, n: n}}, fs.StableAttr{Mode: syscall.S_IFREG, Ino: n.ino})
 }
 
 func statfs(out *fuse.StatfsOut) {
