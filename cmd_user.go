@@ -130,13 +130,19 @@ var userListCommand = command{
 					return err
 				}
 				w := tabwriter.NewWriter(inv.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tNAME\tROLE\tSTATUS\tCREATED")
+				fmt.Fprintln(w, "ID\tNAME\tROLE\tSTATUS\tPASSWORD\tCREATED")
 				for _, u := range users {
 					status := "active"
 					if u.Disabled {
 						status = "disabled"
 					}
-					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", u.ID, u.Name, u.Role, status, u.CreatedAt.Format(time.RFC3339))
+					// A password someone else chose (user add, user passwd)
+					// is replaced by the user's own at their next sign-in.
+					password := "own"
+					if u.MustChangePassword {
+						password = "to-choose"
+					}
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%s\n", u.ID, u.Name, u.Role, status, password, u.CreatedAt.Format(time.RFC3339))
 				}
 				return w.Flush()
 			})

@@ -67,7 +67,8 @@ func TestUserCommands(t *testing.T) {
 			t.Fatalf("add said %q", out)
 		}
 		out = mustUserCmd(t, "", nil, "list", "--data", dir)
-		if !regexp.MustCompile(`(?m)^ID\s+NAME\s+ROLE\s+STATUS\s+CREATED\n1\s+alice\s+accountant\s+active\s+\d{4}-`).MatchString(out) {
+		// A password the admin chose: alice must still choose her own.
+		if !regexp.MustCompile(`(?m)^ID\s+NAME\s+ROLE\s+STATUS\s+PASSWORD\s+CREATED\n1\s+alice\s+accountant\s+active\s+to-choose\s+\d{4}-`).MatchString(out) {
 			t.Fatalf("list:\n%s", out)
 		}
 
@@ -78,6 +79,14 @@ func TestUserCommands(t *testing.T) {
 		}
 		if u, err := st.Authenticate(ctx, "alice", "a whole new passphrase"); err != nil || !u.MustChangePassword {
 			t.Fatalf("new password: %+v, %v; want a user who must choose their own", u, err)
+		}
+
+		// Once she chose her own at sign-in, the list says so.
+		if err := st.ChangeOwnPassword(ctx, "alice", "alice's own long passphrase", "127.0.0.1"); err != nil {
+			t.Fatal(err)
+		}
+		if out := mustUserCmd(t, "", nil, "list", "--data", dir); !regexp.MustCompile(`alice\s+accountant\s+active\s+own\s`).MatchString(out) {
+			t.Fatalf("list after alice chose her own password:\n%s", out)
 		}
 
 		mustUserCmd(t, "", nil, "disable", "--data", dir, "alice")
