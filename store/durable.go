@@ -40,8 +40,9 @@ type durability struct {
 	walPath string
 	wal     *os.File // opened at the first sync, reopened if the file was replaced
 	queue   chan synced
-	// sync is the WAL's fsync; tests replace it to hold or fail it.
-	sync func() error
+	// hook, when set, is called for the WAL's fsync with the real one
+	// (SetSyncHook).
+	hook atomic.Pointer[func(sync func() error) error]
 }
 
 // synced is a batch's answers, released once commits up to seq are
@@ -53,9 +54,7 @@ type synced struct {
 }
 
 func newDurability(walPath string) *durability {
-	d := &durability{walPath: walPath, advanced: make(chan struct{}), queue: make(chan synced, 4*maxBatch)}
-	d.sync = d.syncWAL
-	return d
+	return &durability{walPath: walPath, advanced: make(chan struct{}), queue: make(chan synced, 4*maxBatch)}
 }
 
 // syncWAL fsyncs the journal's WAL file.
@@ -126,7 +125,11 @@ func (s *Store) syncer() {
 			// Every commit counted before the fsync began had written its
 			// frames: the fsync covers them all.
 			upTo := d.committed.Load()
-			if err = d.sync(); err != nil {
+			sync := d.syncWAL
+			if h := d.hook.Load(); h != nil {
+				sync = func() error { return (*h)(d.syncWAL) }
+			}
+			if err = sync(); err != nil {
 				err = fmt.Errorf("%w: the WAL could not be synced: %w", ErrUnavailable, err)
 				d.failed.CompareAndSwap(nil, &err)
 				s.failing.Store(&err)
@@ -173,6 +176,26 @@ type readsKey struct{}
 // is on disk.
 func MarkReads(ctx context.Context) context.Context {
 	return context.WithValue(ctx, readsKey{}, new(atomic.Bool))
+}
+
+// NoteRead notes under ctx an answer made from what the journal held,
+// read earlier and kept in memory (a replay from the cache): Settle then
+// holds it as it would a read. The journal's own reads note themselves.
+func NoteRead(ctx context.Context) { noteRead(ctx) }
+
+// SetSyncHook makes every fsync of the WAL go through hook, which gets the
+// real fsync to call (or not); nil restores it. Tests hold or fail the
+// WAL's fsync with it. It does nothing where commits are not pipelined.
+func (s *Store) SetSyncHook(hook func(sync func() error) error) {
+	d := s.dur
+	if d == nil {
+		return
+	}
+	if hook == nil {
+		d.hook.Store(nil)
+		return
+	}
+	d.hook.Store(&hook)
 }
 
 // noteRead notes a read of the journal under ctx.

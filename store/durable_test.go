@@ -68,6 +68,15 @@ func TestAnswersWaitForTheWALsFsync(t *testing.T) {
 	if err := s.Settle(store.MarkReads(ctx)); err != nil {
 		t.Fatal(err)
 	}
+	// An answer from what an earlier read kept in memory (a replay from
+	// the cache) is held as the read is.
+	mem := store.MarkReads(ctx)
+	store.NoteRead(mem)
+	fromMemory := make(chan error, 1)
+	go func() { fromMemory <- s.Settle(mem) }()
+	if !notYet(fromMemory) {
+		t.Fatal("an answer from memory of an unsynced commit was let out before the fsync")
+	}
 
 	release()
 	if err := <-wrote; err != nil || secret == "" {
@@ -75,6 +84,9 @@ func TestAnswersWaitForTheWALsFsync(t *testing.T) {
 	}
 	if err := <-settled; err != nil {
 		t.Fatalf("the read's answer after the fsync: %v", err)
+	}
+	if err := <-fromMemory; err != nil {
+		t.Fatalf("the answer from memory after the fsync: %v", err)
 	}
 	if syncs.Load() == 0 {
 		t.Fatal("no fsync of the WAL ran")

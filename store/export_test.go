@@ -214,15 +214,16 @@ func FreezeHoldingBusinessKey(tb testing.TB, s *Store, businessKey string) {
 func HoldSyncs(s *Store) (release func(), syncs *atomic.Int64) {
 	gate := make(chan struct{})
 	syncs = new(atomic.Int64)
-	d := s.dur
-	d.sync = func() error {
+	s.SetSyncHook(func(sync func() error) error {
 		<-gate
 		syncs.Add(1)
-		return d.syncWAL()
-	}
+		return sync()
+	})
 	var once sync.Once
 	return func() { once.Do(func() { close(gate) }) }, syncs
 }
 
 // FailSyncs makes every WAL fsync of s fail.
-func FailSyncs(s *Store, err error) { s.dur.sync = func() error { return err } }
+func FailSyncs(s *Store, err error) {
+	s.SetSyncHook(func(func() error) error { return err })
+}

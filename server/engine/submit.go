@@ -181,6 +181,9 @@ func (e *Engine) execute(ctx context.Context, tok store.Token, r request, seen *
 	var refused *adapters.Error
 	var dup *store.DuplicateCheck
 	if final, ok := e.replays.get(key); ok && final.Agent == tok.Agent && final.Fingerprint == norm.Fingerprint {
+		// Kept from a read of the journal: answered, like the read, only
+		// once what it saw is on disk.
+		store.NoteRead(ctx)
 		e.replays.remember(key, seen)
 		e.decided(def.Name, store.DecisionReplay)
 		return final, true, nil
