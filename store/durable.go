@@ -168,6 +168,10 @@ func (s *Store) committedBatch() {
 	}
 }
 
+// Pipelined reports whether answers made from reads must wait for the
+// disk (Settle): commits here return before their fsync.
+func (s *Store) Pipelined() bool { return s.dur != nil }
+
 // readsKey marks a context whose request read the journal.
 type readsKey struct{}
 
