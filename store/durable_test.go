@@ -118,3 +118,80 @@ func TestFailedFsyncStopsTheJournal(t *testing.T) {
 		t.Fatalf("a write after a failed fsync: %v, want ErrUnavailable", err)
 	}
 }
+
+// While a commit's fsync runs, the writes that queue meanwhile are taken
+// into one transaction, committed once the fsync returned, rather than
+// committed one by one (each commit writes the pages they share again);
+// a write of that batch that fails is undone alone.
+func TestWritesGatherDuringTheFsync(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	release, _ := store.HoldSyncs(s)
+	defer release()
+
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := s.CreateToken(ctx, "agent-first", []string{"read"})
+		first <- err
+	}()
+	for s.WriteStats().Batches < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	before := s.WriteStats()
+
+	// Five tokens and the same user twice, one after the other, each
+	// taken by the writer before the next is sent, while the first
+	// fsync is held.
+	const tokens = 5
+	done := make(chan error, tokens+2)
+	for i := range tokens + 2 {
+		go func() {
+			var err error
+			if i < tokens {
+				_, _, err = s.CreateToken(ctx, "agent-"+string(rune('a'+i)), []string{"read"})
+			} else {
+				_, err = s.CreateUser(ctx, "anna", store.RoleAccountant, "a long enough password")
+			}
+			done <- err
+		}()
+		for s.WriteStats().Writes < before.Writes+int64(i)+1 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	release()
+
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	var conflicts int
+	for range tokens + 2 {
+		switch err := <-done; {
+		case errors.Is(err, store.ErrConflict):
+			conflicts++
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	if conflicts != 1 {
+		t.Fatalf("%d writes refused as a conflict, want the second user alone", conflicts)
+	}
+	if got, want := s.WriteStats().Batches-before.Batches, int64(1); got != want {
+		t.Fatalf("the writes queued during the fsync took %d commits, want %d", got, want)
+	}
+	toks, err := s.ListTokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := s.Users(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(toks) != tokens+1 || len(users) != 1 {
+		t.Fatalf("%d tokens and %d users in the journal, want %d and 1", len(toks), len(users), tokens+1)
+	}
+}

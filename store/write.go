@@ -164,7 +164,9 @@ func (s *Store) writer(conn *sql.Conn) {
 			}
 		}
 		if len(batch) > 0 {
-			s.commit(t, batch)
+			if held := s.commit(t, batch); held != nil {
+				held.done <- s.runExclusive(t.conn, held)
+			}
 		}
 	}
 }
@@ -177,8 +179,10 @@ func (s *Store) runExclusive(conn *sql.Conn, r *writeReq) error {
 }
 
 // commit runs one batch as one transaction and answers each write, after
-// the COMMIT that holds it returned.
-func (s *Store) commit(t *txn, batch []*writeReq) {
+// the COMMIT that holds it returned. Where commits are pipelined the batch
+// may grow while it runs (gather); an exclusive call it met meanwhile is
+// returned, to be run once the batch is done.
+func (s *Store) commit(t *txn, batch []*writeReq) (held *writeReq) {
 	s.batches.Add(1)
 	s.batched.Add(int64(len(batch)))
 	errs := make([]error, len(batch))
@@ -223,8 +227,23 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 	// Most batches hold no write that fails: they run first without
 	// savepoints (on PostgreSQL, two round trips fewer per write); when one
 	// fails, the transaction is rolled back and the batch runs again, each
-	// write in its savepoint.
-	//
+	// write in its savepoint. A write alone needs none: its failure is its
+	// outcome, and the transaction is rolled back.
+	landed, failed := s.runPlain(t, batch, errs)
+	if failed < 0 && s.dur != nil {
+		batch, errs, landed, failed, held = s.gather(t, batch, errs, landed)
+	}
+	switch {
+	case failed < 0:
+		s.finish(bg, t, errs, landed, abort)
+		return held
+	case !s.be.savepoints(len(batch)):
+		if s.be.failure(errs[failed]) {
+			errs[failed] = fmt.Errorf("%w: %w", ErrUnavailable, errs[failed])
+		}
+		s.finish(bg, t, errs, 0, abort)
+		return held
+	}
 	// rerun rolls the transaction back and begins it again for the batch
 	// to run anew; false when it could not begin (the batch is aborted).
 	rerun := func() bool {
@@ -237,25 +256,18 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		}
 		return true
 	}
-	savepoints := s.be.savepoints(len(batch))
-	if savepoints {
-		if landed, ok := s.runPlain(t, batch, errs); ok {
-			s.finish(bg, t, errs, landed, abort)
-			return
-		}
-		if !rerun() {
-			return
-		}
+	if !rerun() {
+		return held
 	}
 	for attempt := 1; ; attempt++ {
-		landed, stage, err := s.runEach(bg, t, batch, errs, savepoints, attempt < conflictAttempts)
+		landed, stage, err := s.runEach(bg, t, batch, errs, true, attempt < conflictAttempts)
 		switch {
 		case err == nil:
 			s.finish(bg, t, errs, landed, abort)
-			return
+			return held
 		case stage != stageConflict:
 			abort(stage, err)
-			return
+			return held
 		}
 		// A write lost a deadlock with another gateway's batch. Rolled
 		// back to its savepoint, it would meet the same batch again: the
@@ -263,9 +275,51 @@ func (s *Store) commit(t *txn, batch []*writeReq) {
 		// the end of the transaction lets them go. The batch runs again
 		// from its start, after the other committed.
 		if !rerun() {
-			return
+			return held
 		}
 	}
+}
+
+// gather grows a batch whose writes ran without a failure while the
+// previous commit's fsync is still running: the writes that queue
+// meanwhile run in the same transaction, which commits when that fsync
+// returned (or the batch is full). Committing each at once would not
+// answer them sooner — their answers wait for the fsync after this one
+// either way — but would write the pages they share (an index's leaf, the
+// chain's head) to the WAL once per commit instead of once. It returns
+// the batch and its errors, how many landed, the index of a write that
+// failed (-1 for none; the batch is then to run again in savepoints), and
+// an exclusive call met, which ends the gathering.
+func (s *Store) gather(t *txn, batch []*writeReq, errs []error, landed int) ([]*writeReq, []error, int, int, *writeReq) {
+	d := s.dur
+	for len(batch) < maxBatch {
+		d.mu.Lock()
+		advanced := d.advanced
+		d.mu.Unlock()
+		if d.durable.Load() >= d.committed.Load() || d.failed.Load() != nil {
+			break // nothing is being synced: commit now
+		}
+		var r *writeReq
+		select {
+		case r = <-s.writes:
+			s.queued.Add(-1)
+		case <-advanced:
+			continue
+		case <-s.quit:
+			return batch, errs, landed, -1, nil
+		}
+		if r.conn != nil {
+			return batch, errs, landed, -1, r
+		}
+		s.batched.Add(1)
+		batch, errs = append(batch, r), append(errs, nil)
+		n, failed := s.runPlain(t, batch[len(batch)-1:], errs[len(errs)-1:])
+		landed += n
+		if failed >= 0 {
+			return batch, errs, landed, len(batch) - 1, nil
+		}
+	}
+	return batch, errs, landed, -1, nil
 }
 
 // conflictAttempts is how often a batch in which a write lost a conflict
@@ -299,23 +353,24 @@ func (s *Store) runEach(bg context.Context, t *txn, batch []*writeReq, errs []er
 }
 
 // runPlain runs the batch's writes in the open transaction without
-// savepoints and reports whether none failed, and how many landed; a
-// write given up before it ran gets its context's error and did not.
-func (s *Store) runPlain(t *txn, batch []*writeReq, errs []error) (landed int, ok bool) {
+// savepoints, until one fails: it reports how many landed and the index
+// of the one that failed, its error in errs (-1 when none did). A write
+// given up before it ran gets its context's error and did not land.
+func (s *Store) runPlain(t *txn, batch []*writeReq, errs []error) (landed, failed int) {
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			errs[i] = err // given up before it ran: nothing written
 			continue
 		}
 		wctx, cancel := s.be.writeContext(context.WithoutCancel(r.ctx))
-		err := r.fn(wctx, t)
+		errs[i] = r.fn(wctx, t)
 		cancel()
-		if err != nil {
-			return 0, false
+		if errs[i] != nil {
+			return landed, i
 		}
 		landed++
 	}
-	return landed, true
+	return landed, -1
 }
 
 // finish ends a batch whose writes ran, landed of them without an error:
