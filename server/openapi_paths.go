@@ -162,9 +162,17 @@ func openAPIGet(exampleKey string, r openAPIResponses) map[string]any {
 			"description": "The operation key (percent-encoding allowed).",
 			"schema":      map[string]any{"type": "string", "minLength": contract.MinKeyLen, "maxLength": contract.MaxKeyLen, "pattern": keyPattern("")},
 			"example":     exampleKey,
+		}, map[string]any{
+			"name":        "wait",
+			"in":          "query",
+			"required":    false,
+			"description": "Hold the answer until the operation's state changes to one other than started, or this long passes (a duration such as 30s, or whole seconds; at most 60s, longer is held 60s). A final operation is answered at once. Without it, the answer is at once.",
+			"schema":      map[string]any{"type": "string", "pattern": `^([0-9]+|[0-9]+(\.[0-9]+)?(ms|s|m))$`},
+			"example":     "30s",
 		}},
 		"responses": map[string]any{
-			"200": answerResponse("The operation's current state. Retry-After is set while it is not settled (started, awaiting_approval, unknown, failed_retryable).", r.retry),
+			"200": answerResponse("The operation's current state (with wait: after it changed, or as it still is when the wait ran out). Retry-After is set while it is not settled (started, awaiting_approval, unknown, failed_retryable).", r.retry),
+			"400": problemResponse("wait is no duration ("+codes.Validation+", field wait).", nil),
 			"401": r.unauthenticated,
 			"404": problemResponse("No operation with this key for this agent ("+codes.OperationNotFound+").", nil),
 			"429": r.rateLimited,

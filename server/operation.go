@@ -1,13 +1,16 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -78,13 +81,30 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 	if err != nil {
 		return codes.New(codes.OperationNotFound, "", "no operation with this key")
 	}
-	op, err := s.engine.Operation(c.Request().Context(), token(c).Agent, key)
+	wait, err := waitParam(c.QueryParam("wait"))
+	if err != nil {
+		return err
+	}
+	ctx, agent := c.Request().Context(), token(c).Agent
+	var changed <-chan struct{}
+	if wait > 0 {
+		// Watched before the first read, so no change falls between.
+		var stop func()
+		changed, stop = s.store.Watch(key)
+		defer stop()
+	}
+	op, err := s.engine.Operation(ctx, agent, key)
 	if errors.Is(err, store.ErrNotFound) {
 		// Another agent's key is not found either: keys are not shared.
 		return codes.New(codes.OperationNotFound, "", "no operation with this key")
 	}
 	if err != nil {
 		return err
+	}
+	if wait > 0 && !op.Status.Terminal() {
+		if op, err = s.awaitChange(ctx, changed, agent, op, wait); err != nil {
+			return err
+		}
 	}
 	_, retry, a := operationAnswer(op, "")
 	s.warn(c, &a, op)
@@ -93,6 +113,55 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", itoa(retry))
 	}
 	return s.writeAnswer(c, http.StatusOK, a)
+}
+
+// maxWait bounds a long-poll: a longer wait is held this long.
+const maxWait = 60 * time.Second
+
+// waitParam reads ?wait=: a duration ("30s", "1m") or whole seconds
+// ("30"); none is 0, an answer at once.
+func waitParam(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		n, nerr := strconv.Atoi(v)
+		d, err = time.Duration(n)*time.Second, nerr
+	}
+	if err != nil || d < 0 {
+		return 0, codes.New(codes.Validation, "wait", "wait is how long to hold the answer for a change, such as 30s (at most 60s)")
+	}
+	return min(d, maxWait), nil
+}
+
+// awaitChange holds the answer until op's state is no longer what it was,
+// nor started (changed wakes it to read again), the wait is over, the client left,
+// or the gateway stops; it returns the operation as last read.
+func (s *Server) awaitChange(ctx context.Context, changed <-chan struct{}, agent string, op store.Operation, wait time.Duration) (store.Operation, error) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	from := op.Status
+	for {
+		select {
+		case <-changed:
+		case <-timer.C:
+			return op, nil
+		case <-s.stopping:
+			return op, nil
+		case <-ctx.Done():
+			return op, nil // nobody reads the answer
+		}
+		now, err := s.engine.Operation(ctx, agent, op.Key)
+		if err != nil {
+			return op, err
+		}
+		// Started is no state to act on: an approved charge on its way to
+		// the provider is awaited on to its outcome.
+		if op = now; op.Status != from && op.Status != store.StatusStarted {
+			return op, nil
+		}
+	}
 }
 
 // readJSON reads the request body, refusing a wrong or ambiguous media

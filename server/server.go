@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -45,6 +46,8 @@ type Server struct {
 	limiters *limiters
 	tokens   tokenCache
 	metrics  *metrics
+	// stopping is closed when shutdown begins: long-polls answer then.
+	stopping chan struct{}
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
@@ -59,6 +62,7 @@ func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target,
 		log:      log,
 		echo:     echo.New(),
 		limiters: newLimiters(cfg.RateLimit),
+		stopping: make(chan struct{}),
 	}
 	s.echo.HideBanner = true
 	s.echo.HidePort = true
@@ -249,6 +253,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		refusalTLS = hs.TLSConfig.Clone()
 		refusalTLS.NextProtos = []string{"http/1.1"} // the refusal speaks HTTP/1.1
 	}
+	var stopOnce sync.Once
+	hs.RegisterOnShutdown(func() { stopOnce.Do(func() { close(s.stopping) }) })
 	if s.cfg.MaxConnections > 0 { // 0 only in a Config not from config.Load
 		ln = limitConnections(ln, s.cfg.MaxConnections, s.busyAnswer(), refusalTLS, s.log)
 	}

@@ -262,11 +262,17 @@ func (*postgresBackend) commit(ctx context.Context, t *txn, events []AuditEvent)
 	err := t.conn.Raw(func(dc any) error {
 		var b pgx.Batch
 		b.Queue(chainAuditCall, chainAuditArgs(events)...)
+		// Delivered at the COMMIT to every gateway listening (watch.go).
+		for _, keys := range notifyPayloads(changedKeys(events)) {
+			b.Queue(`SELECT pg_notify($1, $2)`, changesChannel, keys)
+		}
 		b.Queue(`COMMIT`)
 		r := dc.(*stdlib.Conn).Conn().SendBatch(ctx, &b)
 		_, err := r.Exec()
-		if err == nil {
-			stage = "commit"
+		for i := 1; err == nil && i < b.Len(); i++ {
+			if i == b.Len()-1 {
+				stage = "commit"
+			}
 			_, err = r.Exec()
 		}
 		if cerr := r.Close(); err == nil {

@@ -61,6 +61,7 @@ type Store struct {
 	batched      atomic.Int64                 // writes those batches held
 	reruns       atomic.Int64                 // batches run again with savepoints
 	queued       atomic.Int64                 // writes waiting for the writer
+	watch        watchers                     // Watch
 }
 
 // Open opens (creating if needed) the journal at location and applies

@@ -403,6 +403,9 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 		abort(stage, err)
 		return
 	}
+	if s.watch.active() {
+		s.watch.wake(changedKeys(t.audit), false)
+	}
 	t.audit = t.audit[:0]
 	s.committedBatch()
 	// A batch that committed does not clear failing: one that changed
