@@ -309,7 +309,9 @@ func (y *ykSim) paymentView(p *ykPayment) ykPaymentView {
 	if !p.captured.IsZero() {
 		v.CapturedAt = p.captured.Format(ykTimeLayout)
 	}
-	if p.refunded > 0 {
+	if p.refunded > 0 || p.status == "succeeded" {
+		// A succeeded payment carries what was refunded of it, 0.00 before
+		// any refund, as YooKassa's Python SDK's recorded payment has it.
 		v.RefundedAmount = &ykAmount{Value: ykFormatValue(p.refunded), Currency: p.currency}
 	}
 	if p.status == "canceled" {

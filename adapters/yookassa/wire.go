@@ -113,8 +113,10 @@ type apiError struct {
 	RetryAfter  int64  `json:"retry_after"`
 }
 
-// processing is the body of HTTP 202: the request is still being handled;
-// repeat it with the same Idempotence-Key after retry_after milliseconds.
+// processing is the body of HTTP 202 ({"type":"error","code":
+// "request_accepted","retry_after":1800} in YooKassa's PHP SDK tests):
+// the request is still being handled; repeat it with the same
+// Idempotence-Key after retry_after milliseconds. Only retry_after is read.
 // The unit is the SDKs' reading of it: YooKassa's PHP SDK sleeps
 // retry_after*1000 microseconds before repeating a request answered 202
 // (BaseClient::delay, default 1800 ms).
