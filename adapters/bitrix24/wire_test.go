@@ -47,6 +47,7 @@ type b24Case struct {
 	notFound bool
 	class    adapters.Class
 	code     string
+	field    string
 }
 
 // TestWireReplay: the adapter against a server that answers with the
@@ -67,11 +68,14 @@ func TestWireReplay(t *testing.T) {
 			return c.CheckObject(ctx, op, id)
 		}
 	}
+	unknownCustomer := newOp(t, "customer-9999")
+	unknownCustomer.Key = "wire:crm.callback.create:event-7:v1"
 	deal := dealOp(t, defaultDeal())
 	deal.Key = "wire:deal.create:d-1:v1"
 	denied := adapters.Retry // a webhook that cannot act: Misconfigured
 	cases := map[string]b24Case{
 		"callback made":             {files: []string{"contact_list_customer", "activity_add_callback"}, run: execute(wireCallback(t, "event-1")), id: "999"},
+		"customer unknown":          {files: []string{"contact_list_none"}, run: execute(unknownCustomer), class: adapters.Final, code: codes.ReferenceNotFound, field: "customer_id"},
 		"callback found by key":     {files: []string{"activity_list_by_origin"}, run: lookup(wireCallback(t, "event-1")), id: "999"},
 		"callback not found":        {files: []string{"activity_list_none", "user_admin_true"}, run: lookup(wireCallback(t, "event-2")), notFound: true},
 		"callback hidden by rights": {files: []string{"activity_list_none", "user_admin_false"}, run: lookup(wireCallback(t, "event-2")), class: adapters.Reconcile, code: codes.OutcomeUnknown},
@@ -138,7 +142,7 @@ func TestWireReplay(t *testing.T) {
 					t.Fatalf("got %+v, %v; want not found", res, err)
 				}
 			default:
-				adapterstest.WantError(t, err, tc.class, tc.code, "", "corpus-secret", "revoked-secret")
+				adapterstest.WantError(t, err, tc.class, tc.code, tc.field, "corpus-secret", "revoked-secret")
 			}
 		})
 	}

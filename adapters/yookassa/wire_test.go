@@ -63,6 +63,10 @@ func TestWireReplay(t *testing.T) {
 	byID.ObjectID = wireMethod
 	unknown := wireCharge(t, "order-69")
 	unknown.ObjectID = "00000000-0000-0000-0000-000000000000"
+	malformed := wireCharge(t, "order-69")
+	malformed.ObjectID = "order-48291"
+	declined := wireCharge(t, "order-76")
+	declined.Payload = payload(t, map[string]any{"account_id": wireMethod, "order_id": "order-76", "amount_minor": 2000, "currency": "RUB"})
 	reused := wireCharge(t, "order-71")
 	reused.Payload = payload(t, map[string]any{"account_id": wireMethod, "order_id": "order-71", "amount_minor": 9900, "currency": "RUB"})
 	unknownMethod := wireCharge(t, "order-72")
@@ -83,7 +87,9 @@ func TestWireReplay(t *testing.T) {
 		"payment_create_forbidden":       {run: execute(wireCharge(t, "order-73")), class: adapters.Retry, code: codes.TargetPermissionDenied},
 		"payment_create_too_many":        {run: execute(wireCharge(t, "order-74")), class: adapters.Retry, code: codes.TargetUnavailable, retryAfterAtLeast: 1},
 		"payment_create_unknown":         {run: execute(wireCharge(t, "order-75")), class: adapters.Reconcile, code: codes.OutcomeUnknown},
+		"payment_create_declined":        {run: execute(declined), class: adapters.Final, code: codes.PaymentDeclined},
 		"payment_get_not_found":          {run: lookup(unknown), notFound: true},
+		"payment_get_malformed_id":       {run: lookup(malformed), notFound: true},
 		"payment_get_succeeded":          {run: lookup(byID), id: wireMethod},
 		"payments_list_other":            {run: lookup(wireCharge(t, "order-69")), notFound: true},
 		"payments_list_with_key":         {run: lookup(wireCharge(t, "order-69")), id: "2a4c5b1e-000f-5000-8000-1b2c3d4e5f60"},
@@ -195,6 +201,9 @@ func ykSituation(t *testing.T, s *sim.Server, base string, e adapterstest.WireEx
 		// The key's first request, of another amount.
 		first := strings.Replace(string(e.Body), `"99.00"`, `"2025.00"`, 1)
 		ykPost(t, base, "/v3/payments", e.Header.Get("Idempotence-Key"), strings.ReplaceAll(first, wireMethod, "merchant-account-17"))
+	case "payment_create_declined":
+		// The simulated network declines from an amount on.
+		replace[`"20.00"`] = `"1000000.00"`
 	case "payment_create_receipt_refused":
 		s.SetYooKassaMode(sim.YooKassaMode{RequireReceipts: true})
 	case "payments_list_other":
