@@ -502,7 +502,7 @@ func safeToken(s string) bool {
 // executeError classifies a non-200 answer to a POST.
 func (c *Client) executeError(intent string, resp *http.Response, data []byte) error {
 	if resp.StatusCode == http.StatusAccepted {
-		// "202 processing": the request is being handled; the same request
+		// 202 (request_accepted): the request is being handled; the same request
 		// with the same key after retry_after answers its outcome. The key
 		// dedupes, so sending it again is a retry, never a second payment.
 		var p processing
