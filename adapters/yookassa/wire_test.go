@@ -23,8 +23,12 @@ import (
 
 const wireDir = "testdata/wire"
 
-// wireMethod is the saved payment method the corpus's charges name.
-const wireMethod = "22f4d39f-000f-5000-9000-1549325826d3"
+// wireMethod is the saved payment method the corpus's charges name,
+// wireRefund the refund its refunds make.
+const (
+	wireMethod = "22f4d39f-000f-5000-9000-1549325826d3"
+	wireRefund = "216749f7-0016-50be-b000-078d43a63ae4"
+)
 
 func wireCharge(tb testing.TB, order string) adapters.Op {
 	return adapters.Op{Key: "wire:payment.charge:" + order + ":v1", Intent: yookassa.IntentCharge, Attempt: 1,
@@ -43,6 +47,7 @@ type wireWant struct {
 	shopID, secret    string // other credentials than the corpus's shop
 	receipts          yookassa.Receipts
 	run               func(context.Context, *yookassa.Client) (adapters.Result, error)
+	minor             int64 // the amount read, when checked
 }
 
 // TestWireReplay: the adapter against a server that answers with the
@@ -74,11 +79,13 @@ func TestWireReplay(t *testing.T) {
 	withReceipt := wireCharge(t, "order-vpn")
 	withReceipt.Payload = payload(t, map[string]any{"account_id": wireMethod, "order_id": "order-vpn", "amount_minor": 19000, "currency": "RUB",
 		"receipt": map[string]any{"email": "payer@example.com", "items": []any{map[string]any{"description": "VPN", "quantity": 1, "price_minor": 19000, "payment_subject": "goods"}}}})
+	refundByID := adapters.Op{Key: "wire:payment.refund:order-69:v1", Intent: yookassa.IntentRefund, Attempt: 1, ObjectID: wireRefund,
+		Payload: payload(t, map[string]any{"payment_id": "216749da-000f-50be-b000-096747fad91e", "amount_minor": 100, "currency": "RUB"})}
 	refund := adapters.Op{Key: "wire:payment.refund:order-69:v1", Intent: yookassa.IntentRefund, Attempt: 1,
 		Payload: payload(t, map[string]any{"payment_id": wireMethod, "amount_minor": 100, "currency": "RUB", "reason": "Damaged item"})}
 
 	cases := map[string]wireWant{
-		"payment_create_succeeded":       {run: execute(wireCharge(t, "order-69")), id: "2a4c5b1e-000f-5000-8000-1b2c3d4e5f60"},
+		"payment_create_succeeded":       {run: execute(wireCharge(t, "order-69")), id: "2a4c5b1e-000f-5000-8000-1b2c3d4e5f60", minor: 202500},
 		"payment_create_processing":      {run: execute(wireCharge(t, "order-70")), class: adapters.Retry, code: codes.OutcomeUnknown, inProgress: true, retryAfterAtLeast: 2},
 		"payment_create_key_reused":      {run: execute(reused), class: adapters.Reconcile, code: codes.OutcomeUnknown},
 		"payment_create_method_unknown":  {run: execute(unknownMethod), class: adapters.Final, code: codes.ReferenceNotFound, field: "account_id"},
@@ -93,7 +100,8 @@ func TestWireReplay(t *testing.T) {
 		"payment_get_succeeded":          {run: lookup(byID), id: wireMethod},
 		"payments_list_other":            {run: lookup(wireCharge(t, "order-69")), notFound: true},
 		"payments_list_with_key":         {run: lookup(wireCharge(t, "order-69")), id: "2a4c5b1e-000f-5000-8000-1b2c3d4e5f60"},
-		"refund_create_succeeded":        {run: execute(refund), id: "216749f7-0016-50be-b000-078d43a63ae4"},
+		"refund_create_succeeded":        {run: execute(refund), id: wireRefund, minor: 100},
+		"refund_get_succeeded":           {run: lookup(refundByID), id: wireRefund, minor: 100},
 	}
 	for name := range corpus {
 		if _, ok := cases[name]; !ok {
@@ -129,6 +137,9 @@ func wantWire(t *testing.T, want wireWant, res adapters.Result, err error, secre
 	case want.id != "":
 		if err != nil || res.ObjectID != want.id {
 			t.Fatalf("got %+v, %v; want the object %s", res, err, want.id)
+		}
+		if want.minor != 0 && res.Data["amount_minor"] != want.minor {
+			t.Fatalf("amount_minor %v, want %d", res.Data["amount_minor"], want.minor)
 		}
 	case want.notFound:
 		if !errors.Is(err, adapters.ErrNotFound) {
@@ -209,6 +220,12 @@ func ykSituation(t *testing.T, s *sim.Server, base string, e adapterstest.WireEx
 	case "payments_list_other":
 		// A payment another integration made, without the operation's keys.
 		ykPost(t, base, "/v3/payments", "wire-setup-other", `{"amount":{"value":"2025.00","currency":"RUB"},"capture":true,"payment_method_id":"merchant-account-17","metadata":{"order_id":"69"}}`)
+	case "refund_get_succeeded":
+		// A refund of a payment the simulator made, read by its id.
+		body := `{"amount":{"value":"2025.00","currency":"RUB"},"capture":true,"payment_method_id":"merchant-account-17"}`
+		pay := ykPost(t, base, "/v3/payments", "wire-setup-pay", body)
+		ref := ykPost(t, base, "/v3/refunds", "wire-setup-ref", `{"payment_id":"`+pay+`","amount":{"value":"1.00","currency":"RUB"}}`)
+		replace = map[string]string{wireRefund: ref}
 	case "payment_get_succeeded", "refund_create_succeeded", "payments_list_with_key":
 		// The payment the recording reads or refunds, made by the charge
 		// of payment_create_succeeded's request.
