@@ -15,6 +15,7 @@ package adapterstest
 //	# assumption: what no source shows and why it is taken so
 //	# match: body.fields.ORIGIN_ID query.limit  (what a replay compares)
 //	# simulator: why the simulator does not play it (only when it does not)
+//	# compare: description  (answer fields a simulator must repeat word for word)
 //
 //	POST /v3/payments
 //	Content-Type: application/json
@@ -97,7 +98,7 @@ func LoadWire(tb testing.TB, dir string) map[string]WireExchange {
 
 // wireFields are the comment fields an exchange file may have; other
 // comment lines are free text.
-var wireFields = map[string]bool{"source": true, "read": true, "assumption": true, "match": true, "simulator": true}
+var wireFields = map[string]bool{"source": true, "read": true, "assumption": true, "match": true, "simulator": true, "compare": true}
 
 // parseWire reads one exchange file.
 func parseWire(name string, raw []byte) (WireExchange, error) {
@@ -293,7 +294,15 @@ func clipWire(b []byte) string {
 // in what an adapter reads. Each of read is a dotted path ("*" for every
 // element of an array): where the recording has a non-null value there,
 // the answer must have one of the same JSON kind; for the paths also in
-// exact, the same value.
+// exact, the same value. The exchange's "# compare:" paths are compared
+// exactly too, read or not.
+func (e WireExchange) WireShape(got []byte, read, exact []string) []string {
+	more := strings.Fields(strings.Join(e.Fields["compare"], " "))
+	return WireShape(e.RespBody, got, append(append([]string(nil), read...), more...), append(append([]string(nil), exact...), more...))
+}
+
+// WireShape compares a recorded answer and a simulator's as
+// (WireExchange).WireShape does, with no "# compare:" paths.
 func WireShape(recorded, got []byte, read, exact []string) []string {
 	var rec, ans any
 	if len(recorded) == 0 {

@@ -179,7 +179,7 @@ func TestWireSimulator(t *testing.T) {
 			if status != e.Status {
 				t.Errorf("status %d, recorded %d: %s", status, e.Status, body)
 			}
-			for _, d := range adapterstest.WireShape(e.RespBody, body, b24Read, []string{"error"}) {
+			for _, d := range e.WireShape(body, b24Read, []string{"error"}) {
 				t.Errorf("%s (answer %s)", d, body)
 			}
 			var rec, got struct {

@@ -12,8 +12,8 @@ package sim
 //     400 invalid_request, parameter Idempotence-Key). A repeat with the same
 //     key and the same body within 24 hours answers the object already made,
 //     in its current state, and makes nothing; the same key with another body
-//     (or on the other endpoint) answers 400 invalid_request "Idempotence key
-//     duplicated". Only requests that made an object bind their key.
+//     (or on the other endpoint) answers 400 invalid_request "Duplicate
+//     idempotence key". Only requests that made an object bind their key.
 //   - Payments charge a saved payment method: an active seeded account
 //     (sim.Accounts), which is a method saved by a binding and which
 //     GET /payment_methods/{id} shows as a saved card, active or inactive;

@@ -90,7 +90,7 @@ func (y *ykSim) createAnswer(w http.ResponseWriter, r *http.Request, path, key s
 	defer y.mu.Unlock()
 	if rec, seen := y.keys[key]; seen && time.Since(rec.at) < ykKeyWindow {
 		if rec.path != path || rec.hash != hash {
-			e := ykInvalid("Idempotence-Key", "Idempotence key duplicated")
+			e := ykInvalid("Idempotence-Key", "Duplicate idempotence key") // as YooKassa words it to shops
 			return e.status, e.body
 		}
 		if time.Now().Before(rec.busyUntil) {

@@ -189,7 +189,7 @@ func TestWireSimulator(t *testing.T) {
 			if status != e.Status {
 				t.Errorf("status %d, recorded %d: %s", status, e.Status, body)
 			}
-			for _, d := range adapterstest.WireShape(e.RespBody, body, ykRead, ykExact) {
+			for _, d := range e.WireShape(body, ykRead, ykExact) {
 				t.Errorf("%s (answer %s)", d, body)
 			}
 		})
