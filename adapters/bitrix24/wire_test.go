@@ -48,6 +48,7 @@ type b24Case struct {
 	class    adapters.Class
 	code     string
 	field    string
+	words    []string // the message says each
 }
 
 // TestWireReplay: the adapter against a server that answers with the
@@ -85,6 +86,8 @@ func TestWireReplay(t *testing.T) {
 		"deal id unknown":           {files: []string{"deal_get_not_found"}, declared: true, run: check(deal, "424242"), notFound: true},
 		"webhook unknown":           {files: []string{"wrong_webhook"}, webhook: wireRevoked, run: lookup(wireCallback(t, "event-1")), class: denied, code: codes.TargetPermissionDenied},
 		"webhook credentials":       {files: []string{"invalid_credentials"}, webhook: wireRevoked, run: lookup(wireCallback(t, "event-1")), class: denied, code: codes.TargetPermissionDenied},
+		"no crm scope":              {files: []string{"method_not_found"}, run: lookup(wireCallback(t, "event-1")), class: denied, code: codes.TargetPermissionDenied},
+		"no REST on the plan":       {files: []string{"rest_not_on_plan"}, run: lookup(wireCallback(t, "event-1")), class: denied, code: codes.TargetPermissionDenied, words: []string{"plan", "REST"}},
 		"request rate":              {files: []string{"contact_list_customer", "query_limit"}, run: execute(wireCallback(t, "event-3")), class: adapters.Retry, code: codes.TargetUnavailable},
 		"method time":               {files: []string{"contact_list_customer", "operation_time_limit"}, run: execute(wireCallback(t, "event-4")), class: adapters.Retry, code: codes.TargetUnavailable},
 		"plan ended":                {files: []string{"contact_list_customer", "payment_required"}, run: execute(wireCallback(t, "event-5")), class: adapters.Retry, code: codes.TargetUnavailable},
@@ -142,7 +145,12 @@ func TestWireReplay(t *testing.T) {
 					t.Fatalf("got %+v, %v; want not found", res, err)
 				}
 			default:
-				adapterstest.WantError(t, err, tc.class, tc.code, tc.field, "corpus-secret", "revoked-secret")
+				e := adapterstest.WantError(t, err, tc.class, tc.code, tc.field, "corpus-secret", "revoked-secret")
+				for _, w := range tc.words {
+					if !strings.Contains(e.Message, w) {
+						t.Errorf("message %q does not say %q", e.Message, w)
+					}
+				}
 			}
 		})
 	}
