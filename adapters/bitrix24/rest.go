@@ -218,6 +218,12 @@ func interpret(method string, resp *http.Response, r *reply, write bool) *adapte
 		// webhook with this user id and secret.
 		return adapters.Misconfigured(codes.TargetPermissionDenied,
 			"the Bitrix24 portal does not accept the webhook (wrong authorization data: its user id or secret is wrong, or the webhook was deleted); check the webhook URL", cause)
+	case upper == "ACCESS_DENIED" && strings.Contains(strings.ToLower(r.Description), "only"):
+		// "REST is available only on commercial plans" ("… only by
+		// subscription" to a webhook): the portal's plan has no REST API.
+		// The operator's matter, as an ended plan is, but told so.
+		return adapters.Misconfigured(codes.TargetPermissionDenied,
+			"the Bitrix24 portal's plan does not include the REST API, so it refuses the webhook; the portal's administrator must move it to a plan with REST (nothing was done in the CRM)", cause)
 	case deniedCodes[upper] || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden ||
 		resp.StatusCode == http.StatusNotFound || resp.StatusCode/100 == 3 ||
 		strings.HasPrefix(strings.ToLower(r.Description), "access denied"):

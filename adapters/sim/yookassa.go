@@ -12,8 +12,8 @@ package sim
 //     400 invalid_request, parameter Idempotence-Key). A repeat with the same
 //     key and the same body within 24 hours answers the object already made,
 //     in its current state, and makes nothing; the same key with another body
-//     (or on the other endpoint) answers 400 invalid_request "Idempotence key
-//     duplicated". Only requests that made an object bind their key.
+//     (or on the other endpoint) answers 400 invalid_request "Duplicate
+//     idempotence key". Only requests that made an object bind their key.
 //   - Payments charge a saved payment method: an active seeded account
 //     (sim.Accounts), which is a method saved by a binding and which
 //     GET /payment_methods/{id} shows as a saved card, active or inactive;
@@ -309,7 +309,9 @@ func (y *ykSim) paymentView(p *ykPayment) ykPaymentView {
 	if !p.captured.IsZero() {
 		v.CapturedAt = p.captured.Format(ykTimeLayout)
 	}
-	if p.refunded > 0 {
+	if p.refunded > 0 || p.status == "succeeded" {
+		// A succeeded payment carries what was refunded of it, 0.00 before
+		// any refund, as YooKassa's Python SDK's recorded payment has it.
 		v.RefundedAmount = &ykAmount{Value: ykFormatValue(p.refunded), Currency: p.currency}
 	}
 	if p.status == "canceled" {

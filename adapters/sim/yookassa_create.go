@@ -90,7 +90,7 @@ func (y *ykSim) createAnswer(w http.ResponseWriter, r *http.Request, path, key s
 	defer y.mu.Unlock()
 	if rec, seen := y.keys[key]; seen && time.Since(rec.at) < ykKeyWindow {
 		if rec.path != path || rec.hash != hash {
-			e := ykInvalid("Idempotence-Key", "Idempotence key duplicated")
+			e := ykInvalid("Idempotence-Key", "Duplicate idempotence key") // as YooKassa words it to shops
 			return e.status, e.body
 		}
 		if time.Now().Before(rec.busyUntil) {
@@ -122,9 +122,11 @@ func (y *ykSim) createAnswer(w http.ResponseWriter, r *http.Request, path, key s
 	return http.StatusOK, view
 }
 
-// processing is the 202 of a request still being handled; y.mu is held.
+// processing is the 202 of a request still being handled, as YooKassa's
+// PHP SDK has it in its tests ({"type":"error","code":"request_accepted",
+// "retry_after":1800}); y.mu is held.
 func (y *ykSim) processing() (int, any) {
-	return http.StatusAccepted, map[string]any{"type": "processing", "description": "Request accepted, but is still in process", "retry_after": y.retryAfterMS()}
+	return http.StatusAccepted, map[string]any{"type": "error", "code": "request_accepted", "retry_after": y.retryAfterMS()}
 }
 
 // ykCanonicalHash hashes a JSON object with its keys sorted, so that two

@@ -27,7 +27,8 @@ type YooKassaMode struct {
 	// up to 30 s.
 	LatencyMS int `json:"latency_ms,omitempty"`
 	// Processing: the next n POSTs that make an object answer 202
-	// {"type": "processing", "retry_after": RetryAfterMS} instead of the
+	// {"type": "error", "code": "request_accepted", "retry_after":
+	// RetryAfterMS} instead of the
 	// object; a repeat of the same key before retry_after has passed is
 	// answered 202 again, after it the object.
 	Processing int `json:"processing,omitempty"`

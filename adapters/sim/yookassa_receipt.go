@@ -60,6 +60,11 @@ func (y *ykSim) checkReceipt(r *ykReceipt, minor int64) *ykFailure {
 		if it.VatCode < 1 || it.VatCode > 12 {
 			return ykInvalid("receipt.items.vat_code", "vat_code is invalid")
 		}
+		if it.PaymentSubject != "" && !ykPaymentSubjects[it.PaymentSubject] {
+			// The text YooKassa answered a shop's unknown payment_subject
+			// (github.com/danuk/shm issue 17).
+			return ykInvalid("receipt.items.payment_subject", "Invalid parameter's value (for example, the value is illegal or its format is incorrect). Send the value in accordance with the documentation.")
+		}
 		q, ok := ykQuantity(it.Quantity)
 		if !ok {
 			return ykInvalid("receipt.items.quantity", "quantity is invalid")
@@ -77,6 +82,20 @@ func (y *ykSim) checkReceipt(r *ykReceipt, minor int64) *ykFailure {
 		return ykInvalid("receipt", "The sum of the receipt items differs from the amount")
 	}
 	return nil
+}
+
+// ykPaymentSubjects are the payment_subject values YooKassa lists
+// (https://yookassa.ru/en/developers/payment-acceptance/scenario-extensions/54fz/parameters-values):
+// FFD 1.05's, then FFD 1.2's.
+var ykPaymentSubjects = map[string]bool{
+	"commodity": true, "excise": true, "job": true, "service": true, "payment": true, "casino": true,
+	"gambling_bet": true, "gambling_prize": true, "lottery": true, "lottery_prize": true,
+	"intellectual_activity": true, "agent_commission": true, "property_right": true, "non_operating_gain": true,
+	"insurance_premium": true, "sales_tax": true, "resort_fee": true, "composite": true, "another": true,
+	"marked": true, "non_marked": true, "marked_excise": true, "non_marked_excise": true, "fine": true, "tax": true,
+	"lien": true, "cost": true, "agent_withdrawals": true, "pension_insurance_without_payouts": true,
+	"pension_insurance_with_payouts": true, "health_insurance_without_payouts": true,
+	"health_insurance_with_payouts": true, "health_insurance": true,
 }
 
 // ykQuantity reads an item's quantity: a positive number, or a string of

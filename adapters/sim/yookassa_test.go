@@ -154,7 +154,7 @@ func TestYooKassaPayment(t *testing.T) {
 		}
 		status, body := f.call(t, http.MethodPost, "/payments", "key-idem-1", "", ykPaymentBody("11.00"))
 		wantYKError(t, status, body, http.StatusBadRequest, "invalid_request", "Idempotence-Key")
-		if body["description"] != "Idempotence key duplicated" {
+		if body["description"] != "Duplicate idempotence key" {
 			t.Fatalf("description = %v", body["description"])
 		}
 		status, body = f.call(t, http.MethodPost, "/refunds", "key-idem-1", "", map[string]any{"payment_id": first["id"], "amount": map[string]any{"value": "1.00", "currency": "RUB"}})

@@ -70,7 +70,7 @@ func TestSlowAnswer(t *testing.T) {
 	}
 }
 
-// TestProcessing: YooKassa answers 202 {type: processing, retry_after}
+// TestProcessing: YooKassa answers 202 {code: request_accepted, retry_after}
 // while the request is in progress; the same request under the same key
 // after retry_after (milliseconds) answers the payment. The retry policy
 // sends it again once and ends with one payment.

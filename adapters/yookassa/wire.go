@@ -113,8 +113,10 @@ type apiError struct {
 	RetryAfter  int64  `json:"retry_after"`
 }
 
-// processing is the body of HTTP 202: the request is still being handled;
-// repeat it with the same Idempotence-Key after retry_after milliseconds.
+// processing is the body of HTTP 202 ({"type":"error","code":
+// "request_accepted","retry_after":1800} in YooKassa's PHP SDK tests):
+// the request is still being handled; repeat it with the same
+// Idempotence-Key after retry_after milliseconds. Only retry_after is read.
 // The unit is the SDKs' reading of it: YooKassa's PHP SDK sleeps
 // retry_after*1000 microseconds before repeating a request answered 202
 // (BaseClient::delay, default 1800 ms).
@@ -500,7 +502,7 @@ func safeToken(s string) bool {
 // executeError classifies a non-200 answer to a POST.
 func (c *Client) executeError(intent string, resp *http.Response, data []byte) error {
 	if resp.StatusCode == http.StatusAccepted {
-		// "202 processing": the request is being handled; the same request
+		// 202 (request_accepted): the request is being handled; the same request
 		// with the same key after retry_after answers its outcome. The key
 		// dedupes, so sending it again is a retry, never a second payment.
 		var p processing
