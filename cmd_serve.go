@@ -227,7 +227,17 @@ func (g *gateway) applyCatalog(ctx context.Context) error {
 
 // startServer makes the server and prepares the journal for this run.
 func (g *gateway) startServer(ctx context.Context) error {
+	secrets, err := g.cfg.WebhookSecrets(g.env)
+	if err != nil {
+		return err
+	}
 	g.srv = server.New(g.cfg, g.st, g.targets, g.catalog, g.log)
+	if len(secrets) > 0 {
+		if err := g.srv.SetWebhookSecrets(secrets); err != nil {
+			return err
+		}
+		g.log.Info("webhooks: deliveries go to the configured endpoints", "endpoints", len(secrets))
+	}
 	return g.srv.Start(ctx)
 }
 

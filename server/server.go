@@ -27,6 +27,7 @@ import (
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/server/intent"
+	"github.com/oncegate/oncegate/server/webhook"
 	"github.com/oncegate/oncegate/static"
 	"github.com/oncegate/oncegate/store"
 )
@@ -48,6 +49,8 @@ type Server struct {
 	metrics  *metrics
 	// stopping is closed when shutdown begins: long-polls answer then.
 	stopping chan struct{}
+	// webhooks sends the outbox while the gateway serves (SetWebhookSecrets).
+	webhooks *webhook.Dispatcher
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
@@ -74,6 +77,9 @@ func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target,
 		s.targets[system] = instrumented{Target: t, name: system, m: s.metrics}
 	}
 	s.engine = engine.New(engineConfig(cfg, catalog, s.metrics), st, s.targets, log)
+	if len(cfg.Webhooks) > 0 {
+		st.SetOutbox(s.outbox())
+	}
 	s.echo.HTTPErrorHandler = s.handleError
 	if st.Pipelined() {
 		// Only where commits return before their fsync: elsewhere a read
@@ -260,6 +266,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	workCtx, stopWork := context.WithCancel(context.Background())
 	waitWorkers := s.engine.Run(workCtx)
+	var dispatching sync.WaitGroup
+	if s.webhooks != nil {
+		dispatching.Go(func() { s.webhooks.Run(workCtx) })
+	}
 	errc := make(chan error, 1)
 	if s.cfg.TLS.Enabled() {
 		go func() { errc <- hs.ServeTLS(ln, "", "") }() // the certificate is in TLSConfig
@@ -282,6 +292,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	stopWork()
 	waitWorkers()
+	dispatching.Wait()
 	s.engine.Drain()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

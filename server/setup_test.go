@@ -198,6 +198,15 @@ func serveAt(tb testing.TB, cfg config.Config, st *store.Store, sims adapterstes
 	}
 	log := slog.New(slog.NewTextHandler(logTo, nil))
 	srv := server.New(cfg, st, targets, mustCatalog(tb, cfg, targets), log)
+	if len(cfg.Webhooks) > 0 {
+		secrets, err := cfg.WebhookSecrets(func(name string) string { return testWebhookSecrets[name] })
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := srv.SetWebhookSecrets(secrets); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	signals := srv.InitTestSignals()
 	if err := srv.Start(ctx); err != nil {
 		tb.Fatal(err)

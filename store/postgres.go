@@ -115,7 +115,7 @@ func openPostgres(ctx context.Context, location string) (*Store, error) {
 			return nil, fmt.Errorf("open journal: %w", redactErr(err))
 		}
 	}
-	s := &Store{be: be, db: d, rdb: d, getOp: getOp, location: Redact(location), Now: be.clock.now, Wall: time.Now,
+	s := &Store{be: be, db: d, rdb: d, getOp: getOp, location: Redact(location), Now: be.clock.now, Wall: time.Now, queuedDeliveries: make(chan struct{}, 1),
 		writes: make(chan *writeReq), quit: make(chan struct{})}
 	for _, c := range conns {
 		s.writers.Go(func() { s.writer(c) })

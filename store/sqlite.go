@@ -137,7 +137,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	s := &Store{be: be, db: w, rdb: rdb, getOp: getOp, path: path, location: path, Wall: time.Now,
+	s := &Store{be: be, db: w, rdb: rdb, getOp: getOp, path: path, location: path, Wall: time.Now, queuedDeliveries: make(chan struct{}, 1),
 		writes: make(chan *writeReq), quit: make(chan struct{})}
 	s.Now = func() time.Time { return s.Wall() }
 	if pipelined {

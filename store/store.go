@@ -62,6 +62,9 @@ type Store struct {
 	reruns       atomic.Int64                 // batches run again with savepoints
 	queued       atomic.Int64                 // writes waiting for the writer
 	watch        watchers                     // Watch
+	outbox       atomic.Pointer[Outbox]       // SetOutbox
+	// queuedDeliveries receives when a batch wrote deliveries.
+	queuedDeliveries chan struct{}
 }
 
 // Open opens (creating if needed) the journal at location and applies

@@ -387,6 +387,14 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 		}
 		return
 	}
+	queued := false
+	if o := s.outbox.Load(); o != nil && len(t.audit) > 0 {
+		var err error
+		if queued, err = s.queueDeliveries(bg, t, o); err != nil {
+			abort("outbox", err)
+			return
+		}
+	}
 	if hook := s.beforeCommit.Load(); hook != nil {
 		if err := (*hook)(); err != nil {
 			abort("commit", err)
@@ -408,6 +416,12 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 	}
 	t.audit = t.audit[:0]
 	s.committedBatch()
+	if queued {
+		select {
+		case s.queuedDeliveries <- struct{}{}:
+		default:
+		}
+	}
 	// A batch that committed does not clear failing: one that changed
 	// nothing (a claim finding its key in progress) commits on a full
 	// disk too. Only Ready's probe, a real write, says the journal writes

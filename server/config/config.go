@@ -67,6 +67,8 @@ type Config struct {
 	// BuiltinIntents says which built-in intents are served: all (the
 	// default), none, or a list of their names.
 	BuiltinIntents BuiltinIntents `yaml:"builtin_intents"`
+	// Webhooks are the endpoints told of operations' outcomes.
+	Webhooks []Webhook `yaml:"webhooks"`
 }
 
 // BuiltinIntents is builtin_intents: nil or [all] for every built-in,
@@ -390,6 +392,7 @@ func (c Config) validate(currencies []string) error {
 	}
 	c.validateListener(bad)
 	c.validateLimits(bad, currencies)
+	c.validateWebhooks(bad)
 	if c.Reconciler.MaxBackoffMS < c.Reconciler.IntervalMS {
 		bad("reconciler.max_backoff_ms", "must be at least interval_ms")
 	}
