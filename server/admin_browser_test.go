@@ -566,12 +566,15 @@ func TestIntentsAndApprovalInBrowser(t *testing.T) {
 	t.Logf("screenshots in %s", shots)
 	g := setupWith(t, fastConfig())
 	payer := g.MustToken("agent-pay", "pay")
-	g.mustUsers(t, map[string]string{"rita": store.RoleAccountant})
+	g.mustUsers(t, map[string]string{"rita": store.RoleAccountant, "olga": store.RoleOperator})
 	const key = "test:payment.charge:order-9401:v1"
 	expect(t, g.charge(payer, key, "order-9401", 250000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 
 	b := g.newTab(t, root, shots)
 	b.signIn("rita")
+	o := g.newTab(t, root, shots)
+	o.signIn("olga")
+	cardsInBrowser(t, g, b, o, payer)
 	for _, lang := range []string{"ru", "en"} {
 		if lang == "en" {
 			b.open("/admin/lang/en?next=%2Fadmin%2F")
