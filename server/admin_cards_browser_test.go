@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -32,8 +33,9 @@ func (b *tab) elementShot(css, name string) {
 // cardsInBrowser: the charge's card names the invoice actually made for
 // its order (not a duplicate held for a person), for the accountant b;
 // the review card of an unknown invoice says what to look for at 1C, for
-// the operator o.
-func cardsInBrowser(t *testing.T, g *gateway, b, o *tab, payer string) {
+// the operator o. bare is a charge awaiting approval whose order has no
+// invoice.
+func cardsInBrowser(t *testing.T, g *gateway, b, o *tab, payer, bare string) {
 	t.Helper()
 	const order = "order-48291"
 	const made, held = "test:invoice.create:" + order + ":v1", "test:invoice.create:" + order + ":v2"
@@ -50,9 +52,49 @@ func cardsInBrowser(t *testing.T, g *gateway, b, o *tab, payer string) {
 	card := row("approval-row", chargeKey)
 	b.do(chromedp.WaitVisible(chromedp.CSS(card)))
 	b.elementShot(card, "approval-card")
+	// The invoice made, by 1C's number, not the one held for a person.
+	if n := b.count(card + ` [data-testid="approval-invoice-number"]`); n != 1 {
+		t.Fatalf("the card names no invoice by 1C's number: %q", b.text(chromedp.CSS(card)))
+	}
+	if got := b.text(tid("approval-invoice-number", card)); !strings.HasPrefix(got, "№ ОГ00-") {
+		t.Fatalf("the card names the invoice %q, not by 1C's number", got)
+	}
+	if got := eval[string](b, `document.querySelector('`+card+` [data-testid="approval-invoice"]').dataset.key`); got != made {
+		t.Fatalf("the card names invoice %s, want %s", got, made)
+	}
+	if got := b.text(tid("approval-invoice-amount", card)); got != "1\u00a0250,00\u00a0₽" {
+		t.Fatalf("the invoice's total reads %q", got)
+	}
+	if got := b.text(tid("approval-direction", card)); !strings.Contains(got, "Интернет-магазин «Ромашка»") {
+		t.Fatalf("the recipient reads %q", got)
+	}
+	if got := b.text(chromedp.CSS(card)); strings.Contains(got, "ждёт согласования") || strings.Contains(got, held) {
+		t.Fatalf("the card shows the held invoice:\n%s", got)
+	}
+	// A charge of an order with no invoice says so.
+	if n := b.count(row("approval-row", bare) + ` [data-testid="approval-invoice-none"]`); n != 1 {
+		t.Fatal("a charge of an order without an invoice does not say so")
+	}
+	// The held invoice's comparison shows its lines as tables.
+	hc := row("approval-row", held)
+	if n := b.count(hc + ` [data-testid="duplicate-lines-this"]`); n != 1 || b.text(tid("duplicate-lines-earlier-total", hc)) != "1\u00a0250,00\u00a0₽" {
+		t.Fatal("the duplicate's comparison does not show the lines as tables")
+	}
 
 	o.open("/admin/review")
 	rc := row("review-row", unknownKey)
 	o.do(chromedp.WaitVisible(chromedp.CSS(rc)))
 	o.elementShot(rc, "review-card")
+	if n := o.count(rc + ` [data-testid="review-search"]`); n != 1 {
+		t.Fatalf("the review card says no search to run at 1C: %q", o.text(chromedp.CSS(rc)))
+	}
+	if got := o.text(tid("review-search", rc)); got != "в 1С: запись регистра «ОперацииOncegate» с ключом операции "+unknownKey {
+		t.Fatalf("the search reads %q", got)
+	}
+	if got := o.text(tid("field-customer_id", rc)); got != "customer-1042" {
+		t.Fatalf("the operator reads the customer as %q", got)
+	}
+	if got := o.text(tid("time-zone")); !strings.Contains(got, "UTC+03:00") {
+		t.Fatalf("the times are in %q, not the firm's zone", got)
+	}
 }

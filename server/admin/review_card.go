@@ -52,7 +52,9 @@ func (h *Handler) searchHint(l *views.Labels, op store.Operation) string {
 }
 
 // httpStatus finds an HTTP status in a target's error text.
-var httpStatus = regexp.MustCompile(`\bHTTP[ /]?(?:1\.[01] )?([1-5][0-9]{2})\b|\bstatus (?:code )?([1-5][0-9]{2})\b`)
+// A status is written "HTTP 503", "status 503", or as Go's http package
+// writes resp.Status, "503 Service Unavailable".
+var httpStatus = regexp.MustCompile(`\bHTTP[ /]?(?:1\.[01] )?([1-5][0-9]{2})\b|\bstatus (?:code )?([1-5][0-9]{2})\b|\b([1-5][0-9]{2}) [A-Z][a-z]`)
 
 // targetErrorText says in the page's language what a target's error
 // text means, for people: unavailable (5xx), refusing (4xx), asking to
@@ -64,7 +66,7 @@ func targetErrorText(l *views.Labels, target, raw string) string {
 	}
 	low := strings.ToLower(raw)
 	if m := httpStatus.FindStringSubmatch(raw); m != nil {
-		code, _ := strconv.Atoi(m[1] + m[2])
+		code, _ := strconv.Atoi(m[1] + m[2] + m[3])
 		switch {
 		case code == 429:
 			return fmt.Sprintf(l.TargetHTTP429, target, code)
