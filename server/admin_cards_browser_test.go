@@ -81,6 +81,13 @@ func cardsInBrowser(t *testing.T, g *gateway, b, o *tab, payer, bare string) {
 		t.Fatal("the duplicate's comparison does not show the lines as tables")
 	}
 
+	// The dashboard counts the two charges, not the held invoice.
+	b.open("/admin/")
+	b.do(chromedp.WaitVisible(tid("card-approvals-value")))
+	if got := b.text(tid("card-approvals-value")); got != "2" {
+		t.Fatalf("money approvals on the dashboard: %s, want 2", got)
+	}
+
 	o.open("/admin/review")
 	rc := row("review-row", unknownKey)
 	o.do(chromedp.WaitVisible(chromedp.CSS(rc)))
