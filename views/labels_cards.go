@@ -71,8 +71,8 @@ func init() {
 		PasswordCol: "Пароль", PasswordToChoose: "ещё не выбрал свой", PasswordOwn: "свой",
 	}
 	english.Cards = Cards{
-		OrderInvoiceMoreFmt:  "%s more for the order",
-		InvoiceForms:         [3]string{"invoice", "invoices", "invoices"},
+		OrderInvoiceMoreFmt:  "%s for the order",
+		InvoiceForms:         [3]string{"more invoice", "more invoices", "more invoices"},
 		OrderInvoiceNone:     "no 1C invoice for the order",
 		OrderInvoiceNoneHint: "the gateway made no invoice for this order: check in 1C what the money is for",
 		InvoiceNoNumber:      "its 1C number is not known yet",
