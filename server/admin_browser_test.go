@@ -564,14 +564,20 @@ func TestIntentsAndApprovalInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshots in %s", shots)
-	g := setupWith(t, fastConfig())
+	cfg := fastConfig()
+	cfg.Targets["payments"].ShopName = "Интернет-магазин «Ромашка»"
+	cfg.TimeZone = "Europe/Moscow"
+	g := setupWith(t, cfg)
 	payer := g.MustToken("agent-pay", "pay")
-	g.mustUsers(t, map[string]string{"rita": store.RoleAccountant})
+	g.mustUsers(t, map[string]string{"rita": store.RoleAccountant, "olga": store.RoleOperator})
 	const key = "test:payment.charge:order-9401:v1"
 	expect(t, g.charge(payer, key, "order-9401", 250000), http.StatusAccepted, "awaiting_approval", "APPROVAL_REQUIRED")
 
 	b := g.newTab(t, root, shots)
 	b.signIn("rita")
+	o := g.newTab(t, root, shots)
+	o.signIn("olga")
+	cardsInBrowser(t, g, b, o, payer, key)
 	for _, lang := range []string{"ru", "en"} {
 		if lang == "en" {
 			b.open("/admin/lang/en?next=%2Fadmin%2F")

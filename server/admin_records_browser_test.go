@@ -90,6 +90,10 @@ func TestRecordsInBrowser(t *testing.T) {
 		}
 	}
 	g.mustUsers(t, map[string]string{"oleg": store.RoleOperator, "inna": store.RoleAuditor})
+	// Made by an admin, who chose the password: still to choose their own.
+	if _, err := g.store.CreateUser(context.Background(), "nina", store.RoleOperator, "an-admin-chose-this"); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, lang := range []string{"ru", "en"} {
 		amount := map[string]string{"ru": "13\u00a0701,25\u00a0₽", "en": "₽13,701.25"}[lang]
@@ -146,6 +150,14 @@ func TestRecordsInBrowser(t *testing.T) {
 				a.do(chromedp.WaitVisible(tid(pg.table)))
 				if off := offScreen(a, pg.buttons); len(off) > 0 {
 					t.Fatalf("%s %s: buttons off screen: %v", name, pg.path, off)
+				}
+				if pg.table == "users" {
+					for user, want := range map[string]string{"nina": "true", "rita": "false"} {
+						got := eval[string](a, `document.querySelector('[data-testid="user-row"][data-name="`+user+`"] [data-testid="user-password-state"]')?.dataset.mustChange ?? ""`)
+						if got != want {
+							t.Fatalf("%s: %s must choose a password: %q, want %s", name, user, got, want)
+						}
+					}
 				}
 				a.shot(pg.table + "-" + name)
 			}

@@ -114,6 +114,7 @@ type Labels struct {
 	More
 	Finish
 	Records
+	Cards
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.

@@ -13,7 +13,7 @@ type More struct {
 	LimitUnits, LineSum                                                  string
 
 	ConfirmTitle, ConfirmLead, ConfirmApproveFmt, ConfirmCancel string
-	CommentOrReason, ErrDenyReason, INN, KPP, ShopUnnamed       string
+	CommentOrReason, ErrDenyReason, INN, KPP, ShopUnnamed       string // ShopUnnamed's %s: the setting that names the shop
 	DirectionCharge, DirectionRefund                            string // %s: the shop
 	ErrApprovalExpiredAt                                        string // %s: when
 	ErrApprovalDecidedBy                                        string // %s: what, who, when
@@ -48,7 +48,7 @@ func init() {
 		ErrDenyReason:        "Укажите причину отказа: она попадёт в журнал аудита. Решение не принято.",
 		INN:                  "ИНН",
 		KPP:                  "КПП",
-		ShopUnnamed:          "магазин",
+		ShopUnnamed:          "магазин без названия в настройках (%s)",
 		DirectionCharge:      "Списание с карты покупателя; получатель — %s",
 		DirectionRefund:      "Возврат денег покупателю; возвращает — %s",
 		ErrApprovalExpiredAt: "Срок согласования истёк %s — решение не принято, операция не будет выполнена.",
@@ -82,7 +82,7 @@ func init() {
 		ErrDenyReason:        "Give the reason for the denial: it goes to the audit trail. Nothing was decided.",
 		INN:                  "INN",
 		KPP:                  "KPP",
-		ShopUnnamed:          "the shop",
+		ShopUnnamed:          "a shop with no name in the configuration (%s)",
 		DirectionCharge:      "Charge to the customer's card, paid to %s",
 		DirectionRefund:      "Refund to the customer, paid back by %s",
 		ErrApprovalExpiredAt: "The approval expired at %s: no decision was recorded and the operation will not run.",

@@ -41,7 +41,7 @@ var english = Labels{
 	ApprovalsTitle:   "Approvals",
 	ApprovalsLead:    "Money operations wait for a decision. An approved operation runs once; a denied one ends without a charge.",
 	ApprovalsEmpty:   "Nothing waits for approval.",
-	Order:            "Order", Payment: "Payment", Customer: "Customer", Account: "Account", Note: "Description",
+	Order:            "Order", Payment: "Payment", Customer: "Customer", Account: "Saved payment method", Note: "Description",
 	TimesIn: "Times are in", ChargeOf: "a charge of", RequestedBy: "Requested by", AgentRevoked: "this agent can no longer pay: its pay tokens have been revoked since", Waiting: "Waiting", Approve: "Approve", Deny: "Deny",
 	LeftFmt: "%s left", Expired: "expired",
 	ApprovalSection: "Approval", ApprovalStatus: "State", Expires: "Expires", DecidedBy: "Decided by",

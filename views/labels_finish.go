@@ -4,7 +4,7 @@ package views
 // payment goes to, the invoice of the same order, what the target said
 // on the last look-up, and whose access a revocation ends.
 type Finish struct {
-	Shop, OrderInvoice, OrderInvoiceOther  string
+	Shop, OrderInvoice                     string
 	LastLookup, LastLookupAt, LookupFailed string
 	RevokeTitle, RevokeLead, RevokeConfirm string // %s: the agent
 	RevokeCancel, RevokeTokenOf            string
@@ -26,7 +26,6 @@ func init() {
 	russian.Finish = Finish{
 		Shop:               "Магазин",
 		OrderInvoice:       "Счёт 1С по заказу",
-		OrderInvoiceOther:  "ещё счета по заказу",
 		LastLookup:         "Последний ответ системы",
 		LastLookupAt:       "последняя сверка",
 		LookupFailed:       "Сверок без ответа",
@@ -53,7 +52,6 @@ func init() {
 	english.Finish = Finish{
 		Shop:               "Shop",
 		OrderInvoice:       "1C invoice for the order",
-		OrderInvoiceOther:  "more invoices for the order",
 		LastLookup:         "The target's last answer",
 		LastLookupAt:       "last look-up",
 		LookupFailed:       "Look-ups without an answer",

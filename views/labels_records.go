@@ -53,6 +53,7 @@ func init() {
 			"answer": "Ответ системы", "completed_before": "Завершены до", "oldest_key": "Самая старая",
 			"oldest_completed_at": "Завершена", "newest_key": "Самая новая", "newest_completed_at": "Завершена",
 			"password_confirmed": "Выдавший подтвердил пароль", "sessions_ended": "Завершено сеансов",
+			"self": "Сменил сам", "was_required": "Смена была обязательной",
 		},
 
 		XNumber: "№", XTime: "Время", XActor: "Кто", XEvent: "Событие", XEventName: "Код события",
@@ -98,6 +99,7 @@ func init() {
 			"answer": "Target's answer", "completed_before": "Completed before", "oldest_key": "Oldest",
 			"oldest_completed_at": "Completed", "newest_key": "Newest", "newest_completed_at": "Completed",
 			"password_confirmed": "Granting person confirmed their password", "sessions_ended": "Sessions ended",
+			"self": "Changed by themselves", "was_required": "The change was required",
 		},
 
 		XNumber: "No.", XTime: "Time", XActor: "Who", XEvent: "Event", XEventName: "Event code",

@@ -41,7 +41,7 @@ var russian = Labels{
 	ApprovalsTitle:   "Согласования",
 	ApprovalsLead:    "Денежные операции ждут решения. Одобренная операция выполняется один раз; отклонённая завершается без списания.",
 	ApprovalsEmpty:   "Нет операций, ждущих согласования.",
-	Order:            "Заказ", Payment: "Платёж", Customer: "Клиент", Account: "Счёт", Note: "Назначение",
+	Order:            "Заказ", Payment: "Платёж", Customer: "Клиент", Account: "Сохранённый способ оплаты", Note: "Назначение",
 	TimesIn: "Время указано в поясе", ChargeOf: "платёж на", RequestedBy: "Запросил", AgentRevoked: "у этого агента больше нет права платить: его платёжные токены с тех пор отозваны", Waiting: "Ждёт", Approve: "Одобрить", Deny: "Отклонить",
 	LeftFmt: "осталось %s", Expired: "срок истёк",
 	ApprovalSection: "Согласование", ApprovalStatus: "Состояние", Expires: "Действует до", DecidedBy: "Решил",

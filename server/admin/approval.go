@@ -209,9 +209,6 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 	if r.CustomerLabel == "customer_id" {
 		r.CustomerLabel = l.Customer
 	}
-	if r.AccountLabel == "account_id" {
-		r.AccountLabel = l.Account
-	}
 	if r.OrderLabel == "order_id" {
 		r.OrderLabel = l.Order
 	}
@@ -221,6 +218,10 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 	if r.NoteLabel == "description" || r.NoteLabel == "reason" {
 		r.NoteLabel = l.Note
 	}
+	// The order's invoice is checked against what the money is: the
+	// charge's own amount, or for a refund the charge it refunds.
+	orderMinor, _ := p.minor()
+	orderCur := p.str("currency")
 	if pid := p.str("payment_id"); pid != "" {
 		// A refund: the charge it refunds, when it went through here,
 		// tells the accountant whose money goes back and for what.
@@ -228,13 +229,21 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 			cp := parsePayload(charge.Payload)
 			r.ChargeHref, r.Charged = operationHref(charge.Key), cp.amount(lg)
 			r.OrderID = cp.str("order_id")
+			orderMinor, _ = cp.minor()
+			orderCur = cp.str("currency")
 			if r.Customer == "" {
 				r.Customer = show(cp.str("customer_id"))
 			}
 			if r.Account == "" {
 				r.Account = show(cp.str("account_id"))
+				// Named as the charge names it: the customer's saved
+				// payment method, never a bare «Счёт» beside the 1C invoice.
+				r.AccountLabel = fieldLabel(h.definition(charge), "account_id", lg)
 			}
 		}
+	}
+	if r.AccountLabel == "account_id" || r.AccountLabel == "" {
+		r.AccountLabel = l.Account
 	}
 	if a.Kind == store.ApprovalDuplicate {
 		r.Duplicate = h.duplicateReview(c, a)
@@ -246,12 +255,20 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 		if id == "" && r.ChargeHref != "" {
 			id = r.Customer
 		}
-		if party, ok := h.party(c.Request().Context(), def, "customer_id", id); ok {
-			r.CustomerName, r.CustomerINN, r.CustomerKPP = party.Name, party.INN, party.KPP
+		ans := h.party(c.Request().Context(), def, "customer_id", id)
+		if ans.ok {
+			r.CustomerName, r.CustomerINN, r.CustomerKPP = ans.party.Name, ans.party.INN, ans.party.KPP
+			r.CustomerFrom = l.TargetLabel(ans.from)
+		}
+		for _, f := range ans.failed {
+			r.CustomerUnchecked = append(r.CustomerUnchecked, l.TargetLabel(f))
 		}
 	}
 	r.ShopName = h.shopName(c.Request().Context(), op.TargetSystem)
-	h.orderInvoice(c, &r)
+	r.ShopSetting = "targets." + op.TargetSystem + ".shop_name"
+	if def != nil && def.Money {
+		h.orderInvoice(c, &r, orderMinor, orderCur)
+	}
 	r.Direction = direction(op.Intent, r, l)
 	if left := a.ExpiresAt.Sub(now); left > 0 {
 		r.TimeLeft = fmt.Sprintf(l.LeftFmt, formatDuration(left, l))
@@ -263,11 +280,13 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 // direction says in words who pays whom: the customer's card to the
 // shop (by the name the configuration gives it) for a charge, back to
 // the customer for a refund. The account_id is the customer's saved
-// card, never the shop.
+// payment method, never the shop. A shop the configuration names not is
+// said to be unnamed, with the setting that names it, not as a bare
+// «магазин» an accountant would take for a name.
 func direction(intentName string, r views.ApprovalRow, l *views.Labels) string {
 	shop := r.ShopName
 	if shop == "" {
-		shop = l.ShopUnnamed
+		shop = fmt.Sprintf(l.ShopUnnamed, r.ShopSetting)
 	}
 	switch intentName {
 	case "payment.charge":

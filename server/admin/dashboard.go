@@ -59,9 +59,20 @@ func (h *Handler) handleDashboard(c echo.Context) error {
 			}
 		}
 	}
+	// Money approvals only: an operation held as a suspected duplicate
+	// waits for a person too, but moves no money until it is found not
+	// to be one; it is counted apart.
+	money, held, err := h.pendingByKind(c)
+	if err != nil {
+		return err
+	}
+	hint := l.CardApprovalsHint
+	if held > 0 {
+		hint += " " + fmt.Sprintf(l.CardHeldFmt, held)
+	}
 	v.Cards = []views.StatCard{
-		{ID: "approvals", Label: l.CardApprovals, Value: strconv.Itoa(sum.ApprovalsWaiting), Hint: l.CardApprovalsHint,
-			Href: "/admin/approvals", Alert: sum.ApprovalsWaiting > 0},
+		{ID: "approvals", Label: l.CardApprovals, Value: strconv.Itoa(money), Hint: hint,
+			Href: "/admin/approvals", Alert: money > 0},
 		{ID: "unknown", Label: l.CardUnknown, Value: strconv.Itoa(unknown), Hint: l.CardUnknownHint,
 			Href: "/admin/review", Alert: unknown > 0},
 		{ID: "flagged", Label: l.CardFlagged, Value: flaggedN,
@@ -77,4 +88,21 @@ func (h *Handler) handleDashboard(c echo.Context) error {
 		})
 	}
 	return Render(c, http.StatusOK, views.Dashboard(v))
+}
+
+// pendingByKind counts the approvals waiting for a person: those of
+// money and the reviews of suspected duplicates.
+func (h *Handler) pendingByKind(c echo.Context) (money, held int, err error) {
+	list, err := h.d.Store.Approvals(c.Request().Context(), store.ApprovalPending, 5000)
+	if err != nil {
+		return 0, 0, fmt.Errorf("dashboard: %w", err)
+	}
+	for _, a := range list {
+		if a.Kind == store.ApprovalDuplicate {
+			held++
+		} else {
+			money++
+		}
+	}
+	return money, held, nil
 }

@@ -117,6 +117,19 @@ func (h *Handler) duplicateReview(c echo.Context, a store.Approval) *views.Dupli
 		}
 		return marshalPlain(v)
 	}
+	// Lines (an array of objects, an invoice's items) read as a table
+	// with their total on either side, not as JSON.
+	rv := newRequestView(def, this, lg, canReviewDuplicates(c))
+	lines := func(k string, v any) *views.LinesTable {
+		list, ok := v.([]any)
+		if !ok {
+			return nil
+		}
+		if t, ok := rv.table(k, list); ok {
+			return &t
+		}
+		return nil
+	}
 	for _, k := range fields {
 		tv, ev := this[k], earlier[k]
 		if tv == nil && ev == nil {
@@ -127,6 +140,7 @@ func (h *Handler) duplicateReview(c echo.Context, a store.Approval) *views.Dupli
 			label = def.Label(k, lg)
 		}
 		d.Rows = append(d.Rows, views.DiffRow{Field: k, Label: label, This: show(k, tv), Earlier: show(k, ev),
+			ThisLines: lines(k, tv), EarlierLines: lines(k, ev),
 			Differs: marshalPlain(tv) != marshalPlain(ev)})
 	}
 	return d

@@ -50,12 +50,14 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	if v.Summary, err = h.operationSummary(c, op); err != nil {
 		return err
 	}
-	// The request as the agent sent it, to whoever decides on it; masked
-	// for the others. Each field under the definition's title for it.
+	// The request as the agent sent it, to whoever acts on operations;
+	// masked for the auditor; secrets and card data masked for all. Each
+	// field under the definition's title for it.
 	p := parsePayload(op.Payload)
 	def := h.definition(op)
 	v.Amount = p.amount(lg)
-	v.Request, v.Lines = newRequestView(def, p, lg, canDecide(c)).show(p)
+	v.Request, v.Lines = newRequestView(def, p, lg, canSeeRequest(c)).show(p)
+	v.SearchHint = h.searchHint(l, op)
 	v.Result = plainJSON(op.Result)
 	if err := h.operationApproval(c, op, &v); err != nil {
 		return err

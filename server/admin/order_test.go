@@ -16,8 +16,8 @@ import (
 )
 
 // The card says whom a payment goes to by the shop's configured name,
-// and links the 1C invoice of the same order with its number and total;
-// a charge of an order without an invoice links none.
+// and links the 1C invoice of the same order with 1C's number and its
+// total; a charge of an order without an invoice says there is none.
 func TestApprovalNamesShopAndInvoice(t *testing.T) {
 	t.Parallel()
 	const shop = "Интернет-магазин «Ромашка»"
@@ -30,7 +30,7 @@ func TestApprovalNamesShopAndInvoice(t *testing.T) {
 		"order_id": order, "organization_id": "org-main", "customer_id": "customer-1042", "currency": "RUB",
 		"items": []any{map[string]any{"product_id": "product-778", "quantity": 2, "unit": "pcs", "price_minor": 62500}},
 	})
-	if err := a.st.Complete(ctx, invKey, "test-run", "INV-000123", nil); err != nil {
+	if err := a.st.Complete(ctx, invKey, "test-run", "INV-3f1c9a2e-7b4d-4c1a-9e2f-5d8b6a0c4e71", []byte(`{"number":"ОГ00-000123","state":"created"}`)); err != nil {
 		t.Fatal(err)
 	}
 	a.charge(key, 125000, "Оплата заказа")
@@ -46,8 +46,8 @@ func TestApprovalNamesShopAndInvoice(t *testing.T) {
 	if got := card.text("approval-direction"); !strings.Contains(got, shop) {
 		t.Fatalf("direction %q does not name the shop", got)
 	}
-	if got := card.text("approval-invoice-link"); got != "INV-000123" {
-		t.Fatalf("invoice link %q, want INV-000123:\n%s", got, c)
+	if got := card.text("approval-invoice-number"); got != "№ ОГ00-000123" {
+		t.Fatalf("invoice named %q, want № ОГ00-000123:\n%s", got, c)
 	}
 	if !strings.Contains(c, `href="/admin/operations/`+keyPath(invKey)+`"`) {
 		t.Fatalf("the invoice does not link its operation:\n%s", c)
@@ -55,8 +55,9 @@ func TestApprovalNamesShopAndInvoice(t *testing.T) {
 	if got := card.text("approval-invoice-amount"); !strings.Contains(got, "1\u00a0250,00") {
 		t.Fatalf("invoice total %q", got)
 	}
-	if c := approvalCard(p.Body, bare); strings.Contains(c, "approval-invoice") {
-		t.Fatalf("a charge of an order without an invoice links one:\n%s", c)
+	none := page{Body: approvalCard(p.Body, bare)}
+	if none.has("approval-invoice") || !none.has("approval-invoice-none") || !strings.Contains(none.Body, "счёта по заказу в 1С нет") {
+		t.Fatalf("a charge of an order without an invoice does not say so:\n%s", none.Body)
 	}
 }
 

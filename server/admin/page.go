@@ -79,7 +79,13 @@ var nav = []navItem{
 func (h *Handler) page(c echo.Context, active, title string) views.Page {
 	lg := lang(c)
 	l := views.LabelsFor(lg)
-	p := views.Page{Title: title, Lang: lg, L: l, Contour: h.d.Contour, TimeZone: zoneName(time.Now().In(cmp.Or(h.d.Location, time.Local)))}
+	loc := cmp.Or(h.d.Location, time.Local)
+	p := views.Page{Title: title, Lang: lg, L: l, Contour: h.d.Contour, TimeZone: zoneName(time.Now().In(loc))}
+	if loc == time.Local {
+		// No time_zone set: the server's own zone, said to be so, since
+		// a server in UTC shows the firm's people times hours off theirs.
+		p.TimeZone = fmt.Sprintf(l.ZoneServerFmt, p.TimeZone)
+	}
 
 	other := "en"
 	if lg == "en" {

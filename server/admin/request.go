@@ -40,8 +40,8 @@ func fieldLabel(def *intent.Intent, path, lang string) string {
 // requestView shows a payload as people read it: each field under its
 // title in the page's language, amounts in minor units as money, lines
 // (an array of objects) as a table with their total. full shows it as the
-// agent sent it, to whoever decides on it; otherwise sensitive fields are
-// masked.
+// agent sent it, to whoever acts on it; otherwise sensitive fields are
+// masked. Secrets and card data are masked for everyone.
 type requestView struct {
 	def      *intent.Intent
 	lang     string
@@ -122,7 +122,7 @@ func (r requestView) order(m map[string]any, prefix string) []string {
 func (r requestView) value(name string, v any) string {
 	switch v := v.(type) {
 	case string:
-		if !r.full && sensitiveFields[name] {
+		if secretField(name) || !r.full && sensitiveFields[name] {
 			return mask(v)
 		}
 		return v
@@ -142,9 +142,9 @@ func (r requestView) value(name string, v any) string {
 		return "—"
 	default:
 		if r.full {
-			return marshalPlain(v)
+			return marshalPlain(maskSecrets(name, v))
 		}
-		return marshalPlain(maskValue(name, v))
+		return marshalPlain(maskValue(name, maskSecrets(name, v)))
 	}
 }
 

@@ -277,6 +277,14 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 			ReconcileURL: "/admin/review/" + keyPath(op.Key) + "/reconcile",
 			ResolveURL:   "/admin/review/" + keyPath(op.Key) + "/resolve",
 		}
+		// What to look for at the target: the request as the agent sent
+		// it (to whoever may read it) and the exact search to run there;
+		// what the target last said, in words first.
+		p := parsePayload(op.Payload)
+		r.Request, r.Lines = newRequestView(h.definition(op), p, lg, canSeeRequest(c)).show(p)
+		r.SearchHint = h.searchHint(l, op)
+		r.LastAnswerRaw = r.LastAnswer
+		r.LastAnswer = targetErrorText(l, l.TargetLabel(op.TargetSystem), r.LastAnswerRaw)
 		h.reviewMoney(c, op, &r)
 		if f.key == op.Key {
 			r.Error, r.FormFound, r.FormObject, r.FormReason, r.FormRerun = f.msg, f.outcome, f.object, f.text, f.rerun
@@ -292,7 +300,7 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 }
 
 // reviewMoney fills a payment's review card with its amount, its
-// customer (in full only to who decides money) and who approved it.
+// customer (masked for the auditor) and who approved it.
 func (h *Handler) reviewMoney(c echo.Context, op store.Operation, r *views.ReviewRow) {
 	def := h.definition(op)
 	if def == nil || !def.Money {
@@ -302,7 +310,7 @@ func (h *Handler) reviewMoney(c echo.Context, op store.Operation, r *views.Revie
 	p := parsePayload(op.Payload)
 	r.Money, r.Amount = true, p.amount(lg)
 	r.Customer = p.str("customer_id")
-	if !canDecide(c) {
+	if !canSeeRequest(c) {
 		r.Customer = mask(r.Customer)
 	}
 	if a, err := h.d.Store.ApprovalByKey(c.Request().Context(), op.Key); err == nil && a.DecidedBy != "" {

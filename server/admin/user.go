@@ -257,7 +257,7 @@ func (h *Handler) renderUsers(c echo.Context, status int, name, role, errUser, m
 		v.Rows = append(v.Rows, views.UserRow{
 			Name: u.Name, Role: u.Role, RoleLabel: l.RoleLabel(u.Role), Disabled: u.Disabled,
 			Self: strings.EqualFold(u.Name, me), Created: formatTime(u.CreatedAt, h.d.Location, lg),
-			PasswordSet: formatTime(u.PasswordChangedAt, h.d.Location, lg), Roles: roles(u.Role),
+			PasswordSet: formatTime(u.PasswordChangedAt, h.d.Location, lg), MustChange: u.MustChangePassword, Roles: roles(u.Role),
 			RoleURL: base + "/role", DisableURL: base + "/disable", EnableURL: base + "/enable", PasswordURL: base + "/password",
 		})
 	}
