@@ -131,9 +131,10 @@ func (c *Client) request(ctx context.Context, method, u string, body []byte) (*h
 }
 
 // send performs req; 1C refuses a second create with one Ref_Key, so a
-// reset after sending is Retry.
+// reset after sending is Retry, except where a key_field guards (1C
+// itself refuses nothing there, and the create may have been written).
 func (c *Client) send(req *http.Request) (*http.Response, error) {
-	resp, err := adapters.Send(c.http, req, true)
+	resp, err := adapters.Send(c.http, req, c.DedupesByKey())
 	if err != nil {
 		var e *adapters.Error
 		if errors.As(err, &e) && e.Err != nil {
