@@ -123,6 +123,8 @@ func (c *Client) request(ctx context.Context, method, u string, body []byte) (*h
 		if body == nil {
 			req.Body = http.NoBody
 		}
+	}
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json;charset=utf-8")
 	}
 	req.Header.Set("Accept", "application/json")
