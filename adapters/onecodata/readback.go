@@ -17,7 +17,7 @@ import (
 // ignores a property, or stores nothing for a value it cannot convert;
 // the gateway reads back what 1C answered and says so, never a silent
 // success. The engine turns each into a TARGET_CHANGED_VALUE warning.
-const ChangedKey = "target_changed"
+const ChangedKey = adapters.ChangedKey
 
 // maxShown bounds a value quoted in a change's message, in runes.
 const maxShown = 60
