@@ -459,6 +459,12 @@ func (o *odata) commit(t *odataType, in map[string]any, sent string) (map[string
 			e[sec.Name] = odataRows(sec, rows)
 		}
 	}
+	if msg := o.settings.RefuseCreate; msg != "" {
+		return nil, http.StatusInternalServerError, odataCodeBusiness, msg
+	}
+	if !numbered(t, in) {
+		return nil, http.StatusInternalServerError, odataCodeBusiness, odataInternalError
+	}
 	ref := sent
 	if o.settings.IgnoreClientKeys || !odataGUID.MatchString(ref) || ref == odataEmptyRef {
 		ref = odataNewRef()

@@ -44,6 +44,10 @@ func (o *odata) handlePatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := odataTypeOf(set)
+	if !numbered(t, in) {
+		odataFail(w, r, http.StatusInternalServerError, odataCodeBusiness, odataInternalError)
+		return
+	}
 	o.s.Call(OneCOData, key)
 	o.mu.Lock()
 	e, found := o.data[t.Set][key]
@@ -72,18 +76,33 @@ func (o *odata) handlePatch(w http.ResponseWriter, r *http.Request) {
 	o.answerEntity(w, r, http.StatusOK, t, body)
 }
 
-// odataRows are a tabular section's rows as sent, numbered from 1 when
-// the rows do not number themselves.
+// odataInternalError is 1C's message when the OData service itself fails
+// (seen for tabular rows sent without LineNumber: testdata/wire).
+const odataInternalError = "Произошла внутренняя ошибка OData сервиса. Дополнительные сведения можно найти в технологическом журнале."
+
+// numbered reports whether every tabular row in carries a LineNumber: a
+// live base answers rows without one with its internal error (500, -1).
+func numbered(t *odataType, in map[string]any) bool {
+	for _, sec := range t.Sections {
+		rows, _ := in[sec.Name].([]any)
+		for _, rv := range rows {
+			rm, _ := rv.(map[string]any)
+			if _, ok := rm["LineNumber"]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// odataRows are a tabular section's rows as sent.
 func odataRows(sec odataSection, rows []any) []map[string]any {
 	list := make([]map[string]any, 0, len(rows))
-	for i, rv := range rows {
+	for _, rv := range rows {
 		rm, _ := rv.(map[string]any)
 		row := map[string]any{}
 		for _, p := range sec.Props {
 			row[p.Name] = odataScalar(p.Type, rm[p.Name])
-		}
-		if n, _ := row["LineNumber"].(float64); n == 0 {
-			row["LineNumber"] = float64(i + 1)
 		}
 		list = append(list, row)
 	}

@@ -33,6 +33,10 @@ type ODataSettings struct {
 	// RefusePosting, when not empty, refuses every posting with this
 	// message (500, code -1), as a configuration's posting handler does.
 	RefusePosting string `json:"refuse_posting"`
+	// RefuseCreate, when not empty, refuses every create with this message
+	// (500, code -1), as a configuration's ПередЗаписью or a uniqueness
+	// rule of its own does.
+	RefuseCreate string `json:"refuse_create"`
 	// Unpublished lists entity sets left out of the composition: absent
 	// from $metadata and the service document, 404 when asked for.
 	Unpublished []string `json:"unpublished"`
