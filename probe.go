@@ -255,12 +255,18 @@ func checkWrites(c configFlags, inv invocation, env func(string) string, yes boo
 		return nil
 	}
 	red := checkRedactor(cfg, env)
+	// One reader for every prompt: a second one would lose what the
+	// first buffered.
+	var answers *bufio.Reader
+	if inv.stdin != nil {
+		answers = bufio.NewReader(inv.stdin)
+	}
 	failed := 0
 	for _, tc := range checks {
 		fmt.Fprintf(out, "\n!!! --probe WRITES TO 1C: target %s (%s) !!!\n", tc.label(), tc.address())
 		fmt.Fprintln(out, "!!! It creates up to 3 throwaway documents in each entity set its intents create in, then marks them for deletion.")
 		fmt.Fprintln(out, "!!! Run it ONLY on a COPY of the base, never on the one the firm works in.")
-		if !yes && !confirmed(inv.stdin, out) {
+		if !yes && !confirmed(answers, out) {
 			fmt.Fprintf(out, "probe of %s not run: not confirmed\n", tc.label())
 			return fmt.Errorf("%w: the probe was not confirmed (type yes, or pass --yes)", errCheckFailed)
 		}
@@ -281,12 +287,12 @@ func checkWrites(c configFlags, inv invocation, env func(string) string, yes boo
 }
 
 // confirmed asks for a typed "yes" on stdin.
-func confirmed(stdin io.Reader, out io.Writer) bool {
+func confirmed(stdin *bufio.Reader, out io.Writer) bool {
 	fmt.Fprint(out, "Type yes to write to this base: ")
 	if stdin == nil {
 		return false
 	}
-	line, _ := bufio.NewReader(stdin).ReadString('\n')
+	line, _ := stdin.ReadString('\n')
 	fmt.Fprintln(out)
 	return strings.TrimSpace(line) == "yes"
 }

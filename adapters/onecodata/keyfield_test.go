@@ -162,3 +162,55 @@ func TestReadBack_TruncatedString(t *testing.T) {
 		t.Fatalf("%v %v, want no change", r.Data, err)
 	}
 }
+
+// Where a key_field guards, a person's check of a document refuses one
+// that carries another operation's key, and accepts this operation's.
+func TestKeyField_CheckObjectByKeyField(t *testing.T) {
+	t.Parallel()
+	s := sim.New()
+	s.SetODataSettings(sim.ODataSettings{IgnoreClientKeys: true})
+	c, _ := keyFieldClient(t, s, "КлючОперации")
+	ctx := context.Background()
+	mine, err := c.Execute(ctx, invoiceOp("k-mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.Execute(ctx, invoiceOp("k-other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.CheckObject(ctx, invoiceOp("k-mine"), mine.ObjectID); err != nil || r.ObjectID != mine.ObjectID {
+		t.Fatalf("this operation's document: %+v %v", r, err)
+	}
+	_, err = c.CheckObject(ctx, invoiceOp("k-mine"), other.ObjectID)
+	var ae *adapters.Error
+	if !errors.As(err, &ae) || ae.Code != codes.InvalidState || !strings.Contains(ae.Message, "another operation's key") {
+		t.Fatalf("another operation's document: %v, want %s", err, codes.InvalidState)
+	}
+}
+
+// A mapping's key_field overrides the target's, and may not be mapped
+// itself or be a property the gateway owns.
+func TestKeyField_Bind(t *testing.T) {
+	t.Parallel()
+	c, err := onecodata.New(onecodata.Config{Instance: "buh", BaseURL: "http://127.0.0.1:9" + sim.ODataPath, Username: "buh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := func(keyField string) error {
+		m := strings.Replace(keyFieldMap, `{"entity":`, `{"key_field":`+keyField+`,"entity":`, 1)
+		return c.Bind([]adapters.Binding{{Intent: "invoice.create", Version: 1, Schema: json.RawMessage(invoiceSchema), Map: json.RawMessage(m),
+			References: map[string]string{"organization_id": "organization", "customer_id": "customer", "items.product_id": "product"}}})
+	}
+	if err := bind(`"КлючОперации"`); err != nil || c.DedupesByKey() {
+		t.Fatalf("map.key_field: %v (dedupes %v)", err, c.DedupesByKey())
+	}
+	for v, want := range map[string]string{`"Number"`: "is the key_field", `"Ref_Key"`: "must name a string attribute", `"Контрагент_Key"`: "must name a string attribute"} {
+		if err := bind(v); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("key_field %s: %v, want %q", v, err, want)
+		}
+	}
+	if err := bind(`""`); err != nil || !c.DedupesByKey() {
+		t.Fatalf("key_field off: %v (dedupes %v)", err, c.DedupesByKey())
+	}
+}
