@@ -9,7 +9,10 @@
 // second document for one operation, and a lost answer is settled by one
 // GET by that key. A base that does not keep a client's Ref_Key is
 // detected on the first create and refused from then on, never silently
-// trusted with keys of its own choosing.
+// trusted with keys of its own choosing — unless a key_field guards: the
+// same key written into a string attribute of the document, found by
+// $filter on it before anything is sent again (keyfield.go). check
+// --probe learns on a copy of the base which it is (probe.go).
 //
 // Wire facts: 1C Developer Guide 8.3.27, chapter 17.4 (a Markdown copy is
 // in github.com/hacker-cb/1c-odata, docs/1c/markdown/17.4_…OData_8_3_27.md).

@@ -22,7 +22,9 @@ import (
 // kept and a second create with it refused, Numbers assigned, Post and
 // Unpost. What 1C's documentation does not say is a setting
 // (POST /_sim/onec_odata/settings): the duplicate's answer, a base that
-// ignores client keys, a refused posting, what is published.
+// ignores client keys or truncates long strings, a refused create or
+// posting, what is published. Its answers are checked against the
+// recorded corpus in adapters/onecodata/testdata/wire.
 
 // odataRoot is the standard interface's root under the simulators' base URL.
 const odataRoot = "/onec-odata/odata/standard.odata/"
