@@ -9,12 +9,14 @@ import (
 
 var checkCommand = command{
 	name:    "check",
-	args:    "[--env-file FILE]",
+	args:    "[--env-file FILE] [--probe [--yes]]",
 	summary: "check the configuration and reach each configured target with a call that writes nothing",
 	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		var c configFlags
 		c.flags(fs)
 		envFile := fs.String("env-file", "", envFileUsage)
+		writes := fs.Bool("probe", false, "also WRITE to each onec_odata target (a COPY of the base only): a few throwaway documents, marked for deletion afterwards, to learn what the base does with client keys, repeats and long strings")
+		yes := fs.Bool("yes", false, "with --probe: do not ask before writing")
 		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("check", "takes no arguments")
@@ -23,7 +25,13 @@ var checkCommand = command{
 			if err != nil {
 				return err
 			}
-			return check(c, inv.stdout, env)
+			if *yes && !*writes {
+				return badUsage("check", "--yes only goes with --probe")
+			}
+			if err := check(c, inv.stdout, env); err != nil || !*writes {
+				return err
+			}
+			return checkWrites(c, inv, env, *yes)
 		}
 	},
 }

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/oncegate/oncegate/server/config/configtest"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -174,5 +178,80 @@ func TestCheck(t *testing.T) {
 
 	if after := effects(); !reflect.DeepEqual(before, after) {
 		t.Errorf("check changed the targets: effects %v, then %v", before, after)
+	}
+}
+
+// check --probe writes to a copy of a 1C base over OData and says what
+// the base does, in each mode the simulator can be put in; it asks first,
+// and a refused prompt writes nothing.
+func TestCheckProbe(t *testing.T) {
+	s := sim.New()
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	config := func(extra string) string {
+		return configtest.Write(t, fmt.Sprintf("contour: test\ntargets:\n  onec: { kind: onec_odata, base_url: %q, username_env: E2E_ONEC_USER, password_env: E2E_ONEC_PASSWORD%s }\n",
+			srv.URL+sim.ODataPath, extra))
+	}
+	env := []string{"E2E_ONEC_USER=buh", "E2E_ONEC_PASSWORD=" + sim.ODataPassword}
+	documents := func() int {
+		resp, err := http.Get(srv.URL + "/_sim/effects")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var effects map[string]map[string]int
+		json.NewDecoder(resp.Body).Decode(&effects)
+		n := 0
+		for _, c := range effects[sim.OneCOData] {
+			n += c
+		}
+		return n
+	}
+
+	t.Run("NotConfirmed", func(t *testing.T) {
+		cmd := exec.Command(bin(t), "check", "--probe", "--config", config(""))
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+		cmd.Stdin = strings.NewReader("no\n")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "Run it ONLY on a COPY of the base") || !strings.Contains(string(out), "probe of onec not run: not confirmed") {
+			t.Fatalf("%v:\n%s", err, out)
+		}
+		if n := documents(); n != 0 {
+			t.Fatalf("an unconfirmed probe made %d documents", n)
+		}
+	})
+
+	for _, tc := range []struct {
+		name, settings, extra string
+		code                  int
+		want                  []string
+	}{
+		{"KeepsKeys", `{}`, "", 0, []string{"onec PROBE USABLE  Document_", "1C keeps the Ref_Key the gateway sends",
+			"the same POST sent again was refused: HTTP 400, code 15", "so oncegate relies on 1C's own key", "are marked for deletion"}},
+		{"IgnoresKeys", `{"ignore_client_keys":true}`, "", 1, []string{"onec PROBE NOT USABLE", "1C does NOT keep the Ref_Key",
+			"made a second document", "fix: set targets.onec.key_field"}},
+		{"IgnoresKeysGuarded", `{"ignore_client_keys":true}`, ", key_field: КлючОперации", 0, []string{"onec PROBE USABLE",
+			"so oncegate guards creates by key_field КлючОперации"}},
+		{"Truncates", `{"truncate":true}`, "", 0, []string{"1C truncates: КлючОперации was sent with 70 characters and kept 50", "TARGET_CHANGED_VALUE"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := http.Post(srv.URL+"/_sim/onec_odata/settings", "application/json", strings.NewReader(tc.settings))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			out, code := runCheck(t, env, "--probe", "--yes", "--config", config(tc.extra))
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, sim.ODataPassword+"@") || strings.Contains(out, "could NOT mark") {
+				t.Errorf("output:\n%s", out)
+			}
+		})
 	}
 }

@@ -61,6 +61,7 @@ map:
     Организация_Key: { ref: organization_id }
     Контрагент_Key: { ref: customer_id }
     Комментарий: { from: order_id }
+    Number: { from: order_id }
     Товары:
       from: items
       row:
@@ -108,6 +109,41 @@ func TestBinaryDeclaredODataIntent(t *testing.T) {
 		}
 		if docs, creates := effects(key); docs != 1 || creates != 1 {
 			t.Fatalf("documents %d and creates %d, want 1 and 1", docs, creates)
+		}
+	})
+
+	// A base that cuts a string to its attribute's length answers the
+	// create as a success; the answer, and its replay, say what was cut.
+	t.Run("TruncatedValueWarned", func(t *testing.T) {
+		const key = "test:buh_invoice.create:inv-odata-cut-000123:v1"
+		resp, err := http.Post(r.simURL+"/_sim/onec_odata/settings", "application/json", strings.NewReader(`{"truncate":true}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		defer func() {
+			resp, err := http.Post(r.simURL+"/_sim/onec_odata/settings", "application/json", strings.NewReader(`{}`))
+			if err == nil {
+				resp.Body.Close()
+			}
+		}()
+		for _, what := range []string{"first", "replay"} {
+			code, body, err := r.post(key, fmt.Sprintf(e2eODataInvoice, "inv-odata-cut-000123", 1))
+			if err != nil || code != 200 || body["state"] != "succeeded" {
+				t.Fatalf("%s: %d %v %v", what, code, body, err)
+			}
+			ws, _ := body["warnings"].([]any)
+			w, _ := func() (map[string]any, bool) {
+				if len(ws) != 1 {
+					return nil, false
+				}
+				m, ok := ws[0].(map[string]any)
+				return m, ok
+			}()
+			if w == nil || w["code"] != "TARGET_CHANGED_VALUE" || w["field"] != "order_id" ||
+				!strings.Contains(fmt.Sprint(w["message"]), "cut Number to 11 characters (20 were sent)") {
+				t.Fatalf("%s: warnings %v, want TARGET_CHANGED_VALUE on order_id", what, body["warnings"])
+			}
 		}
 	})
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/adapters/onecodata"
 	"github.com/oncegate/oncegate/adapters/redact"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
@@ -215,4 +217,116 @@ func checkRedactor(cfg config.Config, env func(string) string) *redact.Redactor 
 		}
 	}
 	return adapters.Redactor(all)
+}
+
+// wireProber is a target whose writes can be probed at a copy of the
+// system (onec_odata: check --probe).
+type wireProber interface {
+	WireProbe(ctx context.Context) ([]onecodata.WireReport, error)
+}
+
+// checkWrites runs the write probe of each onec_odata target configured
+// at a real base, after a loud warning and, unless yes, a typed "yes":
+// it creates throwaway documents there. It prints per target what the
+// base does and what the gateway will therefore do, and fails when a
+// target cannot make creates exactly once.
+func checkWrites(c configFlags, inv invocation, env func(string) string, yes bool) error {
+	cfg, err := c.load(env)
+	if err != nil {
+		return err
+	}
+	catalog, err := loadCatalog(cfg)
+	if err != nil {
+		return err
+	}
+	simulated := map[string]bool{}
+	for _, s := range cfg.Simulated(env) {
+		simulated[s] = true
+	}
+	var checks []targetCheck
+	for _, tc := range targetChecks(cfg) {
+		if tc.t.Kind == config.KindOneCOData && !simulated[tc.name] {
+			checks = append(checks, tc)
+		}
+	}
+	out := inv.stdout
+	if len(checks) == 0 {
+		fmt.Fprintln(out, "probe: no onec_odata target is configured at a real base; nothing to probe")
+		return nil
+	}
+	red := checkRedactor(cfg, env)
+	// One reader for every prompt: a second one would lose what the
+	// first buffered.
+	var answers *bufio.Reader
+	if inv.stdin != nil {
+		answers = bufio.NewReader(inv.stdin)
+	}
+	failed := 0
+	for _, tc := range checks {
+		fmt.Fprintf(out, "\n!!! --probe WRITES TO 1C: target %s (%s) !!!\n", tc.label(), tc.address())
+		fmt.Fprintln(out, "!!! It creates up to 3 throwaway documents in each entity set its intents create in, then marks them for deletion.")
+		fmt.Fprintln(out, "!!! Run it ONLY on a COPY of the base, never on the one the firm works in.")
+		if !yes && !confirmed(answers, out) {
+			fmt.Fprintf(out, "probe of %s not run: not confirmed\n", tc.label())
+			return fmt.Errorf("%w: the probe was not confirmed (type yes, or pass --yes)", errCheckFailed)
+		}
+		ok, err := wireProbe(out, cfg, catalog, tc, env, red)
+		if err != nil {
+			fmt.Fprintf(out, "%s PROBE FAILED  %s\n", tc.label(), red.Foreign(probeFailure(err)))
+			failed++
+			continue
+		}
+		if !ok {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%w: %d of %d probed targets cannot make creates exactly once as configured; see the lines above", errCheckFailed, failed, len(checks))
+	}
+	return nil
+}
+
+// confirmed asks for a typed "yes" on stdin.
+func confirmed(stdin *bufio.Reader, out io.Writer) bool {
+	fmt.Fprint(out, "Type yes to write to this base: ")
+	if stdin == nil {
+		return false
+	}
+	line, _ := stdin.ReadString('\n')
+	fmt.Fprintln(out)
+	return strings.TrimSpace(line) == "yes"
+}
+
+// wireProbe builds the target as serve would and probes its writes,
+// printing its report; ok is whether every entity set is usable.
+func wireProbe(out io.Writer, cfg config.Config, catalog *intent.Catalog, tc targetCheck, env func(string) string, red *redact.Redactor) (bool, error) {
+	targets, err := buildTargets(tc.alone(cfg), builtInSimulators("http://127.0.0.1:9"), env)
+	if err != nil {
+		return false, err
+	}
+	if err := catalog.Bind(targets); err != nil {
+		return false, err
+	}
+	p, isProber := targets[tc.name].(wireProber)
+	if !isProber {
+		return false, errors.New("this target's writes cannot be probed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reports, err := p.WireProbe(ctx)
+	ok := true
+	for _, r := range reports {
+		verdict := "USABLE"
+		if !r.Usable() {
+			verdict, ok = "NOT USABLE", false
+		}
+		fmt.Fprintf(out, "%s PROBE %s  %s\n", tc.label(), verdict, r.Entity)
+		for _, l := range r.Lines() {
+			fmt.Fprintf(out, "    - %s\n", red.Foreign(l))
+		}
+		if !r.Usable() {
+			fmt.Fprintf(out, "    fix: set %s to a string attribute of the documents, limited to at least 36 characters (an additional requisite the firm adds), then run check again\n", tc.t.Setting("key_field"))
+		}
+	}
+	return ok, err
 }

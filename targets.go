@@ -121,7 +121,7 @@ func buildTarget(t *config.Target, sims simulators, env func(string) string) (ad
 		return pay, nil
 
 	case config.KindOneCOData:
-		oc := onecodata.Config{Instance: t.Key, BaseURL: t.BaseURL, Timeout: ms(t.TimeoutMS), Log: sims.Log}
+		oc := onecodata.Config{Instance: t.Key, BaseURL: t.BaseURL, Timeout: ms(t.TimeoutMS), Log: sims.Log, KeyField: t.KeyField}
 		if oc.BaseURL == "" {
 			// The built-in simulator knows only its own password.
 			oc.BaseURL, oc.Username, oc.Password = sims.URL+sim.ODataPath, sims.ODataUser, sims.ODataPassword

@@ -55,6 +55,12 @@ type Result struct {
 	Data map[string]any
 }
 
+// ChangedKey is the key of a Result's Data listing the values the target
+// did not keep as sent (a string it cut, a property it ignored, a value
+// it did not store), each {"field", "property", "message"}: answered
+// and shown as TARGET_CHANGED_VALUE warnings, never a silent success.
+const ChangedKey = "target_changed"
+
 // Plan is what a target would do for an operation, checked without writing.
 type Plan struct {
 	// Data is the normalized plan (resolved references, totals).

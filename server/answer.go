@@ -175,9 +175,10 @@ func (s *Server) approvalDue(c echo.Context, a *answer, op store.Operation) {
 	}
 }
 
-// warn adds to a the warnings about op: a suspected duplicate.
+// warn adds to a the warnings about op: a suspected duplicate, and each
+// value the target did not keep as sent.
 func (s *Server) warn(c echo.Context, a *answer, op store.Operation) {
-	if w := s.engine.DuplicateWarning(c.Request().Context(), op); w != nil {
+	for _, w := range s.engine.Warnings(c.Request().Context(), op) {
 		a.Warnings = append(a.Warnings, ErrorItem{Code: w.Code, Field: w.Field, Message: w.Message})
 	}
 }

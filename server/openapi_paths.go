@@ -132,7 +132,7 @@ func openAPICreate(exampleKey, keyRules string, r openAPIResponses) map[string]a
 			}},
 		},
 		"responses": map[string]any{
-			"200": answerResponse("state succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; state valid in validate mode; the result of a read-only intent.", replayed),
+			"200": answerResponse("state succeeded: executed and confirmed by the target, or (with Idempotent-Replayed: true) the stored answer of the same request; state valid in validate mode; the result of a read-only intent. A success whose target did not keep a value as sent carries "+codes.TargetChangedValue+" in warnings, naming the field.", replayed),
 			"202": answerResponse("state awaiting_approval ("+codes.ApprovalRequired+": a money intent waits for a person; "+codes.DuplicateReviewRequired+": another key about the same business event, the intent's duplicate rule holds it for a person) or unknown ("+codes.OutcomeUnknown+": reconciliation pending). Send the same request again after Retry-After.", retry),
 			"400": problemResponse("state rejected, nothing bound: "+codesOf(http.StatusBadRequest)+".", nil),
 			"401": r.unauthenticated,

@@ -124,6 +124,10 @@ const (
 	// refuse a second document for one operation; creates there are
 	// refused until an administrator fixes the target.
 	TargetIgnoresKeys = "TARGET_IGNORES_KEYS"
+	// TargetChangedValue is a warning, never a refusal: the target made
+	// the effect but did not keep a value as sent (1C cut a string to its
+	// attribute's length, ignored a property); field names it.
+	TargetChangedValue = "TARGET_CHANGED_VALUE"
 )
 
 // info is what an answer carrying a code is: its HTTP status, and whether
@@ -186,6 +190,7 @@ var catalogue = map[string]info{
 	RefundCanceled:         {http.StatusUnprocessableEntity, false},
 	PostingRefused:         {http.StatusUnprocessableEntity, false},
 	TargetIgnoresKeys:      {http.StatusUnprocessableEntity, false},
+	TargetChangedValue:     {http.StatusOK, false},
 }
 
 // Status is the HTTP status of an answer that carries code: 422 for a

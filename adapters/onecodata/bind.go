@@ -34,14 +34,21 @@ type binding struct {
 	post    bool            // post: {entity, document}
 	read    bool            // read: {entity, document}
 	docPath string          // the payload field holding the document's Ref_Key (post, read)
+	// keyField is the document's string attribute that carries the
+	// operation's key (its Ref_Key, derived from the key) and finds the
+	// document by $filter where 1C does not keep client keys; "" when
+	// the Ref_Key alone guards.
+	keyField string
 }
 
 // mapSpec is a definition's map: for this kind (docs/intents.md, Mappings per kind).
 type mapSpec struct {
 	Entity string          `json:"entity"`
 	Fields json.RawMessage `json:"fields"`
-	Post   *docSpec        `json:"post"`
-	Read   *docSpec        `json:"read"`
+	// KeyField overrides the target's key_field for this create.
+	KeyField *string  `json:"key_field"`
+	Post     *docSpec `json:"post"`
+	Read     *docSpec `json:"read"`
 }
 
 // docSpec names an existing document: its entity set and the payload
@@ -52,6 +59,7 @@ type docSpec struct {
 }
 
 var (
+	attrName      = regexp.MustCompile(`^[\p{L}_][\p{L}\p{N}_]*$`)
 	entitySetName = regexp.MustCompile(`^(Catalog|Document)_[\p{L}\p{N}_]+$`)
 	payloadField  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
@@ -97,7 +105,7 @@ func (c *Client) parseBinding(bd adapters.Binding) (*binding, error) {
 		if d.spec == nil {
 			continue
 		}
-		if spec.Entity != "" || spec.Fields != nil || spec.Post != nil && spec.Read != nil {
+		if spec.Entity != "" || spec.Fields != nil || spec.KeyField != nil || spec.Post != nil && spec.Read != nil {
 			return nil, &mapping.Error{Path: "map." + d.key, Msg: "takes nothing beside it (entity and fields make a create, post a posting, read a read)"}
 		}
 		if !entitySetName.MatchString(d.spec.Entity) || !strings.HasPrefix(d.spec.Entity, "Document_") {
@@ -132,6 +140,18 @@ func (c *Client) parseBinding(bd adapters.Binding) (*binding, error) {
 					return nil, &mapping.Error{Path: "map.fields." + name + ".row." + rn, Msg: "is set by the gateway and cannot be mapped"}
 				}
 			}
+		}
+	}
+	b.keyField = c.keyField
+	if spec.KeyField != nil {
+		b.keyField = strings.TrimSpace(*spec.KeyField)
+	}
+	if b.keyField != "" {
+		switch {
+		case !attrName.MatchString(b.keyField) || slices.Contains(gatewayProps, b.keyField) || strings.HasSuffix(b.keyField, "_Key"):
+			return nil, &mapping.Error{Path: "map.key_field", Msg: fmt.Sprintf("%q must name a string attribute of the document (e.g. an additional requisite the firm added for it)", b.keyField)}
+		case f.Field(b.keyField) != nil:
+			return nil, &mapping.Error{Path: "map.fields." + b.keyField, Msg: "is the key_field: the gateway writes the operation's key there, so it cannot be mapped"}
 		}
 	}
 	b.entity, b.fields = spec.Entity, f
@@ -228,6 +248,9 @@ func (c *Client) body(ctx context.Context, b *binding, et *entityType, op adapte
 		out[name] = edmValue(et.props[name], v)
 	}
 	out["Ref_Key"] = RefKey(c.instance, op.Intent, op.Key)
+	if b.keyField != "" {
+		out[b.keyField] = out["Ref_Key"]
+	}
 	return out, nil
 }
 

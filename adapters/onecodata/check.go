@@ -49,6 +49,14 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 		return adapters.Result{}, adapters.NotEffect(codes.InvalidState,
 			"the document was made by another operation: its Ref_Key is a name-based id, which the gateway derives from an operation key and 1C never chooses, but not this operation's")
 	}
+	// Where a key_field guards, the document carries the key of the
+	// operation that made it: another's is not this operation's effect.
+	if b.keyField != "" {
+		if k, _ := doc[b.keyField].(string); k != "" && !strings.EqualFold(k, RefKey(c.instance, op.Intent, op.Key)) {
+			return adapters.Result{}, adapters.NotEffect(codes.InvalidState,
+				"the document was made by another operation: its "+b.keyField+" holds another operation's key")
+		}
+	}
 	return result(id, doc), nil
 }
 

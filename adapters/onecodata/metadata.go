@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/oncegate/oncegate/adapters"
@@ -26,6 +27,9 @@ type metadata struct {
 type entityType struct {
 	props    map[string]string            // property → Edm type
 	sections map[string]map[string]string // tabular section → row property → Edm type
+	// maxLen is a string property's MaxLength; 0 for an unlimited string,
+	// which $metadata gives without one (1C cannot filter on it).
+	maxLen map[string]int
 }
 
 // edmx is the part of EDMX (OData v3's CSDL) the adapter reads.
@@ -46,8 +50,9 @@ type edmx struct {
 type edmType struct {
 	Name  string `xml:"Name,attr"`
 	Props []struct {
-		Name string `xml:"Name,attr"`
-		Type string `xml:"Type,attr"`
+		Name      string `xml:"Name,attr"`
+		Type      string `xml:"Type,attr"`
+		MaxLength string `xml:"MaxLength,attr"`
 	} `xml:"Property"`
 }
 
@@ -74,7 +79,7 @@ func parseMetadata(body []byte) (*metadata, error) {
 				if !ok {
 					continue
 				}
-				et := &entityType{props: map[string]string{}, sections: map[string]map[string]string{}}
+				et := &entityType{props: map[string]string{}, sections: map[string]map[string]string{}, maxLen: map[string]int{}}
 				for _, p := range t.Props {
 					inner, isColl := strings.CutPrefix(p.Type, "Collection(")
 					if row, ok := complexes[strings.TrimSuffix(inner, ")")]; isColl && ok {
@@ -86,6 +91,10 @@ func parseMetadata(body []byte) (*metadata, error) {
 						continue
 					}
 					et.props[p.Name] = p.Type
+					if p.Type == "Edm.String" {
+						n, _ := strconv.Atoi(p.MaxLength)
+						et.maxLen[p.Name] = max(n, 0)
+					}
 				}
 				m.sets[set.Name] = et
 			}
@@ -128,7 +137,7 @@ func (b *binding) missing(m *metadata) []string {
 		return []string{b.entity}
 	}
 	var out []string
-	for _, name := range b.props() {
+	for _, name := range append(b.props(), b.keyFieldName()...) {
 		if _, ok := et.props[name]; !ok {
 			out = append(out, b.entity+"."+name)
 		}
@@ -161,7 +170,11 @@ func (c *Client) published(ctx context.Context, b *binding) (*entityType, error)
 			"1C does not publish what the intent's mapping names: "+strings.Join(miss, ", ")+"; add it in «Настройка стандартного интерфейса OData» or fix the mapping",
 			fmt.Errorf("%s: not in $metadata: %s", b.intent, strings.Join(miss, ", ")))
 	}
-	return m.sets[b.entity], nil
+	et := m.sets[b.entity]
+	if msg := b.keyFieldFault(et); msg != "" {
+		return nil, adapters.Misconfigured(codes.TargetNotPublished, msg, errors.New(msg))
+	}
+	return et, nil
 }
 
 // Probe implements check: it reads the service document and $metadata,
@@ -206,10 +219,18 @@ func (c *Client) Probe(ctx context.Context) (string, error) {
 			bad = append(bad, fmt.Sprintf("%s v%d: not published: %s", b.intent, b.version, strings.Join(miss, ", ")))
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("%s v%d: %s and every mapped property are published", b.intent, b.version, b.entity))
+		if msg := b.keyFieldFault(m.sets[b.entity]); msg != "" {
+			bad = append(bad, fmt.Sprintf("%s v%d: %s", b.intent, b.version, msg))
+			continue
+		}
+		line := fmt.Sprintf("%s v%d: %s and every mapped property are published", b.intent, b.version, b.entity)
+		if b.keyField != "" {
+			line += fmt.Sprintf("; the operation key goes into %s (a string of %d), found by it after a lost answer", b.keyField, m.sets[b.entity].maxLen[b.keyField])
+		}
+		lines = append(lines, line)
 	}
-	if ignored, note := c.IgnoresKeys(); ignored {
-		return "", adapters.Misconfigured(codes.TargetIgnoresKeys, "this base does not keep client keys: "+note, errors.New(note))
+	if ignored, note := c.IgnoresKeys(); ignored && c.keylessBinding() {
+		return "", adapters.Misconfigured(codes.TargetIgnoresKeys, "this base does not keep client keys (set key_field, or run check --probe on a copy of the base): "+note, errors.New(note))
 	}
 	if len(bad) > 0 {
 		return "", adapters.Misconfigured(codes.TargetNotPublished, strings.Join(bad, "; "), errors.New(strings.Join(bad, "; ")))

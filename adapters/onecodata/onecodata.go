@@ -9,7 +9,10 @@
 // second document for one operation, and a lost answer is settled by one
 // GET by that key. A base that does not keep a client's Ref_Key is
 // detected on the first create and refused from then on, never silently
-// trusted with keys of its own choosing.
+// trusted with keys of its own choosing — unless a key_field guards: the
+// same key written into a string attribute of the document, found by
+// $filter on it before anything is sent again (keyfield.go). check
+// --probe learns on a copy of the base which it is (probe.go).
 //
 // Wire facts: 1C Developer Guide 8.3.27, chapter 17.4 (a Markdown copy is
 // in github.com/hacker-cb/1c-odata, docs/1c/markdown/17.4_…OData_8_3_27.md).
@@ -103,6 +106,12 @@ type Config struct {
 	// zero). Only active, unique matches are cached.
 	CacheTTL  time.Duration
 	CacheSize int
+	// KeyField is the documents' string attribute (limited in length, at
+	// least 36 characters) where the gateway writes each operation's key,
+	// and by which it finds the document, for a base that does not keep
+	// client keys; a binding's map.key_field overrides it. "" relies on
+	// the Ref_Key alone.
+	KeyField string
 	// Log receives the loud report of a base ignoring client keys; nil
 	// logs nowhere (check still shows it).
 	Log *slog.Logger
@@ -122,6 +131,8 @@ type Client struct {
 	red      *redact.Redactor
 	host     string
 
+	keyField string
+
 	bindings map[bindingKey]*binding
 	cache    *refCache
 
@@ -133,6 +144,9 @@ type Client struct {
 	ignored     atomic.Bool
 	ignoredMu   sync.Mutex
 	ignoredNote string
+	// ownKeys is set once a create guarded by a key_field was answered
+	// with 1C's own Ref_Key.
+	ownKeys atomic.Bool
 }
 
 // New checks cfg and returns a client.
@@ -187,6 +201,7 @@ func New(cfg Config) (*Client, error) {
 		password: cfg.Password,
 		zone:     zone,
 		refs:     refs,
+		keyField: strings.TrimSpace(cfg.KeyField),
 		log:      cfg.Log,
 		red:      redact.New(redact.Basic(cfg.Username, cfg.Password), redact.Name(cfg.Username)),
 		host:     u.Host,
@@ -209,8 +224,11 @@ func (c *Client) Name() string { return "onec_odata" }
 func (c *Client) String() string { return "onec_odata client " + c.instance }
 
 // DedupesByKey implements adapters.Deduper: 1C refuses a second object
-// with a Ref_Key it holds, so sending a create again is harmless.
-func (c *Client) DedupesByKey() bool { return true }
+// with a Ref_Key it holds, so sending a create again is harmless. Not so
+// where a key_field guards (a base that may ignore client keys): 1C
+// itself refuses nothing there, so a create is sent again only once a
+// look-up by the key_field has found nothing.
+func (c *Client) DedupesByKey() bool { return !c.keyFieldBinding() }
 
 // Secrets implements adapters.Secretive.
 func (c *Client) Secrets() []redact.Secret {
@@ -273,6 +291,17 @@ func (c *Client) keysIgnored(set, sent, got string) *adapters.Error {
 	return &adapters.Error{Class: adapters.Final, Code: codes.TargetIgnoresKeys, ObjectID: got,
 		Message: "1C created the document under a key of its own choosing instead of the operation's: this base does not keep client keys, so further creates at this target are refused; the document created is target_object_id, check it by hand",
 		Err:     errors.New(note)}
+}
+
+// keysIgnoredGuarded notes, once, a create answered with 1C's own
+// Ref_Key where a key_field guards: no refusal, the look-ups go by the
+// key_field, and check says what this base does.
+func (c *Client) keysIgnoredGuarded(b *binding, sent, got string) {
+	if c.ownKeys.Swap(true) || c.log == nil {
+		return
+	}
+	c.log.Warn("1C does not keep client keys at this target: documents are found by key_field, and 1C itself refuses no second document",
+		"target", c.instance, "entity_set", b.entity, "key_field", b.keyField, "sent", sent, "got", got)
 }
 
 // ignoringError refuses a create, sending nothing, at a target seen

@@ -35,7 +35,7 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	if b.read {
 		return adapters.Result{}, readOnly(b)
 	}
-	if c.ignored.Load() {
+	if c.ignored.Load() && b.keyField == "" {
 		return adapters.Result{}, c.ignoringError()
 	}
 	et, err := c.published(ctx, b)
@@ -46,7 +46,7 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	if err != nil {
 		return adapters.Result{}, err
 	}
-	return c.create(ctx, b, body)
+	return c.create(ctx, b, et, body)
 }
 
 // Validate runs every check of op at 1C, writing nothing: the binding,
@@ -70,7 +70,7 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		}
 		return adapters.Plan{Data: map[string]any{"entity": b.entity, "ref_key": id, "post": true, "posted": doc["Posted"] == true}}, nil
 	}
-	if c.ignored.Load() {
+	if c.ignored.Load() && b.keyField == "" {
 		return adapters.Plan{}, c.ignoringError()
 	}
 	et, _ := c.published(ctx, b)
@@ -81,11 +81,12 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	return adapters.Plan{Data: planData(b.entity, body)}, nil
 }
 
-// create POSTs body. A refusal that 1C answered is settled by one GET by
-// the key: a document there with what was sent is this operation's (its
-// answer was lost, or its key was sent twice); nothing there is the
-// refusal itself.
-func (c *Client) create(ctx context.Context, b *binding, body map[string]any) (adapters.Result, error) {
+// create POSTs body. A refusal that 1C answered is settled by one look-up
+// of the document (by the key, or by the key_field): a document there
+// with what was sent is this operation's (its answer was lost, or its key
+// was sent twice); nothing there is the refusal itself. What 1C answers
+// is compared with what was sent (withChanges).
+func (c *Client) create(ctx context.Context, b *binding, et *entityType, body map[string]any) (adapters.Result, error) {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: codes.Validation, Message: "the mapped body could not be encoded", Err: err}
@@ -104,29 +105,32 @@ func (c *Client) create(ctx context.Context, b *binding, body map[string]any) (a
 		switch {
 		case got == "":
 			return adapters.Result{}, c.badAnswer(errors.New("create answer without Ref_Key"))
-		case !strings.EqualFold(got, ref):
+		case !strings.EqualFold(got, ref) && b.keyField == "":
 			return adapters.Result{}, c.keysIgnored(b.entity, ref, strings.ToLower(got))
+		case !strings.EqualFold(got, ref):
+			// Guarded by the key_field: the document is 1C's own key's.
+			c.keysIgnoredGuarded(b, ref, strings.ToLower(got))
+			return b.withChanges(result(got, doc), body, doc), nil
 		}
-		return result(ref, doc), nil
+		return b.withChanges(result(ref, doc), body, doc), nil
 	}
 	oe := parseError(status, answer)
 	refused := c.classify(oe, h)
 	if refused.Class == adapters.Retry {
 		return adapters.Result{}, refused // nothing was done (sign-in, publication, 429/502/503)
 	}
-	doc, found, err := c.get(ctx, b.entity, ref)
+	id, doc, found, err := c.find(ctx, b, ref)
 	switch {
 	case err != nil:
-		// Refused, and the key could not be read: a duplicate cannot be
-		// told from a refusal yet. Looked up later by key.
+		// Refused, and the document could not be looked up: a duplicate
+		// cannot be told from a refusal yet. Looked up later.
 		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 			Message: "1C refused the create and the document could not be looked up by its key", Err: fmt.Errorf("%v; look-up: %v", refused.Err, err)}
 	case found:
-		if diff := differs(body, doc); diff != "" {
-			return adapters.Result{}, &adapters.Error{Class: adapters.Final, Code: codes.KeyMismatch, ObjectID: ref,
-				Message: "1C holds a document under this operation's key with other values (" + diff + ")", Err: refused.Err}
+		if diff := keptAsSent(et, body, doc); diff != "" {
+			return adapters.Result{}, mismatch(id, diff, refused.Err)
 		}
-		return result(ref, doc), nil
+		return b.withChanges(result(id, doc), body, doc), nil
 	case keyTaken(oe):
 		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
 			Message: "1C says the key exists but does not show the document to the gateway's user", Err: refused.Err}
@@ -160,19 +164,23 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 		}
 		return posted(id, doc), nil
 	}
-	if ignored, note := c.IgnoresKeys(); ignored {
+	if ignored, note := c.IgnoresKeys(); ignored && b.keyField == "" {
 		return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.TargetIgnoresKeys,
 			Message: "this 1C base does not keep the keys the gateway chooses, so an operation cannot be found there by its key; check by hand", Err: errors.New(note)}
 	}
-	ref := RefKey(c.instance, op.Intent, op.Key)
-	doc, found, err := c.get(ctx, b.entity, ref)
+	if b.keyField != "" {
+		if _, err := c.published(ctx, b); err != nil {
+			return adapters.Result{}, adapters.LookupFailure(err)
+		}
+	}
+	id, doc, found, err := c.find(ctx, b, RefKey(c.instance, op.Intent, op.Key))
 	switch {
 	case err != nil:
 		return adapters.Result{}, adapters.LookupFailure(err)
 	case !found:
 		return adapters.Result{}, adapters.ErrNotFound
 	}
-	return result(ref, doc), nil
+	return result(id, doc), nil
 }
 
 // Read implements adapters.Reader: a read binding's document, by the
@@ -329,25 +337,6 @@ func decodeEntity(body []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("entity answer is not a JSON object: %v", err)
 	}
 	return doc, nil
-}
-
-// differs names the first header property sent whose value the document
-// under the key does not have, or the row count of a tabular section.
-func differs(body, doc map[string]any) string {
-	for _, k := range sentProps(body) {
-		if !sameValue(body[k], doc[k]) {
-			return k
-		}
-	}
-	for k, v := range body {
-		if rows, ok := v.([]map[string]any); ok {
-			got, _ := doc[k].([]any)
-			if len(got) != len(rows) {
-				return k
-			}
-		}
-	}
-	return ""
 }
 
 func sameValue(sent, got any) bool {

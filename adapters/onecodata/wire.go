@@ -123,6 +123,8 @@ func (c *Client) request(ctx context.Context, method, u string, body []byte) (*h
 		if body == nil {
 			req.Body = http.NoBody
 		}
+	}
+	if body != nil {
 		req.Header.Set("Content-Type", "application/json;charset=utf-8")
 	}
 	req.Header.Set("Accept", "application/json")
@@ -131,9 +133,10 @@ func (c *Client) request(ctx context.Context, method, u string, body []byte) (*h
 }
 
 // send performs req; 1C refuses a second create with one Ref_Key, so a
-// reset after sending is Retry.
+// reset after sending is Retry, except where a key_field guards (1C
+// itself refuses nothing there, and the create may have been written).
 func (c *Client) send(req *http.Request) (*http.Response, error) {
-	resp, err := adapters.Send(c.http, req, true)
+	resp, err := adapters.Send(c.http, req, c.DedupesByKey())
 	if err != nil {
 		var e *adapters.Error
 		if errors.As(err, &e) && e.Err != nil {

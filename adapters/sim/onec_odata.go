@@ -22,7 +22,9 @@ import (
 // kept and a second create with it refused, Numbers assigned, Post and
 // Unpost. What 1C's documentation does not say is a setting
 // (POST /_sim/onec_odata/settings): the duplicate's answer, a base that
-// ignores client keys, a refused posting, what is published.
+// ignores client keys or truncates long strings, a refused create or
+// posting, what is published. Its answers are checked against the
+// recorded corpus in adapters/onecodata/testdata/wire.
 
 // odataRoot is the standard interface's root under the simulators' base URL.
 const odataRoot = "/onec-odata/odata/standard.odata/"
@@ -49,39 +51,6 @@ const (
 	odataCodeBusiness = "-1"
 )
 
-// Duplicate answers: the status and body of a create whose Ref_Key exists
-// are not documented (docs/targets.md, What the adapter relies on), so they are settings.
-const (
-	// DupUnique: code -1 with the DBMS's «нарушено условие уникальности»,
-	// as a public client reports from a live base (the default, with 500).
-	DupUnique = "unique"
-	// DupKeyExists: code 15 «Сущность с таким ключом уже существует».
-	DupKeyExists = "key_exists"
-	// DupEmpty: the status alone, no body.
-	DupEmpty = "empty"
-)
-
-// ODataSettings are the OData simulator's switches for what is unconfirmed.
-type ODataSettings struct {
-	// DuplicateStatus is the HTTP status of a create refused because its
-	// Ref_Key exists (default 500); DuplicateBody its body (DupUnique,
-	// DupKeyExists or DupEmpty).
-	DuplicateStatus int    `json:"duplicate_status"`
-	DuplicateBody   string `json:"duplicate_body"`
-	// IgnoreClientKeys makes the base choose every Ref_Key itself.
-	IgnoreClientKeys bool `json:"ignore_client_keys"`
-	// RefusePosting, when not empty, refuses every posting with this
-	// message (500, code -1), as a configuration's posting handler does.
-	RefusePosting string `json:"refuse_posting"`
-	// Unpublished lists entity sets left out of the composition: absent
-	// from $metadata and the service document, 404 when asked for.
-	Unpublished []string `json:"unpublished"`
-}
-
-func defaultODataSettings() ODataSettings {
-	return ODataSettings{DuplicateStatus: http.StatusInternalServerError, DuplicateBody: DupUnique}
-}
-
 func init() {
 	registrations = append(registrations, registerOData)
 }
@@ -92,6 +61,7 @@ func registerOData(s *Server) {
 	s.odata = o
 	s.Handle("GET "+odataRoot+"{rest...}", o.handleGet)
 	s.Handle("POST "+odataRoot+"{rest...}", o.handlePost)
+	s.Handle("PATCH "+odataRoot+"{rest...}", o.handlePatch)
 	s.Handle("GET /_sim/onec_odata/settings", o.handleSettingsGet)
 	s.Handle("POST /_sim/onec_odata/settings", o.handleSettings)
 	s.OnReset(o.reset)
@@ -145,50 +115,6 @@ func (s *Server) ODataSettingsOf() ODataSettings { return s.odata.current() }
 
 // SetODataSettings replaces the OData simulator's settings.
 func (s *Server) SetODataSettings(st ODataSettings) { s.odata.set(st) }
-
-func (o *odata) current() ODataSettings {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.settings
-}
-
-func (o *odata) set(st ODataSettings) {
-	if st.DuplicateStatus == 0 {
-		st.DuplicateStatus = http.StatusInternalServerError
-	}
-	if st.DuplicateBody == "" {
-		st.DuplicateBody = DupUnique
-	}
-	o.mu.Lock()
-	o.settings = st
-	o.mu.Unlock()
-}
-
-func (o *odata) handleSettingsGet(w http.ResponseWriter, r *http.Request) {
-	WriteJSON(w, http.StatusOK, o.current())
-}
-
-func (o *odata) handleSettings(w http.ResponseWriter, r *http.Request) {
-	st := defaultODataSettings()
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st); err != nil {
-		WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "bad settings: " + err.Error()})
-		return
-	}
-	switch st.DuplicateBody {
-	case "", DupUnique, DupKeyExists, DupEmpty:
-	default:
-		WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "duplicate_body must be unique, key_exists or empty"})
-		return
-	}
-	if st.DuplicateStatus != 0 && (st.DuplicateStatus < 400 || st.DuplicateStatus > 599) {
-		WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "duplicate_status must be 4xx or 5xx"})
-		return
-	}
-	o.set(st)
-	WriteJSON(w, http.StatusOK, o.current())
-}
 
 func (o *odata) published(set string) bool {
 	t := odataTypeOf(set)
@@ -528,26 +454,18 @@ func (o *odata) commit(t *odataType, in map[string]any, sent string) (map[string
 		if !ok || k == "DataVersion" || k == "Posted" {
 			continue
 		}
-		e[k] = odataScalar(p.Type, v)
+		e[k] = o.fit(p, odataScalar(p.Type, v))
 	}
 	for _, sec := range t.Sections {
-		rows, ok := in[sec.Name].([]any)
-		if !ok {
-			continue
+		if rows, ok := in[sec.Name].([]any); ok {
+			e[sec.Name] = odataRows(sec, rows)
 		}
-		list := make([]map[string]any, 0, len(rows))
-		for i, rv := range rows {
-			rm, _ := rv.(map[string]any)
-			row := map[string]any{}
-			for _, p := range sec.Props {
-				row[p.Name] = odataScalar(p.Type, rm[p.Name])
-			}
-			if n, _ := row["LineNumber"].(float64); n == 0 {
-				row["LineNumber"] = float64(i + 1)
-			}
-			list = append(list, row)
-		}
-		e[sec.Name] = list
+	}
+	if msg := o.settings.RefuseCreate; msg != "" {
+		return nil, http.StatusInternalServerError, odataCodeBusiness, msg
+	}
+	if !numbered(t, in) {
+		return nil, http.StatusInternalServerError, odataCodeBusiness, odataInternalError
 	}
 	ref := sent
 	if o.settings.IgnoreClientKeys || !odataGUID.MatchString(ref) || ref == odataEmptyRef {

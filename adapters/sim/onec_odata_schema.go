@@ -32,6 +32,10 @@ type odataProp struct {
 	Name, Type string
 	// Ref is the entity set a _Key property refers to, if any.
 	Ref string
+	// Len is a string's length as the configuration limits it, which
+	// $metadata gives as MaxLength; 0 is an unlimited string (no
+	// MaxLength), which 1C cannot filter or sort on.
+	Len int
 }
 
 // odataSection is a tabular section: an array property whose rows have
@@ -54,8 +58,8 @@ func catalogProps(extra ...odataProp) []odataProp {
 		{Name: "Ref_Key", Type: edmGuid},
 		{Name: "DataVersion", Type: edmString},
 		{Name: "DeletionMark", Type: edmBoolean},
-		{Name: "Code", Type: edmString},
-		{Name: "Description", Type: edmString},
+		{Name: "Code", Type: edmString, Len: 11},
+		{Name: "Description", Type: edmString, Len: 100},
 	}, extra...)
 }
 
@@ -64,7 +68,7 @@ func documentProps(extra ...odataProp) []odataProp {
 		{Name: "Ref_Key", Type: edmGuid},
 		{Name: "DataVersion", Type: edmString},
 		{Name: "DeletionMark", Type: edmBoolean},
-		{Name: "Number", Type: edmString},
+		{Name: "Number", Type: edmString, Len: 11},
 		{Name: "Date", Type: edmDateTime},
 		{Name: "Posted", Type: edmBoolean},
 	}, extra...)
@@ -88,13 +92,13 @@ const (
 // odataTypes are the published objects, in $metadata's order.
 var odataTypes = []*odataType{
 	{Set: odataOrgs, Props: catalogProps(
-		odataProp{Name: "ИНН", Type: edmString}, odataProp{Name: "КПП", Type: edmString},
+		odataProp{Name: "ИНН", Type: edmString, Len: 12}, odataProp{Name: "КПП", Type: edmString, Len: 9},
 		odataProp{Name: "НаименованиеПолное", Type: edmString})},
 	{Set: odataParties, Props: catalogProps(
-		odataProp{Name: "ИНН", Type: edmString}, odataProp{Name: "КПП", Type: edmString},
+		odataProp{Name: "ИНН", Type: edmString, Len: 12}, odataProp{Name: "КПП", Type: edmString, Len: 9},
 		odataProp{Name: "НаименованиеПолное", Type: edmString})},
 	{Set: odataProducts, Props: catalogProps(
-		odataProp{Name: "Артикул", Type: edmString}, odataProp{Name: "НаименованиеПолное", Type: edmString})},
+		odataProp{Name: "Артикул", Type: edmString, Len: 25}, odataProp{Name: "НаименованиеПолное", Type: edmString})},
 	{Set: odataStores, Props: catalogProps()},
 	{Set: odataContracts, Props: catalogProps(
 		odataProp{Name: "Owner_Key", Type: edmGuid, Ref: odataParties},
@@ -107,7 +111,8 @@ var odataTypes = []*odataType{
 		odataProp{Name: "Склад_Key", Type: edmGuid, Ref: odataStores},
 		odataProp{Name: "СрокОплаты", Type: edmDateTime},
 		odataProp{Name: "СуммаДокумента", Type: edmDouble},
-		odataProp{Name: "Комментарий", Type: edmString}),
+		odataProp{Name: "Комментарий", Type: edmString},
+		odataProp{Name: odataKeyAttr, Type: edmString, Len: odataKeyAttrLen}),
 		Sections: []odataSection{{Name: odataRowsName, Props: rowProps()}}},
 	{Set: odataShipments, Document: true, Props: documentProps(
 		odataProp{Name: "Организация_Key", Type: edmGuid, Ref: odataOrgs},
@@ -115,9 +120,20 @@ var odataTypes = []*odataType{
 		odataProp{Name: "ДоговорКонтрагента_Key", Type: edmGuid, Ref: odataContracts},
 		odataProp{Name: "Склад_Key", Type: edmGuid, Ref: odataStores},
 		odataProp{Name: "СуммаДокумента", Type: edmDouble},
-		odataProp{Name: "Комментарий", Type: edmString}),
+		odataProp{Name: "Комментарий", Type: edmString},
+		odataProp{Name: odataKeyAttr, Type: edmString, Len: odataKeyAttrLen}),
 		Sections: []odataSection{{Name: odataRowsName, Props: rowProps()}}},
 }
+
+// odataKeyAttr is a string attribute of the documents that a typical
+// configuration does not have: the one a firm adds (in an extension) for
+// a base that does not keep client keys, so the gateway can write the
+// operation's key there and find the document by it (a target's
+// key_field). Комментарий, the configuration's own, is an unlimited string.
+const (
+	odataKeyAttr    = "КлючОперации"
+	odataKeyAttrLen = 50
+)
 
 func rowProps() []odataProp {
 	return []odataProp{
@@ -353,7 +369,7 @@ func odataMetadata(published func(string) bool) string {
 			if p.Name == "Ref_Key" {
 				nullable = "false"
 			}
-			fmt.Fprintf(&b, `<Property Name="%s" Type="%s" Nullable="%s"/>`, p.Name, p.Type, nullable)
+			fmt.Fprintf(&b, `<Property Name="%s" Type="%s" Nullable="%s"%s/>`, p.Name, p.Type, nullable, maxLength(p))
 		}
 		for _, s := range t.Sections {
 			fmt.Fprintf(&b, `<Property Name="%s" Type="Collection(%s.%s_%s_RowType)" Nullable="true"/>`, s.Name, odataNamespace, t.Set, s.Name)
@@ -362,7 +378,7 @@ func odataMetadata(published func(string) bool) string {
 		for _, s := range t.Sections {
 			fmt.Fprintf(&b, `<ComplexType Name="%s_%s_RowType">`, t.Set, s.Name)
 			for _, p := range s.Props {
-				fmt.Fprintf(&b, `<Property Name="%s" Type="%s" Nullable="true"/>`, p.Name, p.Type)
+				fmt.Fprintf(&b, `<Property Name="%s" Type="%s" Nullable="true"%s/>`, p.Name, p.Type, maxLength(p))
 			}
 			b.WriteString(`</ComplexType>`)
 		}
@@ -375,4 +391,13 @@ func odataMetadata(published func(string) bool) string {
 	}
 	b.WriteString(`</EntityContainer></Schema></edmx:DataServices></edmx:Edmx>`)
 	return b.String()
+}
+
+// maxLength is a limited string's MaxLength attribute in $metadata, as
+// 1C writes it (Code MaxLength="11"); nothing for an unlimited one.
+func maxLength(p odataProp) string {
+	if p.Type != edmString || p.Len == 0 {
+		return ""
+	}
+	return fmt.Sprintf(` MaxLength="%d"`, p.Len)
 }

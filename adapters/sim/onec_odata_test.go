@@ -207,16 +207,17 @@ func TestOData_CreateKeepsClientKeyAndRefusesDuplicate(t *testing.T) {
 	if status != 201 || odataJSON(t, body)["Number"] != "0000-000002" {
 		t.Fatalf("second: %d %s", status, body)
 	}
-	// The same key again is refused: by default 500, code -1, uniqueness.
+	// The same key again is refused: by default as the one duplicate on
+	// record, 400 with code 15.
 	status, _, body = odataCall(t, "POST", base, odataInvoices+"?$format=json", "", odataInvoiceBody(odataRef1))
-	if status != 500 || odataErrCode(t, body) != "-1" || !strings.Contains(body, "Нарушено условие уникальности") {
+	if status != 400 || odataErrCode(t, body) != "15" {
 		t.Fatalf("duplicate: %d %s", status, body)
 	}
 	// The unconfirmed answer is a switch.
-	s.SetODataSettings(sim.ODataSettings{DuplicateStatus: 409, DuplicateBody: sim.DupKeyExists})
+	s.SetODataSettings(sim.ODataSettings{DuplicateStatus: 500, DuplicateBody: sim.DupUnique})
 	status, _, body = odataCall(t, "POST", base, odataInvoices+"?$format=json", "", odataInvoiceBody(odataRef1))
-	if status != 409 || odataErrCode(t, body) != "15" {
-		t.Fatalf("duplicate (code 15): %d %s", status, body)
+	if status != 500 || odataErrCode(t, body) != "-1" || !strings.Contains(body, "Нарушено условие уникальности") {
+		t.Fatalf("duplicate (uniqueness): %d %s", status, body)
 	}
 	if got := s.Effects(sim.OneCOData, odataRef1); got != 1 {
 		t.Errorf("effects = %d, want 1", got)

@@ -44,7 +44,7 @@ var legacyKeys = map[string]struct{ name, kind string }{
 // those every target takes (kind, timeout_ms, settle_ms, retention).
 var kindSettings = map[string][]string{
 	KindOneC:      {"base_url", "username_env", "password_env"},
-	KindOneCOData: {"base_url", "username_env", "password_env", "time_zone", "references"},
+	KindOneCOData: {"base_url", "username_env", "password_env", "time_zone", "references", "key_field"},
 	KindBitrix24:  {"webhook_url_env", "rate", "time_zone", "references"},
 	KindYooKassa:  {"base_url", "shop_id", "secret_key_env", "read_timeout_ms", "receipts", "shop_name"},
 }
@@ -103,6 +103,11 @@ type Target struct {
 	// References say how an external id of each kind is found at the
 	// system (onec_odata: a catalog and its field; bitrix24: an entity).
 	References map[string]Reference `yaml:"references"`
+	// KeyField (onec_odata) is the documents' string attribute, limited
+	// in length, where each operation's key is written and by which its
+	// document is found: the guard for a base that does not keep the
+	// Ref_Key the gateway sends. An intent's map.key_field overrides it.
+	KeyField string `yaml:"key_field"`
 
 	// WebhookURLEnv names the variable holding the Bitrix24 inbound
 	// webhook's URL (itself a secret).

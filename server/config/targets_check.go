@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -95,10 +96,16 @@ func (v targetCheck) checkOneC() {
 	checkEnv(v.bad, v.key("password_env"), v.t.PasswordEnv)
 }
 
+// attributeName is a 1C attribute's name as the OData interface gives it.
+var attributeName = regexp.MustCompile(`^[\p{L}_][\p{L}\p{N}_]*$`)
+
 // checkOneCOData checks what OData adds: the base's time zone, and a
 // catalog and its field for each kind of reference.
 func (v targetCheck) checkOneCOData() {
 	checkZone(v.bad, v.key("time_zone"), v.t.TimeZone)
+	if k := v.t.KeyField; k != "" && !attributeName.MatchString(k) {
+		v.bad(v.key("key_field"), "%q must name a string attribute of the documents (a name of letters, digits and _)", k)
+	}
 	v.checkReferences("needs catalog and by (the catalog and its field holding the id)", func(r Reference) bool {
 		return r.Catalog != "" && r.By != "" && r.Entity == ""
 	})

@@ -161,6 +161,17 @@ retention: { bitrix24: 8760h }
 		}
 	})
 
+	t.Run("KeyField", func(t *testing.T) {
+		cfg, err := load(t, "targets:\n  buh: { kind: onec_odata, key_field: КлючОперации }\n", nil)
+		if err != nil || cfg.Targets["buh"].KeyField != "КлючОперации" {
+			t.Fatalf("key_field of an onec_odata target: %v", err)
+		}
+		_, err = load(t, "targets:\n  buh: { kind: onec_odata, key_field: \"Ключ Операции\" }\n", nil)
+		wantErr(t, err, "targets.buh.key_field", "must name a string attribute")
+		_, err = load(t, "targets:\n  buh: { kind: onec, key_field: КлючОперации }\n", nil)
+		wantErr(t, err, "targets.buh", "key_field")
+	})
+
 	t.Run("ErrSettingOfAnotherKind", func(t *testing.T) {
 		_, err := load(t, "targets:\n  buh: { kind: onec, shop_id: \"1\" }\n", nil)
 		wantErr(t, err, "line 2: targets.buh.shop_id: not a setting of a target of kind onec")
