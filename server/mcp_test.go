@@ -266,6 +266,23 @@ func TestMCPChargeAwaitsApproval(t *testing.T) {
 	if n := g.sim.Effects(sim.YooKassa, yookassa.IdempotenceKey(key)); n != 0 {
 		t.Fatalf("the provider was charged before approval: %d", n)
 	}
+
+	// The agent waits through get_operation's wait_seconds, not by polling:
+	// the call is answered once the accountant decided.
+	waited := make(chan toolAnswer, 1)
+	go func() {
+		waited <- call(t, cs, "get_operation", map[string]any{"operation_key": key, "wait_seconds": 30})
+	}()
+	awaitWatching(t, g.store, 1)
+	if err := g.store.DecideApproval(context.Background(), g.approval(key).ID, true, "anna", "checked"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-waited; got.isError || got.str("state") != "succeeded" {
+		t.Fatalf("get_operation with wait_seconds after the approval: %+v", got)
+	}
+	if bad := call(t, cs, "get_operation", map[string]any{"operation_key": key, "wait_seconds": 600}); !bad.isError || bad.errCode() != "VALIDATION_ERROR" {
+		t.Fatalf("wait_seconds 600: %+v", bad)
+	}
 }
 
 // No token, no MCP; the refusal is the API's own.

@@ -118,12 +118,16 @@ func (s *endpoint) newMCPServer(scopes []string) *mcp.Server {
 		Title: "Read an operation's state",
 		Description: "Reads the current state of an operation by its operation_key: the same answer the intent's own call gives, without running anything. " +
 			"Use it to follow an operation that answered awaiting_approval, unknown or started, or to learn the outcome of a call whose answer was lost. " +
-			"It changes nothing; call it as often as needed.",
+			"It changes nothing; call it as often as needed. With wait_seconds it holds the answer until the state changes (to one other than started) or that many seconds pass (at most 60), so waiting for a person needs no polling.",
 		InputSchema: map[string]any{
 			"type":                 "object",
 			"additionalProperties": false,
 			"required":             []string{"operation_key"},
-			"properties":           map[string]any{"operation_key": keySchema},
+			"properties": map[string]any{
+				"operation_key": keySchema,
+				"wait_seconds": map[string]any{"type": "integer", "minimum": 0, "maximum": 60,
+					"description": "Hold the answer until the operation's state changes, at most this many seconds; 0 or none answers at once."},
+			},
 		},
 		OutputSchema: answerSchema,
 		// Reads the gateway's own journal: nothing outside it.
@@ -323,17 +327,25 @@ func (s *endpoint) callIntent(def *intent.Intent) mcp.ToolHandler {
 // callGetOperation answers get_operation through GET /v1/operations/{key}.
 func (s *endpoint) callGetOperation(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args struct {
-		Key string `json:"operation_key"`
+		Key  string `json:"operation_key"`
+		Wait int    `json:"wait_seconds"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(orEmpty(req.Params.Arguments)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&args); err != nil {
-		return s.refused(codes.Validation, "", "the arguments must be {\"operation_key\": \"...\"}"), nil
+		return s.refused(codes.Validation, "", "the arguments must be {\"operation_key\": \"...\", \"wait_seconds\": 0-60}"), nil
 	}
 	if args.Key == "" {
 		return s.refused(codes.Validation, "operation_key", "operation_key is required"), nil
 	}
-	return s.callAPI(ctx, req, http.MethodGet, "/v1/operations/"+url.PathEscape(args.Key), nil, http.Header{}), nil
+	if args.Wait < 0 || args.Wait > 60 {
+		return s.refused(codes.Validation, "wait_seconds", "wait_seconds is a whole number of seconds from 0 to 60"), nil
+	}
+	path := "/v1/operations/" + url.PathEscape(args.Key)
+	if args.Wait > 0 {
+		path += "?wait=" + strconv.Itoa(args.Wait)
+	}
+	return s.callAPI(ctx, req, http.MethodGet, path, nil, http.Header{}), nil
 }
 
 // callAPI runs one request through the gateway's own HTTP handler with the
