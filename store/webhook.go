@@ -83,7 +83,9 @@ func (s *Store) queueDeliveries(ctx context.Context, t *txn, o *Outbox) (bool, e
 	type sent struct{ key, event string }
 	done := map[sent]bool{}
 	for _, e := range t.audit {
-		if e.OperationKey == "" || webhookEvent(e.Event, StatusSucceeded) == "" && e.Event != "operation.resolved_by_hand" {
+		// Read the row only for an event that may be one (the state
+		// decides for a resolution by hand).
+		if e.OperationKey == "" || webhookEvent(e.Event, StatusSucceeded) == "" {
 			continue
 		}
 		op, err := getOperation(ctx, t, e.OperationKey)
