@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/webhook"
 	"github.com/oncegate/oncegate/store"
 )
@@ -23,7 +24,7 @@ type delivery struct {
 
 // outbox is the journal's outbox for the configured endpoints.
 func (s *Server) outbox() *store.Outbox {
-	o := &store.Outbox{Render: func(event string, at time.Time, op store.Operation) ([]byte, error) {
+	o := &store.Outbox{Event: webhookEvent, Render: func(event string, at time.Time, op store.Operation) ([]byte, error) {
 		_, _, a := operationAnswer(op, "")
 		return json.Marshal(delivery{Type: event, Timestamp: at.UTC().Format(time.RFC3339Nano), Data: a})
 	}}
@@ -31,6 +32,28 @@ func (s *Server) outbox() *store.Outbox {
 		o.Endpoints = append(o.Endpoints, store.OutboxEndpoint{Name: w.EndpointName(), Events: w.Events})
 	}
 	return o
+}
+
+// webhookEvent is the endpoint event an audit event of the journal is,
+// given the state its operation is in after it; "" for none.
+func webhookEvent(audit string, status store.Status) string {
+	switch audit {
+	case "operation.succeeded":
+		return config.EventOperationSucceeded
+	case "operation.failed_final":
+		return config.EventOperationFailed
+	case "operation.unknown":
+		return config.EventOperationUnknown
+	case "operation.awaiting_approval":
+		return config.EventApprovalWaiting
+	case "approval.approved", "approval.denied", "approval.expired":
+		return config.EventApprovalDecided
+	case "operation.resolved_by_hand":
+		if status == store.StatusSucceeded {
+			return config.EventOperationSucceeded
+		}
+	}
+	return ""
 }
 
 // SetWebhookSecrets gives the endpoints their signing secrets, one list

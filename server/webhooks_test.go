@@ -106,13 +106,13 @@ func signedWith(d received, env string) bool {
 func TestWebhookOperationSucceeded(t *testing.T) {
 	t.Parallel()
 	r := newReceiver(t)
-	g := setupWith(t, webhookConfig(r, store.EventOperationSucceeded))
+	g := setupWith(t, webhookConfig(r, config.EventOperationSucceeded))
 	const key = "test:invoice.create:order-hook-1:v1"
 	reply := g.post(key, invoice("order-hook-1", 2))
 	expect(t, reply, http.StatusOK, "succeeded", "")
 	got := r.awaitDeliveries(t, 1)
 	d := got[0]
-	if d.event.Type != store.EventOperationSucceeded || d.event.Data["operation_key"] != key ||
+	if d.event.Type != config.EventOperationSucceeded || d.event.Data["operation_key"] != key ||
 		d.event.Data["state"] != "succeeded" || d.event.Data["target_object_id"] != reply.str("target_object_id") {
 		t.Fatalf("the delivery says %s", d.body)
 	}
@@ -138,7 +138,7 @@ func TestWebhooksInOrderAfterAnOutage(t *testing.T) {
 	t.Parallel()
 	r := newReceiver(t)
 	r.status.Store(http.StatusServiceUnavailable)
-	cfg := webhookConfig(r, store.EventApprovalWaiting, store.EventApprovalDecided, store.EventOperationSucceeded)
+	cfg := webhookConfig(r, config.EventApprovalWaiting, config.EventApprovalDecided, config.EventOperationSucceeded)
 	cfg.Webhooks[0].PreviousSecretEnv = "WH_SECRET_OLD"
 	var ahead atomic.Int64 // how far the journal's clock is moved on
 	st := openJournal(t)
@@ -181,7 +181,7 @@ func TestWebhookGoneStopsTheEndpoint(t *testing.T) {
 	t.Parallel()
 	r := newReceiver(t)
 	r.status.Store(http.StatusGone)
-	g := setupWith(t, webhookConfig(r, store.EventOperationSucceeded))
+	g := setupWith(t, webhookConfig(r, config.EventOperationSucceeded))
 	expect(t, g.post("test:invoice.create:order-hook-3:v1", invoice("order-hook-3", 1)), http.StatusOK, "succeeded", "")
 	r.awaitDeliveries(t, 1)
 	deadline := time.Now().Add(10 * time.Second)

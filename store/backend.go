@@ -56,6 +56,10 @@ type backend interface {
 
 	// shared reports whether other gateways may be writing the journal.
 	shared() bool
+	// listen hears the changes other gateways commit (watch.go): it
+	// calls hearing(true) once listening and wake with each batch's keys,
+	// until ctx ends or its connection fails. Only where shared.
+	listen(ctx context.Context, hearing func(bool), wake func(keys []string)) error
 	// backup writes a copy of s's journal to path, which must not exist.
 	backup(ctx context.Context, s *Store, path string) error
 }

@@ -428,3 +428,58 @@ func backupPostgres(ctx context.Context, location, path string) error {
 	}
 	return os.Chmod(path, 0o600)
 }
+
+// changesChannel is the channel a batch notifies the keys it changed on
+// (commit), heard by every gateway with someone waiting (listen).
+const changesChannel = "oncegate_operation_changes"
+
+// notifyLimit bounds one NOTIFY's payload (the server's limit is 8,000
+// bytes): a batch's keys go in as many as they need.
+const notifyLimit = 7000
+
+// notifyPayloads splits keys into NOTIFY payloads of at most
+// notifyLimit bytes, one key a line. (Keys are at most a few hundred
+// bytes and hold no line break.)
+func notifyPayloads(keys []string) []string {
+	var out []string
+	var b strings.Builder
+	for _, k := range keys {
+		if b.Len() > 0 && b.Len()+1+len(k) > notifyLimit {
+			out = append(out, b.String())
+			b.Reset()
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(k)
+	}
+	if b.Len() > 0 {
+		out = append(out, b.String())
+	}
+	return out
+}
+
+// listen holds a connection LISTENing on changesChannel. The connection
+// never goes back to the pool: it listens (ErrBadConn has the pool close
+// it).
+func (b *postgresBackend) listen(ctx context.Context, hearing func(bool), wake func([]string)) error {
+	conn, err := b.pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c := dc.(*stdlib.Conn).Conn()
+		if _, err := c.Exec(ctx, `LISTEN `+changesChannel); err != nil {
+			return errors.Join(err, driver.ErrBadConn)
+		}
+		hearing(true)
+		for {
+			n, err := c.WaitForNotification(ctx)
+			if err != nil {
+				return errors.Join(err, driver.ErrBadConn)
+			}
+			wake(strings.Split(n.Payload, "\n"))
+		}
+	})
+}

@@ -218,8 +218,14 @@ func (*sqliteBackend) bind(query string) string { return query }
 
 // The writer holds the whole journal's write lock already: no row or key
 // needs one of its own.
-func (*sqliteBackend) forUpdate() string                        { return `` }
-func (*sqliteBackend) skipLocked() string                       { return `` }
+func (*sqliteBackend) forUpdate() string  { return `` }
+func (*sqliteBackend) skipLocked() string { return `` }
+
+// listen: no other gateway writes a SQLite journal (not shared).
+func (*sqliteBackend) listen(ctx context.Context, _ func(bool), _ func([]string)) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
 func (*sqliteBackend) lock(context.Context, *txn, ...any) error { return nil }
 func (*sqliteBackend) ready(*txn) error                         { return nil }
 

@@ -2,14 +2,9 @@ package store
 
 import (
 	"context"
-	"database/sql/driver"
-	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // Waiting for an operation to change, without polling. Every change of an
@@ -18,14 +13,6 @@ import (
 // the operation again. On PostgreSQL the batch also sends the keys it
 // changed with NOTIFY, delivered at its COMMIT to every gateway on the
 // journal, each of which listens while someone there watches.
-
-// changesChannel is the PostgreSQL channel the journal's changes are
-// notified on.
-const changesChannel = "oncegate_operation_changes"
-
-// notifyLimit bounds one NOTIFY's payload (the server's limit is 8,000
-// bytes): a batch's keys go in as many as they need.
-const notifyLimit = 7000
 
 // watchers are the keys someone waits on, each with the channels to wake.
 type watchers struct {
@@ -56,9 +43,9 @@ func (s *Store) Watch(key string) (<-chan struct{}, func()) {
 	}
 	w.by[key][ch] = struct{}{}
 	w.n++
-	if pg, ok := s.be.(*postgresBackend); ok && !w.ears {
+	if s.be.shared() && !w.ears {
 		w.ears = true
-		go s.listen(pg)
+		go s.listen()
 	}
 	w.mu.Unlock()
 	var once sync.Once
@@ -95,10 +82,7 @@ func (w *watchers) active() bool {
 // LISTEN took effect (the first Watch starts it); on SQLite, where no
 // other gateway writes, always.
 func (s *Store) Hears() bool {
-	if _, ok := s.be.(*postgresBackend); !ok {
-		return true
-	}
-	return s.watch.hearing.Load()
+	return !s.be.shared() || s.watch.hearing.Load()
 }
 
 // wake wakes the watchers of keys; with all, every watcher.
@@ -140,44 +124,31 @@ func changedKeys(events []AuditEvent) []string {
 	return keys
 }
 
-// notifyPayloads splits keys into NOTIFY payloads of at most
-// notifyLimit bytes, one key a line. (Keys are at most a few hundred
-// bytes and hold no line break.)
-func notifyPayloads(keys []string) []string {
-	var out []string
-	var b strings.Builder
-	for _, k := range keys {
-		if b.Len() > 0 && b.Len()+1+len(k) > notifyLimit {
-			out = append(out, b.String())
-			b.Reset()
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(k)
-	}
-	if b.Len() > 0 {
-		out = append(out, b.String())
-	}
-	return out
-}
-
-// listen holds a connection to the journal's server listening on
-// changesChannel and wakes the watchers of each key notified, until the
-// store closes. A connection that breaks is replaced after a second;
-// every watcher is woken then, for a change may have been missed.
-func (s *Store) listen(pg *postgresBackend) {
+// listen has the backend hear other gateways' changes and wake the
+// watchers of each key notified, until the store closes. A connection
+// that breaks is replaced after a second; every watcher is woken then,
+// for a change may have been missed.
+func (s *Store) listen() {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-s.quit
 		cancel()
 	}()
+	hearing := func(on bool) {
+		s.watch.hearing.Store(on)
+		if on {
+			// Changes made before the backend listened were not heard.
+			s.watch.wake(nil, true)
+		}
+	}
 	for ctx.Err() == nil {
-		err := s.listenOnce(ctx, pg)
+		// An error here is the journal server's outage, which every other
+		// call shows too; here it only delays wakes.
+		_ = s.be.listen(ctx, hearing, func(keys []string) { s.watch.wake(keys, false) })
+		hearing(false)
 		if ctx.Err() != nil {
 			return
 		}
-		_ = err // the server's outage shows in every other call; here it only delays wakes
 		s.watch.wake(nil, true)
 		select {
 		case <-time.After(time.Second):
@@ -185,32 +156,4 @@ func (s *Store) listen(pg *postgresBackend) {
 			return
 		}
 	}
-}
-
-func (s *Store) listenOnce(ctx context.Context, pg *postgresBackend) error {
-	conn, err := pg.pool.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `LISTEN `+changesChannel); err != nil {
-		conn.Raw(func(any) error { return driver.ErrBadConn })
-		return err
-	}
-	s.watch.hearing.Store(true)
-	defer s.watch.hearing.Store(false)
-	// Changes made before LISTEN took effect are not heard: wake all.
-	s.watch.wake(nil, true)
-	// The connection goes back to the pool never: it listens (ErrBadConn
-	// has the pool close it).
-	return conn.Raw(func(dc any) error {
-		c := dc.(*stdlib.Conn).Conn()
-		for {
-			n, err := c.WaitForNotification(ctx)
-			if err != nil {
-				return errors.Join(err, driver.ErrBadConn)
-			}
-			s.watch.wake(strings.Split(n.Payload, "\n"), false)
-		}
-	})
 }

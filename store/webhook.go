@@ -17,22 +17,13 @@ import (
 // takes deliveries in id order per endpoint and operation, leased as an
 // operation is, so on several gateways each is sent by one at a time.
 
-// The events an endpoint may ask for.
-const (
-	EventOperationSucceeded = "operation.succeeded"
-	EventOperationFailed    = "operation.failed"
-	EventOperationUnknown   = "operation.unknown"
-	EventApprovalWaiting    = "approval.waiting"
-	EventApprovalDecided    = "approval.decided"
-)
-
-// WebhookEvents lists the events an endpoint may ask for.
-var WebhookEvents = []string{EventOperationSucceeded, EventOperationFailed, EventOperationUnknown, EventApprovalWaiting, EventApprovalDecided}
-
 // Outbox says which endpoints hear which events, and how a delivery's
 // body is made.
 type Outbox struct {
 	Endpoints []OutboxEndpoint
+	// Event is the endpoint event an audit event of the batch is, given
+	// the state its operation is in after the batch; "" for none.
+	Event func(audit string, status Status) string
 	// Render makes the body of event about op, as op stands in the batch
 	// that changed it. It runs inside the journal's writer: it must be
 	// quick and touch nothing else.
@@ -49,28 +40,6 @@ type OutboxEndpoint struct {
 // writes none.
 func (s *Store) SetOutbox(o *Outbox) { s.outbox.Store(o) }
 
-// webhookEvent is the endpoint event an audit event is, given the state
-// its operation is in after the batch; "" for none.
-func webhookEvent(audit string, status Status) string {
-	switch audit {
-	case "operation.succeeded":
-		return EventOperationSucceeded
-	case "operation.failed_final":
-		return EventOperationFailed
-	case "operation.unknown":
-		return EventOperationUnknown
-	case "operation.awaiting_approval":
-		return EventApprovalWaiting
-	case "approval.approved", "approval.denied", "approval.expired":
-		return EventApprovalDecided
-	case "operation.resolved_by_hand":
-		if status == StatusSucceeded {
-			return EventOperationSucceeded
-		}
-	}
-	return ""
-}
-
 // DeliveriesQueued receives after a batch of this gateway wrote
 // deliveries (the dispatcher's wake).
 func (s *Store) DeliveriesQueued() <-chan struct{} { return s.queuedDeliveries }
@@ -83,16 +52,14 @@ func (s *Store) queueDeliveries(ctx context.Context, t *txn, o *Outbox) (bool, e
 	type sent struct{ key, event string }
 	done := map[sent]bool{}
 	for _, e := range t.audit {
-		// Read the row only for an event that may be one (the state
-		// decides for a resolution by hand).
-		if e.OperationKey == "" || webhookEvent(e.Event, StatusSucceeded) == "" {
+		if e.OperationKey == "" {
 			continue
 		}
 		op, err := getOperation(ctx, t, e.OperationKey)
 		if err != nil {
 			return false, fmt.Errorf("outbox: %w", err)
 		}
-		event := webhookEvent(e.Event, op.Status)
+		event := o.Event(e.Event, op.Status)
 		if event == "" || done[sent{op.Key, event}] {
 			continue
 		}

@@ -14,7 +14,13 @@ import (
 // the event and the operation's state.
 func testOutbox() *store.Outbox {
 	return &store.Outbox{
-		Endpoints: []store.OutboxEndpoint{{Name: "erp", Events: []string{store.EventOperationSucceeded}}},
+		Endpoints: []store.OutboxEndpoint{{Name: "erp", Events: []string{"operation.succeeded"}}},
+		Event: func(audit string, _ store.Status) string {
+			if audit == "operation.succeeded" {
+				return audit
+			}
+			return ""
+		},
 		Render: func(event string, _ time.Time, op store.Operation) ([]byte, error) {
 			return []byte(`{"type":"` + event + `","state":"` + string(op.Status) + `","object":"` + op.TargetObjectID + `"}`), nil
 		},

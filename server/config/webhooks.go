@@ -7,9 +7,19 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/oncegate/oncegate/store"
 )
+
+// The events an endpoint may ask for.
+const (
+	EventOperationSucceeded = "operation.succeeded"
+	EventOperationFailed    = "operation.failed"
+	EventOperationUnknown   = "operation.unknown"
+	EventApprovalWaiting    = "approval.waiting"
+	EventApprovalDecided    = "approval.decided"
+)
+
+// WebhookEvents lists the events an endpoint may ask for.
+var WebhookEvents = []string{EventOperationSucceeded, EventOperationFailed, EventOperationUnknown, EventApprovalWaiting, EventApprovalDecided}
 
 // Webhook is one endpoint that hears operations' outcomes (webhooks:).
 type Webhook struct {
@@ -60,11 +70,11 @@ func (c Config) validateWebhooks(bad func(key, format string, args ...any)) {
 			bad(key+".url", "is plain HTTP outside this machine: use https://, or set allow_http: true for a receiver on the firm's own network")
 		}
 		if len(w.Events) == 0 {
-			bad(key+".events", "name the events to send: %s", strings.Join(store.WebhookEvents, ", "))
+			bad(key+".events", "name the events to send: %s", strings.Join(WebhookEvents, ", "))
 		}
 		for _, e := range w.Events {
-			if !slices.Contains(store.WebhookEvents, e) {
-				bad(key+".events", "%q is no event; the events are %s", e, strings.Join(store.WebhookEvents, ", "))
+			if !slices.Contains(WebhookEvents, e) {
+				bad(key+".events", "%q is no event; the events are %s", e, strings.Join(WebhookEvents, ", "))
 			}
 		}
 		if w.SecretEnv == "" {
