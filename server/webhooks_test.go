@@ -204,3 +204,37 @@ func TestWebhookGoneStopsTheEndpoint(t *testing.T) {
 		t.Fatalf("%d requests to an endpoint that answered 410, want 1", n)
 	}
 }
+
+// An endpoint whose deliveries fail for five days is paused: its
+// deliveries stay pending, and nothing more is sent to it.
+func TestWebhookEndpointPausedAfterFiveDays(t *testing.T) {
+	t.Parallel()
+	r := newReceiver(t)
+	r.status.Store(http.StatusInternalServerError)
+	var ahead atomic.Int64
+	st := openJournal(t)
+	st.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	g := serveOver(t, webhookConfig(r, config.EventOperationSucceeded), st)
+	expect(t, g.post("test:invoice.create:order-hook-5:v1", invoice("order-hook-5", 1)), http.StatusOK, "succeeded", "")
+	r.awaitDeliveries(t, 1)
+	ahead.Store(int64(6 * 24 * time.Hour))
+	r.awaitDeliveries(t, 2)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		state, reason, err := g.store.EndpointState(context.Background(), "erp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if state == "paused" && strings.Contains(reason, "five days") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the endpoint is %q after five days of failures, want paused", state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ds, err := g.store.Deliveries(context.Background(), "erp", 10)
+	if err != nil || len(ds) != 1 || ds[0].State != store.DeliveryPending || ds[0].Attempts != 2 {
+		t.Fatalf("the paused endpoint's delivery: %+v, %v; want pending after two attempts", ds, err)
+	}
+}
