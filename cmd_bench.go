@@ -40,7 +40,7 @@ import (
 
 var benchCommand = command{
 	name:    "bench",
-	args:    "[--connections N] [--duration D] [--fill N] [--journal-url-env VAR [--instances N]] [--cpu-quota F]",
+	args:    "[--connections N] [--duration D] [--fill N] [--webhooks] [--journal-url-env VAR [--instances N]] [--cpu-quota F]",
 	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request and one that forwards it to 1C once",
 	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
@@ -51,6 +51,7 @@ var benchCommand = command{
 		instances := fs.Int("instances", 1, "`N` gateways on the one journal (PostgreSQL only), the load spread over them")
 		quota := fs.Float64("cpu-quota", 0, "run each gateway as a process of its own (oncegate serve) capped at `F` CPUs in a control group of its own (Linux, as root); CPU/req of its paths is then the gateways' own")
 		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
+		webhooks := fs.Bool("webhooks", false, "also load new operations on a gateway whose every success is a webhook to a local receiver, and report the deliveries' rate")
 		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("bench", "takes no arguments")
@@ -81,7 +82,10 @@ var benchCommand = command{
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile})
+			if *webhooks && (*quota > 0 || journal != "") {
+				return badUsage("bench", "--webhooks runs in one process on SQLite: not with --cpu-quota or --journal-url-env")
+			}
+			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile, webhooks: *webhooks})
 		}
 	},
 }
@@ -113,6 +117,7 @@ type benchSetup struct {
 	fill      int     // operations added to the journal before new operations are loaded again
 	quota     float64 // > 0: each gateway a process of its own, capped at quota CPUs
 	profile   string  // with quota: where the gateways write their CPU profiles (FILE.gateway-N)
+	webhooks  bool    // also load a gateway whose every success is a webhook
 }
 
 // bench runs the gateway in this process on a journal in a new temporary
@@ -166,7 +171,7 @@ func bench(stdout io.Writer, b benchSetup) error {
 		}
 		journalName += fmt.Sprintf("; each gateway a process of its own capped at %g CPU", b.quota)
 	} else {
-		labeled("gateway", func() { gw, err = startBenchGateways(ctx, cfg, simURL, journal, b.instances) })
+		labeled("gateway", func() { gw, err = startBenchGateways(ctx, cfg, simURL, journal, b.instances, nil) })
 	}
 	defer gw.stop()
 	if err != nil {
@@ -214,11 +219,22 @@ func bench(stdout io.Writer, b benchSetup) error {
 	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; %d gateway(s) on journal %s\n",
 		b.conns, b.dur, runtime.GOMAXPROCS(0), b.instances, journalName)
 	paths := []benchPath{
-		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil},
-		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, benchForwardingPath, nil},
-		{"replay of a final operation", gw.urls, func() string { return replayKey }, benchGatewayPath, nil},
-		{"new operation (1C simulator)", gw.urls, newKey, benchGatewayPath, nil},
-		{"new operation, random UUID keys", gw.urls, uuidKey, benchGatewayPath, nil},
+		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil, nil, nil, ""},
+		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, benchForwardingPath, nil, nil, nil, ""},
+		{"replay of a final operation", gw.urls, func() string { return replayKey }, benchGatewayPath, nil, nil, nil, ""},
+		{"new operation (1C simulator)", gw.urls, newKey, benchGatewayPath, nil, nil, nil, ""},
+		{"new operation, random UUID keys", gw.urls, uuidKey, benchGatewayPath, nil, nil, nil, ""},
+	}
+	if b.webhooks {
+		hooks, err := startWebhookBench(ctx, cfg, simURL, dir)
+		if hooks != nil {
+			defer hooks.stop()
+		}
+		if err != nil {
+			return err
+		}
+		paths = append(paths, hooks.path(newKey))
+		defer hooks.report(stdout)
 	}
 	var filled time.Duration
 	if b.fill > 0 {
@@ -229,9 +245,9 @@ func bench(stdout io.Writer, b benchSetup) error {
 			err := gw.stores[0].Fill(ctx, "fill-"+run, b.fill, nil)
 			filled = time.Since(t0)
 			return err
-		}})
+		}, nil, nil, ""})
 	}
-	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil})
+	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil, nil, nil, ""})
 	if err := benchTable(ctx, stdout, client, token, paths, gw, b); err != nil {
 		return err
 	}
@@ -255,7 +271,7 @@ type benchGateways struct {
 // startBenchGateways starts instances gateways on journal, their targets
 // the simulators at simURL. stop ends what was started, also after an
 // error.
-func startBenchGateways(ctx context.Context, cfg config.Config, simURL, journal string, instances int) (*benchGateways, error) {
+func startBenchGateways(ctx context.Context, cfg config.Config, simURL, journal string, instances int, secrets [][][]byte) (*benchGateways, error) {
 	gw := &benchGateways{}
 	targets, err := buildTargets(cfg, builtInSimulators(simURL), func(string) string { return "" })
 	if err != nil {
@@ -275,6 +291,11 @@ func startBenchGateways(ctx context.Context, cfg config.Config, simURL, journal 
 		}
 		gw.stops = append(gw.stops, func() { st.Close() })
 		srv := server.New(cfg, st, targets, catalog, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if secrets != nil {
+			if err := srv.SetWebhookSecrets(secrets); err != nil {
+				return gw, err
+			}
+		}
 		if err := srv.Start(ctx); err != nil {
 			return gw, err
 		}
@@ -380,6 +401,11 @@ type benchPath struct {
 	key    func() string
 	kind   benchPathKind
 	before func() error // run before the path is loaded
+	after  func(loadResult)
+	// stats are the journal writes of the path's gateways, token an
+	// agent's token there; nil and "": the bench's gateways'.
+	stats func() store.WriteStats
+	token string
 }
 
 // benchTable loads each path in turn (those b.only names, and the
@@ -406,12 +432,20 @@ func benchTable(ctx context.Context, stdout io.Writer, client *http.Client, toke
 		if gw.cpu != nil && p.kind == benchGatewayPath {
 			used = gw.cpu // the gateways' own processes
 		}
-		before, cpu0 := writeStats(), used()
+		stats := writeStats
+		if p.stats != nil {
+			stats = p.stats
+		}
+		before, cpu0 := stats(), used()
 		var (
 			r   loadResult
 			err error
 		)
-		labeled("client", func() { r, err = load(ctx, client, p.urls, token, p.key, b.conns, b.dur) })
+		tok := token
+		if p.token != "" {
+			tok = p.token
+		}
+		labeled("client", func() { r, err = load(ctx, client, p.urls, tok, p.key, b.conns, b.dur) })
 		if ctx.Err() != nil {
 			return errors.New("interrupted") // a shortened load is not a measurement
 		}
@@ -426,7 +460,10 @@ func benchTable(ctx context.Context, stdout io.Writer, client *http.Client, toke
 			ref = r.rate
 		}
 		journal := "-"
-		if after := writeStats(); p.kind == benchGatewayPath && after.Batches > before.Batches {
+		if p.after != nil {
+			p.after(r)
+		}
+		if after := stats(); p.kind == benchGatewayPath && after.Batches > before.Batches {
 			n := float64(after.Batches - before.Batches)
 			journal = fmt.Sprintf("%.0f × %.1f", n/b.dur.Seconds(), float64(after.Writes-before.Writes)/n)
 		}

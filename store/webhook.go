@@ -187,25 +187,37 @@ type Attempt struct {
 	Gone      bool      // the receiver answered 410 Gone: its endpoint stops
 }
 
-// RecordDelivery records one try of a delivery and frees its lease.
-func (s *Store) RecordDelivery(ctx context.Context, d Delivery, a Attempt) error {
+// Tried is one try of a delivery and what it came to.
+type Tried struct {
+	Delivery Delivery
+	Attempt  Attempt
+}
+
+// RecordDeliveries records tries of deliveries, in one write, and frees
+// their leases.
+func (s *Store) RecordDeliveries(ctx context.Context, tries []Tried) error {
 	return s.write(ctx, func(ctx context.Context, tx *txn) error {
 		now := formatTime(s.now())
-		state, next, delivered := DeliveryPending, formatTime(a.Next), any(nil)
-		switch {
-		case a.Delivered:
-			state, next, delivered = DeliveryDelivered, now, now
-		case a.Next.IsZero() && !a.Gone:
-			state, next = DeliveryFailed, now
-		}
-		if _, err := tx.ExecContext(ctx, `
-			UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_at = ?, lease_until = NULL,
-				last_status = ?, last_error = ?, delivered_at = coalesce(?, delivered_at)
-			WHERE id = ?`, state, next, a.Status, nullString(a.Error), delivered, d.ID); err != nil {
-			return fmt.Errorf("record delivery attempt: %w", err)
-		}
-		if a.Gone {
-			return s.stopEndpointTx(ctx, tx, d.Endpoint, "gone", "the receiver answered 410 Gone")
+		for _, t := range tries {
+			d, a := t.Delivery, t.Attempt
+			state, next, delivered := DeliveryPending, formatTime(a.Next), any(nil)
+			switch {
+			case a.Delivered:
+				state, next, delivered = DeliveryDelivered, now, now
+			case a.Next.IsZero() && !a.Gone:
+				state, next = DeliveryFailed, now
+			}
+			if _, err := tx.ExecContext(ctx, `
+				UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, next_at = ?, lease_until = NULL,
+					last_status = ?, last_error = ?, delivered_at = coalesce(?, delivered_at)
+				WHERE id = ?`, state, next, a.Status, nullString(a.Error), delivered, d.ID); err != nil {
+				return fmt.Errorf("record delivery attempt: %w", err)
+			}
+			if a.Gone {
+				if err := s.stopEndpointTx(ctx, tx, d.Endpoint, "gone", "the receiver answered 410 Gone"); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -89,11 +89,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("webhooks: the outbox could not be read", "err", err)
 		}
+		tries := make([]store.Tried, len(batch))
 		var wg sync.WaitGroup
-		for _, del := range batch {
-			wg.Go(func() { d.deliver(ctx, del) })
+		for i, del := range batch {
+			wg.Go(func() { tries[i] = store.Tried{Delivery: del, Attempt: d.deliver(ctx, del)} })
 		}
 		wg.Wait()
+		d.record(ctx, tries)
 		if len(batch) > 0 {
 			continue
 		}
@@ -105,14 +107,14 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// deliver makes one attempt of del and records it.
-func (d *Dispatcher) deliver(ctx context.Context, del store.Delivery) {
+// deliver makes one attempt of del and says what it came to, and when
+// to try again.
+func (d *Dispatcher) deliver(ctx context.Context, del store.Delivery) store.Attempt {
 	ep, ok := d.endpoints[del.Endpoint]
 	if !ok {
 		// An endpoint no longer configured: kept pending, shown, and
 		// sent should it come back.
-		d.store.RecordDelivery(ctx, del, store.Attempt{Error: "the endpoint is not in the configuration", Next: d.store.Now().Add(time.Hour)})
-		return
+		return store.Attempt{Error: "the endpoint is not in the configuration", Next: d.store.Now().Add(time.Hour)}
 	}
 	a := d.send(ctx, ep, del)
 	now := d.store.Now()
@@ -127,13 +129,32 @@ func (d *Dispatcher) deliver(ctx context.Context, del store.Delivery) {
 	default:
 		a.Next = time.Time{} // the schedule is spent: failed, shown to the admins
 	}
-	if err := d.store.RecordDelivery(context.WithoutCancel(ctx), del, a); err != nil {
-		d.log.Warn("webhooks: a delivery's attempt could not be recorded; it is sent again", "webhook_id", del.WebhookID, "err", err)
+	return a
+}
+
+// record journals a round's tries, in one write, and pauses an endpoint
+// whose delivery has failed for five days.
+func (d *Dispatcher) record(ctx context.Context, tries []store.Tried) {
+	if len(tries) == 0 {
 		return
 	}
-	if !a.Delivered && !a.Gone && now.Sub(del.CreatedAt) > PauseAfter {
-		if err := d.store.StopEndpoint(ctx, ep.Name, "paused", "every delivery failed for five days"); err == nil {
-			d.log.Warn("webhooks: endpoint paused after five days of failures; resume it in the admin UI", "endpoint", ep.Name)
+	if err := d.store.RecordDeliveries(context.WithoutCancel(ctx), tries); err != nil {
+		d.log.Warn("webhooks: attempts could not be recorded; the deliveries are sent again", "err", err)
+		return
+	}
+	now := d.store.Now()
+	paused := map[string]bool{}
+	for _, t := range tries {
+		name, a := t.Delivery.Endpoint, t.Attempt
+		if a.Delivered || a.Gone || paused[name] || now.Sub(t.Delivery.CreatedAt) <= PauseAfter {
+			continue
+		}
+		if _, ok := d.endpoints[name]; !ok {
+			continue
+		}
+		if err := d.store.StopEndpoint(ctx, name, "paused", "every delivery failed for five days"); err == nil {
+			paused[name] = true
+			d.log.Warn("webhooks: endpoint paused after five days of failures; resume it in the admin UI", "endpoint", name)
 		}
 	}
 }
