@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/codes"
@@ -148,5 +150,31 @@ func TestValidateEveryReference(t *testing.T) {
 	}
 	if op := g.row(key); op.Status != store.StatusFailedFinal || op.ErrorCode != "REFERENCE_NOT_FOUND" {
 		t.Fatalf("journal row %+v", op)
+	}
+}
+
+// The example key every key refusal gives is of this gateway's contour
+// and the intent asked for: one an agent can send as it is.
+func TestKeyHintsInOwnContour(t *testing.T) {
+	t.Parallel()
+	g := setup(t)
+	for _, c := range []struct {
+		name, key, want string
+		env             map[string]any
+	}{
+		{"Missing", "", "test:invoice.create:order-48291:v1", invoice("order-hint-1", 1)},
+		{"Short", "test:x", "test:invoice.create:order-48291:v1", invoice("order-hint-2", 1)},
+		{"Secret", "test:invoice.create:og_AbCdEfGhIjKlMnOpQrStUv:v1", "test:invoice.create:order-48291:v1", invoice("order-hint-3", 1)},
+		{"OtherContour", "prod:sales_order.create_draft:d-1:v1", "test:sales_order.create_draft:order-48291:v1", draft()},
+	} {
+		r := g.post(c.key, c.env)
+		if r.Code != http.StatusBadRequest || !strings.Contains(r.errMessage(), "e.g. "+c.want) || strings.Contains(r.Raw, "prod:invoice") {
+			t.Errorf("%s: HTTP %d %q, want an example %s", c.name, r.Code, r.errMessage(), c.want)
+		}
+	}
+	body, _ := json.Marshal(invoice("order-hint-4", 1))
+	r := g.do("POST", "/v1/operations", g.token, map[string]string{"Idempotency-Key": `""`}, body)
+	if !strings.Contains(r.errMessage(), "e.g. test:invoice.create:order-48291:v1") {
+		t.Errorf("an empty quoted key: %q", r.errMessage())
 	}
 }
