@@ -139,8 +139,7 @@ func (g *gateway) shutdown() {
 
 // configure loads the configuration, --listen and --sim-listen over it,
 // and the whitelist of intents, which loads whole or serve does not start;
-// then the log, which masks the configured targets' secrets, and says
-// which intent files were loaded.
+// then the log, which masks the configured targets' secrets.
 func (g *gateway) configure(c configFlags, at addrs, stderr io.Writer) error {
 	cfg, err := c.load(g.env)
 	if err != nil {
@@ -161,7 +160,6 @@ func (g *gateway) configure(c configFlags, at addrs, stderr io.Writer) error {
 	}
 	g.cfg, g.catalog = cfg, catalog
 	g.log = slog.New(serveLog(stderr, cfg, g.env))
-	logCatalog(g.log, cfg, catalog)
 	return nil
 }
 
@@ -257,8 +255,9 @@ func (g *gateway) startTargets() error {
 }
 
 // applyCatalog refuses definitions edited in place under the journal's
-// unfinished operations, gives each target the definitions naming it, and
-// has the built-in 1C simulator publish the firm's own intents.
+// unfinished operations, gives each target the definitions naming it, says
+// which were loaded, and has the built-in 1C simulator publish the firm's
+// own intents.
 func (g *gateway) applyCatalog(ctx context.Context) error {
 	if err := editedInPlace(ctx, g.st, g.catalog); err != nil {
 		return err
@@ -266,6 +265,7 @@ func (g *gateway) applyCatalog(ctx context.Context) error {
 	if err := bindCatalog(g.catalog, g.targets); err != nil {
 		return err
 	}
+	logCatalog(g.log, g.cfg, g.catalog)
 	return publishAtSimulator(g.sims, g.simulated, g.targets)
 }
 
