@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 
 	"github.com/oncegate/oncegate/store"
 )
@@ -69,12 +72,46 @@ func restore(c configFlags, file string, yes bool, stdout io.Writer, env func(st
 		return err
 	}
 	if r.Kept != "" {
-		fmt.Fprintf(stdout, "the replaced journal is kept as %s\n", r.Kept)
+		fmt.Fprintf(stdout, "the replaced journal is kept as %s; nothing reads it again\n", r.Kept)
 	}
 	fmt.Fprintf(stdout, "restored into %s", journal)
 	if int(r.Version) < store.LatestVersion() {
 		fmt.Fprintf(stdout, "; serve brings its schema to version %d when it starts", store.LatestVersion())
 	}
 	fmt.Fprintln(stdout, "; start serve again")
+	replacedJournals(stdout, journal)
 	return nil
+}
+
+// replacedJournals says which journals earlier restores set aside beside
+// journal (each with its -wal and -shm, if any), what they take, and how
+// to remove them: they are copies for a person to look into, never read
+// by the gateway, and they hold agent tokens' and users' password hashes.
+func replacedJournals(w io.Writer, journal string) {
+	pattern := journal + ".replaced-*"
+	files, _ := filepath.Glob(pattern)
+	if len(files) == 0 {
+		return
+	}
+	var size int64
+	var names []string
+	for _, f := range files {
+		if fi, err := os.Stat(f); err == nil {
+			size += fi.Size()
+		}
+		if !strings.HasSuffix(f, "-wal") && !strings.HasSuffix(f, "-shm") {
+			names = append(names, filepath.Base(f))
+		}
+	}
+	fmt.Fprintf(w, "replaced journals kept in %s: %s (%d files, %s)\n", filepath.Dir(journal), strings.Join(names, ", "), len(files), megabytes(size))
+	remove := "rm " + pattern
+	if runtime.GOOS == "windows" {
+		remove = "del " + pattern
+	}
+	fmt.Fprintf(w, "they hold agent token and password hashes; once serve runs on the restored journal and its operations are as you expect, remove them: %s\n", remove)
+}
+
+// megabytes renders a size for people.
+func megabytes(n int64) string {
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 }

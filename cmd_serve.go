@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -23,12 +24,13 @@ import (
 
 var serveCommand = command{
 	name:    "serve",
-	args:    "[--listen ADDR] [--env-file FILE]",
+	args:    "[--listen ADDR] [--sim-listen ADDR] [--env-file FILE]",
 	summary: "run the gateway",
 	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		var c configFlags
 		c.flags(fs)
 		listen := fs.String("listen", "", "`ADDR` to listen on (overrides the configuration's listen)")
+		simListen := fs.String("sim-listen", "", "`ADDR` the built-in simulators listen on, when serve starts them (overrides sim_listen; default a free loopback port)")
 		envFile := fs.String("env-file", "", envFileUsage)
 		service := fs.String("service", "", "Windows: run under the service manager as the service `NAME` (service install sets it)")
 		profile := fs.String("cpuprofile", "", "write a CPU profile of the run to `FILE` when serve stops (for a performance report)")
@@ -54,18 +56,22 @@ var serveCommand = command{
 			}
 			if *service != "" {
 				return serveService(*service, c, env, func(ctx context.Context, stdout, stderr io.Writer, notify func(string)) error {
-					return runServe(ctx, c, *listen, stdout, stderr, env, notify)
+					return runServe(ctx, c, addrs{*listen, *simListen}, stdout, stderr, env, notify)
 				})
 			}
-			return serve(c, *listen, inv.stdout, inv.stderr, env)
+			return serve(c, addrs{*listen, *simListen}, inv.stdout, inv.stderr, env)
 		}
 	},
 }
 
-func serve(c configFlags, listen string, stdout, stderr io.Writer, env func(string) string) error {
+// addrs are serve's --listen and --sim-listen; "" leaves the
+// configuration's.
+type addrs struct{ listen, sim string }
+
+func serve(c configFlags, at addrs, stdout, stderr io.Writer, env func(string) string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return runServe(ctx, c, listen, stdout, stderr, env, sdNotify)
+	return runServe(ctx, c, at, stdout, stderr, env, sdNotify)
 }
 
 // runServe is serve until ctx is done (a signal, or the Windows service
@@ -73,10 +79,10 @@ func serve(c configFlags, listen string, stdout, stderr io.Writer, env func(stri
 // "READY=1" once the gateway listens, "STOPPING=1" when it begins to stop.
 // It reads as serve's start-up, a step a line; what the steps started is
 // stopped when it returns, the last first.
-func runServe(ctx context.Context, c configFlags, listen string, stdout, stderr io.Writer, env func(string) string, notify func(state string)) error {
+func runServe(ctx context.Context, c configFlags, at addrs, stdout, stderr io.Writer, env func(string) string, notify func(state string)) error {
 	g := &gateway{env: env}
 	defer g.shutdown()
-	if err := g.configure(c, listen, stderr); err != nil {
+	if err := g.configure(c, at, stderr); err != nil {
 		return err
 	}
 	if err := g.openJournal(ctx, c.newJournal); err != nil {
@@ -100,6 +106,10 @@ func runServe(ctx context.Context, c configFlags, listen string, stdout, stderr 
 	}
 	return g.serveUntilDone(ctx, notify)
 }
+
+// simNumbersFile is the file in the data directory where the built-in 1C
+// simulator keeps its last document numbers across runs.
+const simNumbersFile = "simulator-numbers.json"
 
 // gateway is what serve's start-up makes, step by step; undo holds how to
 // stop what each step started, in the order started.
@@ -127,16 +137,22 @@ func (g *gateway) shutdown() {
 	}
 }
 
-// configure loads the configuration, --listen over it, and the whitelist
-// of intents, which loads whole or serve does not start; then the log,
-// which masks the configured targets' secrets.
-func (g *gateway) configure(c configFlags, listen string, stderr io.Writer) error {
+// configure loads the configuration, --listen and --sim-listen over it,
+// and the whitelist of intents, which loads whole or serve does not start;
+// then the log, which masks the configured targets' secrets.
+func (g *gateway) configure(c configFlags, at addrs, stderr io.Writer) error {
 	cfg, err := c.load(g.env)
 	if err != nil {
 		return err
 	}
-	if listen != "" {
-		cfg.Listen = listen
+	if at.listen != "" {
+		cfg.Listen = at.listen
+	}
+	if at.sim != "" {
+		if _, _, err := net.SplitHostPort(at.sim); err != nil {
+			return badUsage("serve", "--sim-listen: %q is not host:port", at.sim)
+		}
+		cfg.SimListen = at.sim
 	}
 	catalog, err := loadCatalog(cfg)
 	if err != nil {
@@ -145,6 +161,23 @@ func (g *gateway) configure(c configFlags, listen string, stderr io.Writer) erro
 	g.cfg, g.catalog = cfg, catalog
 	g.log = slog.New(serveLog(stderr, cfg, g.env))
 	return nil
+}
+
+// logCatalog says what the whitelist was loaded from: each file of
+// intents_dir (its path, the intent and version it holds), then how many
+// definitions came from files and how many are built in, so an admin sees
+// at start that an edited or added file was read.
+func logCatalog(log *slog.Logger, cfg config.Config, c *intent.Catalog) {
+	files, builtins := 0, 0
+	for _, def := range c.Definitions() {
+		if def.Source == intent.BuiltIn {
+			builtins++
+			continue
+		}
+		files++
+		log.Info("intent file loaded", "file", def.Source, "intent", def.Name, "version", def.Version)
+	}
+	log.Info("intent definitions loaded", "files", files, "intents_dir", cfg.IntentsDir, "built_in", builtins)
 }
 
 // openJournal opens the journal for the run. One serve per embedded
@@ -193,14 +226,23 @@ func (g *gateway) startTargets() error {
 	simURL := ""
 	g.simulated = g.cfg.Simulated(g.env)
 	if len(g.simulated) > 0 {
-		srv, hs, url, err := sim.Start("127.0.0.1:0")
+		addr := g.cfg.SimListen
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		srv, hs, url, err := sim.Start(addr)
 		if err != nil {
-			return err
+			return fmt.Errorf("the built-in simulators (sim_listen, --sim-listen): %w", err)
 		}
 		g.undo = append(g.undo, func() { hs.Close() })
+		// The simulated 1C's numbers go on from the last run's, as a real
+		// base's do: a demo's invoices are never numbered twice.
+		if err := srv.KeepOneCNumbers(filepath.Join(g.cfg.DataDir, simNumbersFile)); err != nil {
+			return err
+		}
 		simURL, g.sims = url, srv
 		g.log.Warn("SIMULATORS IN USE: these targets are built-in simulators, not real systems",
-			"targets", strings.Join(g.simulated, ","), "simulators", simURL)
+			"targets", strings.Join(g.simulated, ","), "simulators", simURL, "control", simURL+"/_sim/")
 	}
 	sims := builtInSimulators(simURL)
 	sims.Log = g.log
@@ -213,8 +255,9 @@ func (g *gateway) startTargets() error {
 }
 
 // applyCatalog refuses definitions edited in place under the journal's
-// unfinished operations, gives each target the definitions naming it, and
-// has the built-in 1C simulator publish the firm's own intents.
+// unfinished operations, gives each target the definitions naming it, says
+// which were loaded, and has the built-in 1C simulator publish the firm's
+// own intents.
 func (g *gateway) applyCatalog(ctx context.Context) error {
 	if err := editedInPlace(ctx, g.st, g.catalog); err != nil {
 		return err
@@ -222,6 +265,7 @@ func (g *gateway) applyCatalog(ctx context.Context) error {
 	if err := bindCatalog(g.catalog, g.targets); err != nil {
 		return err
 	}
+	logCatalog(g.log, g.cfg, g.catalog)
 	return publishAtSimulator(g.sims, g.simulated, g.targets)
 }
 

@@ -123,7 +123,13 @@ func TestBinaryDeclaredIntent(t *testing.T) {
 	t.Parallel()
 	deal := strings.Replace(dealCreate, "references:\n  customer_id: customer\n", "", 1)
 	deal = strings.Replace(deal, "    CONTACT_ID: { ref: customer_id }\n", "    COMMENTS:   { from: customer_id }\n", 1)
-	r := newRig(t, withSettings(""), withIntents(intentsDir(t, "deal.create.v1.yaml", deal)))
+	dir := intentsDir(t, "deal.create.v1.yaml", deal)
+	r := newRig(t, withSettings(""), withIntents(dir))
+	// serve says which files it loaded.
+	if !r.gateway.saysSoon(`msg="intent file loaded" file=`+filepath.Join(dir, "deal.create.v1.yaml")+" intent=deal.create version=1") ||
+		!r.gateway.saysSoon(`msg="intent definitions loaded" files=1 intents_dir=`+dir+" built_in=7") {
+		t.Fatalf("the loaded intent file not logged:\n%s", r.gateway.output())
+	}
 	const key = "test:deal:create:lead-77:v1"
 	env := func(title string) string {
 		return `{"schema_version":"1.0","intent":"deal.create","payload":{"customer_id":"customer-1042","title":"` + title + `"}}`

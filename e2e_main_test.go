@@ -184,12 +184,13 @@ func TestSecondServeRefused(t *testing.T) {
 }
 
 // With no config, serve runs on built-in simulators and prints a first
-// token once.
+// token once. The simulators listen where --sim-listen says, on every
+// run, and the simulated 1C's numbers go on across a restart.
 func TestServeDefaults(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	addr := freeAddr(t)
-	p := start(t, nil, "serve", "--data", filepath.Join(dir, "data"), "--listen", addr)
+	addr, simAddr := freeAddr(t), freeAddr(t)
+	p := start(t, nil, "serve", "--data", filepath.Join(dir, "data"), "--listen", addr, "--sim-listen", simAddr)
 	waitHTTP(t, "http://"+addr+"/readyz")
 	var token string
 	deadline := time.Now().Add(5 * time.Second)
@@ -205,12 +206,15 @@ func TestServeDefaults(t *testing.T) {
 	if token == "" {
 		t.Fatalf("no first-run token printed:\n%s", p.output())
 	}
-	if !strings.Contains(p.output(), "SIMULATORS IN USE") {
-		t.Fatal("simulators not announced")
+	if !strings.Contains(p.output(), "SIMULATORS IN USE") || !strings.Contains(p.output(), "simulators=http://"+simAddr+" ") {
+		t.Fatalf("simulators at %s not announced:\n%s", simAddr, p.output())
+	}
+	if !strings.Contains(p.output(), `msg="intent definitions loaded" files=0 intents_dir="" built_in=7`) {
+		t.Fatalf("the loaded intents not logged:\n%s", p.output())
 	}
 	rg := &rig{t: t, apiURL: "http://" + addr, token: token}
 	code, body, err := rg.post("test:invoice.create:order-default:v1", fmt.Sprintf(e2eInvoice, "order-default", 1))
-	if err != nil || code != 200 {
+	if err != nil || code != 200 || fmt.Sprint(body["result"]) != "map[number:ОГ00-000001 state:created]" {
 		t.Fatalf("operation on defaults: %d %v %v", code, body, err)
 	}
 	// The same operation read back over MCP, as plain JSON-RPC.
@@ -238,10 +242,17 @@ func TestServeDefaults(t *testing.T) {
 	// The token is printed once: a restart prints none.
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	p.cmd.Wait()
-	p2 := start(t, nil, "serve", "--data", filepath.Join(dir, "data"), "--listen", addr)
+	p2 := start(t, nil, "serve", "--data", filepath.Join(dir, "data"), "--listen", addr, "--sim-listen", simAddr)
 	waitHTTP(t, "http://"+addr+"/readyz")
 	if strings.Contains(p2.output(), "og_") {
 		t.Fatal("a token was printed again")
+	}
+	// A fault script's address still reaches the simulators, and the next
+	// invoice is the second, not a second ОГ00-000001.
+	waitHTTP(t, "http://"+simAddr+"/_sim/effects")
+	code, body, err = rg.post("test:invoice.create:order-default-2:v1", fmt.Sprintf(e2eInvoice, "order-default-2", 1))
+	if err != nil || code != 200 || fmt.Sprint(body["result"]) != "map[number:ОГ00-000002 state:created]" {
+		t.Fatalf("the first invoice after a restart: %d %v %v", code, body, err)
 	}
 }
 

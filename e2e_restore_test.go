@@ -306,4 +306,25 @@ func TestRestoreRefusesBadBackups(t *testing.T) {
 	if list := runBinary(t, nil, "token", "list", "--data", fresh); !strings.Contains(list, "kept-agent") {
 		t.Fatalf("the restored journal:\n%s", list)
 	}
+	// Restored again, twice: each restore says which replaced journals are
+	// kept and how to remove them; removed so, the journal is whole.
+	runBinary(t, nil, "restore", "--data", fresh, good)
+	out := runBinary(t, nil, "restore", "--data", fresh, good)
+	kept, _ := filepath.Glob(filepath.Join(fresh, "journal.db.replaced-*"))
+	var names []string
+	for _, k := range kept {
+		if !strings.HasSuffix(k, "-wal") && !strings.HasSuffix(k, "-shm") {
+			names = append(names, filepath.Base(k))
+		}
+	}
+	remove := "remove them: rm " + filepath.Join(fresh, "journal.db") + ".replaced-*"
+	if len(names) != 2 || !strings.Contains(out, "replaced journals kept in "+fresh+": "+strings.Join(names, ", ")) || !strings.Contains(out, remove) {
+		t.Fatalf("two replaced journals %v; restore said:\n%s", names, out)
+	}
+	for _, k := range kept {
+		os.Remove(k)
+	}
+	if list := runBinary(t, nil, "token", "list", "--data", fresh); !strings.Contains(list, "kept-agent") {
+		t.Fatalf("the journal after the replaced ones were removed:\n%s", list)
+	}
 }

@@ -208,6 +208,10 @@ type Error struct {
 	// Err is the underlying cause, for logs only (secrets masked by the
 	// adapter); it never reaches an agent.
 	Err error
+	// Also are further Final refusals of the same check, each naming its
+	// field (every reference a validate could not resolve, not the first
+	// only); see Refusals. Only their code, field and message are read.
+	Also []*Error
 }
 
 // Error implements error. It prints the safe part and the cause.

@@ -93,7 +93,10 @@ func (s *Server) refusalOf(err error, c echo.Context) *codes.Refusal {
 // check); otherwise what the handler read of the request before the
 // refusal (noteRequest), when c is a request's context.
 func (s *Server) refusalAnswer(r *codes.Refusal, c echo.Context) (int, answer) {
-	a := answer{State: r.AnswerState(), Errors: []ErrorItem{{Code: r.Code, Field: r.Field, Message: r.Message, Retryable: r.Retryable()}}}
+	a := answer{State: r.AnswerState(), Errors: make([]ErrorItem, 0, 1+len(r.Also))}
+	for _, e := range append([]*codes.Refusal{r}, r.Also...) {
+		a.Errors = append(a.Errors, ErrorItem{Code: e.Code, Field: e.Field, Message: e.Message, Retryable: e.Retryable()})
+	}
 	switch {
 	case r.Intent != "":
 		a.OperationKey, a.RequestID, a.Operation = r.Key, r.Key, r.Intent

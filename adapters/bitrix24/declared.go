@@ -215,7 +215,10 @@ func (c *Client) prepare(ctx context.Context, d *declared, op adapters.Op) (map[
 	if err := dec.Decode(&payload); err != nil {
 		return nil, nil, invalid("", "the payload is not JSON", err)
 	}
+	// Every reference is resolved, so one answer names each the CRM
+	// lacks; a CRM that cannot be asked stops at once.
 	refs := resolved{}
+	var refused adapters.Refusals
 	for _, r := range d.refs {
 		v, ok := mapping.At(payload, r.field)
 		if !ok {
@@ -223,13 +226,20 @@ func (c *Client) prepare(ctx context.Context, d *declared, op adapters.Op) (map[
 		}
 		id, isString := v.(string)
 		if !isString || id == "" {
-			return nil, nil, invalid(r.field, r.field+" must be a non-empty string", nil)
+			refused.Add(invalid(r.field, r.field+" must be a non-empty string", nil))
+			continue
 		}
 		ct, err := c.resolveOrigin(ctx, r.entity, r.kind, r.field, id)
 		if err != nil {
-			return nil, nil, err
+			if !refused.Add(err) {
+				return nil, nil, err
+			}
+			continue
 		}
 		refs[r.field] = ct
+	}
+	if err := refused.Err(); err != nil {
+		return nil, nil, err
 	}
 	fields, err := d.fields.Apply(ctx, op.Payload, func(_ context.Context, ref mapping.Ref) (any, error) {
 		ct, ok := refs[ref.Path]

@@ -271,6 +271,26 @@ func TestDeclaredDeal(t *testing.T) {
 		}
 	})
 
+	t.Run("EveryReference", func(t *testing.T) {
+		// Both references unknown: validate names each, by its field.
+		t.Parallel()
+		s, c, _ := setup(t)
+		b := dealBinding(strings.Replace(dealMap, `"TITLE"`, `"COMPANY_ID": {"ref": "company_id"}, "TITLE"`, 1))
+		b.References["company_id"] = "company"
+		mustBind(t, c, b)
+		payload := defaultDeal()
+		payload["customer_id"], payload["company_id"] = "customer-blocked-1", "company-78"
+		op := dealOp(t, payload)
+		_, err := c.Validate(context.Background(), op)
+		e := adapterstest.WantError(t, err, adapters.Final, codes.ReferenceNotFound, "company_id", secret)
+		if len(e.Also) != 1 || e.Also[0].Code != codes.ReferenceInactive || e.Also[0].Field != "customer_id" {
+			t.Fatalf("further refusals %v, want customer_id's REFERENCE_INACTIVE", e.Also)
+		}
+		if got := s.Calls(sim.Bitrix24, op.Key); got != 0 {
+			t.Fatalf("%d adds sent", got)
+		}
+	})
+
 	t.Run("UnknownCurrencyIsValidation", func(t *testing.T) {
 		t.Parallel()
 		s, c, _ := setup(t)

@@ -44,7 +44,21 @@ type Refusal struct {
 	// does hold: the refusal is of this request, not a sign that nothing
 	// happened under the key.
 	KeyOperation *KeyOperation
+
+	// Also are the request's further problems, found by the same check
+	// (every unknown field and schema violation of a payload, every
+	// reference the target could not resolve), each with its own code,
+	// field and message. The answer lists them after this one, in this
+	// order, under this one's status, at most MaxProblems in all; only
+	// their code, field and message are read.
+	Also []*Refusal
 }
+
+// MaxProblems is how many problems one refusal lists at most, itself and
+// its Also: enough for any request a person or a model wrote, while a
+// 64 KiB body of unknown members cannot make an answer many times its
+// size.
+const MaxProblems = 100
 
 // KeyOperation is what the key's own operation is.
 type KeyOperation struct {

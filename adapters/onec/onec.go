@@ -412,8 +412,9 @@ func (c *Client) refusal(resp *http.Response, r route) *adapters.Error {
 }
 
 // statusError classifies a non-success answer. 400, 404, 409 and 422 are
-// 1C's refusals: Final with 1C's first error (its code and field when they
-// look like a code and a payload path, its text only in Err). A 404 from
+// 1C's refusals: Final with 1C's first error and the others as its Also
+// (each code and field when they look like a code and a payload path, 1C's
+// text only in Err). A 404 from
 // something other than the service (a wrong publication or base_url) has
 // no such body: the service never ran, so it is Retry TARGET_NOT_PUBLISHED
 // (adapters.Misconfigured), and the key survives until the configuration
@@ -446,22 +447,28 @@ func (c *Client) statusError(resp *http.Response) *adapters.Error {
 	if err != nil || len(body.Errors) == 0 {
 		return c.final(codes.TargetRejected, "", fmt.Errorf("%s without an error body", resp.Status))
 	}
-	first := body.Errors[0]
-	code, field := first.Code, first.Field
-	if !codePattern.MatchString(code) {
-		code = codes.TargetRejected
+	// 1C names every problem it found (each reference it lacks, say): the
+	// first is the refusal, the rest its Also, each with the safe text of
+	// its code.
+	var refused adapters.Refusals
+	for _, e := range body.Errors {
+		code, field := e.Code, e.Field
+		if !codePattern.MatchString(code) {
+			code = codes.TargetRejected
+		}
+		if !fieldPattern.MatchString(field) {
+			field = ""
+		}
+		cause := resp.Status + ": " + e.Code
+		if e.Field != "" {
+			cause += " (" + e.Field + ")"
+		}
+		if e.Message != "" {
+			cause += ": " + e.Message
+		}
+		refused.Add(c.final(code, field, errors.New(c.clean(cause))))
 	}
-	if !fieldPattern.MatchString(field) {
-		field = ""
-	}
-	cause := resp.Status + ": " + first.Code
-	if first.Field != "" {
-		cause += " (" + first.Field + ")"
-	}
-	if first.Message != "" {
-		cause += ": " + first.Message
-	}
-	return c.final(code, field, errors.New(c.clean(cause)))
+	return refused.All()
 }
 
 var (

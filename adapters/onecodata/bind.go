@@ -223,12 +223,24 @@ func (c *Client) bindingOf(op adapters.Op) (*binding, error) {
 // $metadata declares (Double as a JSON number, Int64 as a string), each
 // tabular row numbered, and the Ref_Key derived from the operation key.
 func (c *Client) body(ctx context.Context, b *binding, et *entityType, op adapters.Op) (map[string]any, error) {
-	vals, err := b.fields.Apply(ctx, op.Payload, c.resolve)
-	if err != nil {
-		var ve *mapping.ValueError
-		if errors.As(err, &ve) {
-			return nil, &adapters.Error{Class: adapters.Final, Code: codes.Validation, Field: ve.Field, Message: ve.Msg}
+	// Every reference is resolved, so one answer names each that 1C
+	// lacks; a target that cannot be asked stops at once.
+	var refused adapters.Refusals
+	vals, err := b.fields.Apply(ctx, op.Payload, func(ctx context.Context, ref mapping.Ref) (any, error) {
+		key, err := c.resolve(ctx, ref)
+		if err != nil && refused.Add(err) {
+			return nil, nil
 		}
+		return key, err
+	})
+	var ve *mapping.ValueError
+	switch {
+	case errors.As(err, &ve):
+		refused.Add(&adapters.Error{Class: adapters.Final, Code: codes.Validation, Field: ve.Field, Message: ve.Msg})
+	case err != nil:
+		return nil, err
+	}
+	if err := refused.Err(); err != nil {
 		return nil, err
 	}
 	out := make(map[string]any, len(vals)+1)

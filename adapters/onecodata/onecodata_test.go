@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -323,5 +324,35 @@ func TestExecute_References(t *testing.T) {
 	}
 	if _, err := onecodata.ParseBy("Description"); err == nil {
 		t.Fatal("Description accepted as an identifying property")
+	}
+}
+
+// Validate resolves every reference and names each 1C lacks, by its
+// field, in the mapping's order; execute sends no create.
+func TestValidate_EveryReference(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 2*time.Second, onecodata.DefaultReferences())
+	op := adapters.Op{Key: "k-every", Intent: "invoice.create", Version: 1, Payload: json.RawMessage(`{"order_id":"order-1",
+		"organization_id":"org-main","customer_id":"customer-404","currency":"RUB",
+		"items":[{"product_id":"product-404","quantity":1,"price_minor":100},{"product_id":"product-778","quantity":1,"price_minor":100},
+		{"product_id":"product-deleted-1","quantity":1,"price_minor":100}]}`)}
+	type problem struct{ code, field string }
+	want := []problem{{codes.ReferenceNotFound, "customer_id"}, {codes.ReferenceNotFound, "items[0].product_id"},
+		{codes.ReferenceInactive, "items[2].product_id"}}
+	for _, call := range []func() error{
+		func() error { _, err := f.c.Validate(context.Background(), op); return err },
+		func() error { _, err := f.c.Execute(context.Background(), op); return err },
+	} {
+		e := adapterstest.WantError(t, call(), adapters.Final, want[0].code, want[0].field)
+		got := []problem{{e.Code, e.Field}}
+		for _, a := range e.Also {
+			got = append(got, problem{a.Code, a.Field})
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("refused %v, want %v", got, want)
+		}
+	}
+	if f.posts.Load() != 0 {
+		t.Fatal("a create was sent with an unresolved reference")
 	}
 }

@@ -123,6 +123,9 @@ type onec struct {
 	generic  int                       // last number of a document of an extra intent
 	docs     map[string]*onecDoc       // object id → document
 	register map[onecRegKey]onecRecord // the operation-key register
+	// numbersAt is the file the last numbers are kept in across runs
+	// (KeepOneCNumbers); "" keeps them in memory only.
+	numbersAt string
 	// extra are the intents the firm's module publishes beyond the
 	// built-ins; they are the module's code, not the database's data, so
 	// a reset keeps them.
@@ -168,6 +171,7 @@ func (o *onec) reset() {
 	o.invoices, o.orders, o.generic = 0, 0, 0
 	o.docs = map[string]*onecDoc{}
 	o.register = map[onecRegKey]onecRecord{}
+	o.saveNumbers() // a failure shows at the next KeepOneCNumbers
 }
 
 // handleExecute serves POST /onec/hs/oncegate/v1/operations as the

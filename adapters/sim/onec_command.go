@@ -260,6 +260,7 @@ func (o *onec) commit(cmd *onecCommand, key string) onecRecord {
 	add := func(prefix string, n int, state string, payload json.RawMessage) {
 		rec.ObjectID, rec.Number, rec.State = prefix+onecUUID(), fmt.Sprintf("ОГ00-%06d", n), state
 		o.docs[rec.ObjectID] = &onecDoc{objectID: rec.ObjectID, number: rec.Number, state: rec.State, intent: cmd.intent, payload: payload}
+		o.saveNumbers() // a failure shows at the next KeepOneCNumbers
 	}
 	switch {
 	case cmd.invoice != nil:

@@ -112,6 +112,7 @@ func (s *Server) MakeOneCDocument(kind string) (string, error) {
 	// No intent: the document is nobody's effect, and the routes that
 	// find documents through the register of external ids skip it.
 	o.docs[id] = &onecDoc{objectID: id, number: fmt.Sprintf("ОГ00-%06d", n), state: state}
+	o.saveNumbers() // a failure shows at the next KeepOneCNumbers
 	return id, nil
 }
 

@@ -286,12 +286,18 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		if err != nil {
 			return adapters.Plan{}, err
 		}
+		// The provider's limits and the account are both checked, so one
+		// answer names each problem.
+		var refused adapters.Refusals
 		req, err := buildCharge(op.Key, p, c.receipts)
-		if err != nil {
+		if err != nil && !refused.Add(err) {
 			return adapters.Plan{}, err
 		}
 		checked, err := c.checkSavedMethod(ctx, p.AccountID)
-		if err != nil {
+		if err != nil && !refused.Add(err) {
+			return adapters.Plan{}, err
+		}
+		if err := refused.Err(); err != nil {
 			return adapters.Plan{}, err
 		}
 		return adapters.Plan{Data: map[string]any{
@@ -308,15 +314,19 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 		if err != nil {
 			return adapters.Plan{}, err
 		}
-		if _, err := buildRefund(op.Key, p, c.receipts); err != nil {
+		var refused adapters.Refusals
+		if _, err := buildRefund(op.Key, p, c.receipts); err != nil && !refused.Add(err) {
 			return adapters.Plan{}, err
 		}
 		pay, err := c.getPayment(ctx, p.PaymentID)
-		if errors.Is(err, adapters.ErrNotFound) {
-			return adapters.Plan{}, final(codes.ReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", nil)
-		}
-		if err != nil {
+		switch {
+		case errors.Is(err, adapters.ErrNotFound):
+			refused.Add(final(codes.ReferenceNotFound, "payment_id", "the payment to refund does not exist at the payment provider", nil))
+		case err != nil:
 			return adapters.Plan{}, adapters.ReadFailure(err)
+		}
+		if err := refused.Err(); err != nil {
+			return adapters.Plan{}, err
 		}
 		left, err := refundable(pay, p)
 		if err != nil {

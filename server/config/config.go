@@ -34,6 +34,10 @@ type Config struct {
 	Listen  string `yaml:"listen"`
 	DataDir string `yaml:"data_dir"`
 	Contour string `yaml:"contour"`
+	// SimListen is where serve's built-in simulators listen when it starts
+	// them; "" picks a free loopback port each run. A fixed address keeps
+	// fault-injection scripts working across restarts.
+	SimListen string `yaml:"sim_listen"`
 	// MaxConnections bounds the connections the listener holds open at
 	// once: the API's, the admin UI's, health checks' and metrics' alike;
 	// one more is answered 503 and closed. An open connection costs memory
@@ -372,6 +376,9 @@ func (c Config) validate(currencies []string) error {
 	}
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port", c.Listen)
+	}
+	if _, _, err := net.SplitHostPort(c.SimListen); c.SimListen != "" && err != nil {
+		bad("sim_listen", "%q is not host:port", c.SimListen)
 	}
 	if c.DataDir == "" {
 		bad("data_dir", "must not be empty")

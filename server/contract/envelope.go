@@ -118,9 +118,9 @@ func decodeObject(body []byte) (map[string]any, error) {
 	return obj, nil
 }
 
-// checkVersionAndFields refuses an unsupported schema_version, then a
-// member the envelope does not define (the first in sorted order), then a
-// missing schema_version.
+// checkVersionAndFields refuses an unsupported schema_version, then the
+// members the envelope does not define (every one, in sorted order), then
+// a missing schema_version.
 func checkVersionAndFields(obj map[string]any) error {
 	// "1.0" is the only version; anything else, a missing one or one that
 	// is not a string included, is unsupported (docs/api.md, A request).
@@ -132,10 +132,21 @@ func checkVersionAndFields(obj map[string]any) error {
 		return codes.Refusef(codes.UnsupportedSchema, "schema_version",
 			"schema_version must be the string %q (got %s)", SchemaVersion, jsonType(sv))
 	}
+	var unknown *codes.Refusal
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
-		if !slices.Contains(envelopeFields, k) {
-			return unknownField(truncate(k, maxEcho), k, "the request body", envelopeFields)
+		if slices.Contains(envelopeFields, k) {
+			continue
 		}
+		r := unknownField(truncate(k, maxEcho), k, "the request body", envelopeFields)
+		switch {
+		case unknown == nil:
+			unknown = r
+		case len(unknown.Also) < codes.MaxProblems-1:
+			unknown.Also = append(unknown.Also, r)
+		}
+	}
+	if unknown != nil {
+		return unknown
 	}
 	if _, present := obj["schema_version"]; !present {
 		return codes.Refusef(codes.UnsupportedSchema, "schema_version",

@@ -18,11 +18,12 @@ import (
 // KeyField is the Field of errors about the operation key.
 const KeyField = "Idempotency-Key"
 
-// ErrKeyMissing is the refusal of a mutating execute request that carries no operation
-// key, neither in the Idempotency-Key header nor in request_id.
-func ErrKeyMissing() *codes.Refusal {
+// ErrKeyMissing is the refusal of a mutating execute request of intent that carries no
+// operation key, neither in the Idempotency-Key header nor in request_id, on a gateway of
+// contour.
+func ErrKeyMissing(contour, intent string) *codes.Refusal {
 	return codes.New(codes.KeyMissing, KeyField, "this intent changes a business system, so it needs an operation key: send it in the "+
-		"Idempotency-Key header (or as request_id in the body), e.g. prod:invoice.create:order-48291:v1, "+
+		"Idempotency-Key header (or as request_id in the body), e.g. "+ExampleKey(contour, intent)+", "+
 		"and re-send the same key on every retry")
 }
 

@@ -31,7 +31,7 @@ func TestErrIntentNotAllowed(t *testing.T) {
 
 func TestErrKeyMissing(t *testing.T) {
 	t.Parallel()
-	ce := codestest.WantRefusal(t, contract.ErrKeyMissing(), codes.KeyMissing, contract.KeyField)
+	ce := codestest.WantRefusal(t, contract.ErrKeyMissing("test", "invoice.create"), codes.KeyMissing, contract.KeyField)
 	if !strings.Contains(ce.Message, "Idempotency-Key") {
 		t.Fatalf("message %q does not say where the key goes", ce.Message)
 	}

@@ -22,25 +22,26 @@ const (
 //
 // It returns "" and no error when neither carries a key: whether a key is required is
 // the caller's decision (see ErrKeyMissing). The key returned is not yet checked; pass it
-// to CheckKey. Messages never echo the key.
-func KeyFromRequest(header string, hasHeader bool, requestID string) (string, error) {
+// to CheckKey. Messages never echo the key; their example key is of contour and intent,
+// the gateway's own contour and the intent asked for.
+func KeyFromRequest(header string, hasHeader bool, requestID, contour, intent string) (string, error) {
 	var key string
 	if hasHeader {
 		h := strings.Trim(header, " \t")
 		switch {
 		case h == "":
 			return "", codes.Refusef(codes.KeyInvalid, KeyField,
-				"the Idempotency-Key header is empty; send the operation key, e.g. prod:invoice.create:order-48291:v1, or leave the header out")
+				"the Idempotency-Key header is empty; send the operation key, e.g. %s, or leave the header out", ExampleKey(contour, intent))
 		case h[0] == '"':
 			k, ok := parseSFString(h)
 			if !ok {
 				return "", codes.Refusef(codes.KeyInvalid, KeyField,
 					`the Idempotency-Key header starts with a quote but is not a valid RFC 8941 quoted string; `+
-						`send the key bare (prod:invoice.create:order-48291:v1) or quoted as a whole, with only \" and \\ escapes`)
+						`send the key bare (%s) or quoted as a whole, with only \" and \\ escapes`, ExampleKey(contour, intent))
 			}
 			if k == "" {
 				return "", codes.Refusef(codes.KeyInvalid, KeyField,
-					"the Idempotency-Key header holds an empty quoted string; send the operation key, e.g. prod:invoice.create:order-48291:v1")
+					"the Idempotency-Key header holds an empty quoted string; send the operation key, e.g. %s", ExampleKey(contour, intent))
 			}
 			key = k
 		default:
@@ -103,8 +104,8 @@ func CheckKey(key, contour, intent string) error {
 	// Shape: length and alphabet.
 	if n := utf8.RuneCountInString(key); n < MinKeyLen || n > MaxKeyLen {
 		return codes.Refusef(codes.KeyInvalid, KeyField,
-			"the operation key must be %d to %d characters long (got %d), e.g. prod:invoice.create:order-48291:v1",
-			MinKeyLen, MaxKeyLen, n)
+			"the operation key must be %d to %d characters long (got %d), e.g. %s",
+			MinKeyLen, MaxKeyLen, n, ExampleKey(contour, intent))
 	}
 	for i := 0; i < len(key); i++ {
 		if !isKeyChar(key[i]) {
@@ -119,7 +120,7 @@ func CheckKey(key, contour, intent string) error {
 		return codes.Refusef(codes.KeyInvalid, KeyField,
 			"the operation key looks like it carries %s; keys are stored and logged in clear and must never hold "+
 				"card numbers, tokens, passwords or other secrets: build the key from business ids only, "+
-				"e.g. prod:invoice.create:order-48291:v1", what)
+				"e.g. %s", what, ExampleKey(contour, intent))
 	}
 
 	// Structure: <contour>:<operation…>:<intent-id>:v<digits>.
@@ -127,7 +128,7 @@ func CheckKey(key, contour, intent string) error {
 	if len(segs) < 4 {
 		return codes.Refusef(codes.KeyInvalid, KeyField,
 			"the operation key must have at least four ':'-separated segments, <contour>:<operation>:<intent-id>:<version>, "+
-				"e.g. %s:%s:order-48291:v1 (got %d)", contour, exampleOperation(intent), len(segs))
+				"e.g. %s (got %d)", ExampleKey(contour, intent), len(segs))
 	}
 	for i, s := range segs {
 		if s == "" {
@@ -137,8 +138,8 @@ func CheckKey(key, contour, intent string) error {
 	}
 	if segs[0] != contour {
 		return codes.Refusef(codes.KeyInvalid, KeyField,
-			"the operation key must start with this gateway's contour %q (got %s); e.g. %s:%s:order-48291:v1",
-			contour, quoteShort(segs[0]), contour, exampleOperation(intent))
+			"the operation key must start with this gateway's contour %q (got %s); e.g. %s",
+			contour, quoteShort(segs[0]), ExampleKey(contour, intent))
 	}
 	if v := segs[len(segs)-1]; !isVersion(v) {
 		return codes.Refusef(codes.KeyInvalid, KeyField,
@@ -152,6 +153,19 @@ func CheckKey(key, contour, intent string) error {
 	}
 	return nil
 }
+
+// ExampleKey is the example key messages give: of the gateway's contour and
+// the intent asked for (invoice.create when the name is not one an intent
+// may have, or a contour that is not one).
+func ExampleKey(contour, intent string) string {
+	if !contourWord.MatchString(contour) {
+		contour = "test"
+	}
+	return contour + ":" + exampleOperation(intent) + ":order-48291:v1"
+}
+
+// contourWord is the form of a contour (config: contour).
+var contourWord = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
 // exampleOperation is the intent for an example key, or a placeholder when the name
 // is not one an intent may have.

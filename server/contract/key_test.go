@@ -50,7 +50,7 @@ func TestKeyFromRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := contract.KeyFromRequest(tt.header, tt.hasHeader, tt.requestID)
+			got, err := contract.KeyFromRequest(tt.header, tt.hasHeader, tt.requestID, "prod", "invoice.create")
 			if tt.wantCode != "" {
 				ce := codestest.WantRefusal(t, err, tt.wantCode, tt.wantField)
 				if tt.name == "ErrDiffer" && !strings.Contains(ce.Message, "differ") {

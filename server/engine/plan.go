@@ -136,7 +136,14 @@ func (e *Engine) refusalByTarget(def *intent.Intent, norm contract.Normalized, k
 	var ae *adapters.Error
 	if errors.As(err, &ae) && ae.Class == adapters.Final {
 		e.log.Info("target refused a check", "intent", def.Name, "key", key, "code", ae.Code, "field", ae.Field, "detail", e.detail(ae.Err))
-		return targetRefusal(def, key, norm.Fingerprint, false, ae.Code, ae.Field, ae.Message)
+		r := targetRefusal(def, key, norm.Fingerprint, false, ae.Code, ae.Field, ae.Message)
+		// Every problem the check found (each reference the target
+		// lacks), the first answered as the refusal.
+		for _, also := range ae.Also {
+			e.log.Info("target refused a check", "intent", def.Name, "key", key, "code", also.Code, "field", also.Field, "detail", e.detail(also.Err))
+			r.Also = append(r.Also, &codes.Refusal{Code: also.Code, Field: also.Field, Message: also.Message})
+		}
+		return r
 	}
 	e.log.Warn("target check failed", "intent", def.Name, "key", key, "err", e.detail(err))
 	return targetRefusal(def, key, norm.Fingerprint, true, "", "", "")

@@ -149,11 +149,11 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 	if !sub.Token.Has(def.Scope) {
 		return request{}, codes.Refusef(codes.PermissionDenied, "", "this token lacks the %q scope that %s needs", def.Scope, def.Name)
 	}
-	if r.key, err = contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, r.env.RequestID); err != nil {
+	if r.key, err = contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, r.env.RequestID, e.cfg.Contour, def.Name); err != nil {
 		return request{}, err
 	}
 	if r.key == "" && def.Journaled && r.env.Mode != contract.ModeValidate {
-		return request{}, contract.ErrKeyMissing()
+		return request{}, contract.ErrKeyMissing(e.cfg.Contour, def.Name)
 	}
 	if r.key != "" {
 		if err := contract.CheckKey(r.key, e.cfg.Contour, def.Name); err != nil {
@@ -331,7 +331,7 @@ func (e *Engine) claimed(ctx context.Context, tok store.Token, def *intent.Inten
 // request is INTENT_NOT_ALLOWED.
 func (e *Engine) notServed(ctx context.Context, sub Submission, env contract.Envelope) (store.Operation, error) {
 	name := env.Intent
-	key, err := contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, env.RequestID)
+	key, err := contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, env.RequestID, e.cfg.Contour, name)
 	if err != nil || key == "" {
 		return store.Operation{}, e.cfg.Catalog.NotAllowed(name)
 	}

@@ -23,7 +23,8 @@ import (
 //     treated as absent. Required members are never dropped: an empty required string
 //     is refused.
 //  3. Validate against the compiled schema: an unknown field anywhere is UNKNOWN_FIELD
-//     with its path, anything else VALIDATION_ERROR; one deterministic error.
+//     with its path, anything else VALIDATION_ERROR; one refusal listing every problem,
+//     one per field, in a fixed order (schemaError).
 //  4. Dates: date-time members become RFC 3339 in UTC (2026-12-03T10:00:00+03:00 →
 //     2026-12-03T07:00:00Z); dates stay YYYY-MM-DD.
 //  5. Numbers, canonical JSON and fingerprint (contract.Seal): integers exact, fractions

@@ -143,9 +143,11 @@ type candidate struct {
 	rank int      // precedence among refusals of the same field: the most telling first
 }
 
-// schemaError turns the validator's error tree into one deterministic *codes.Refusal: an
-// unknown field anywhere wins (UNKNOWN_FIELD); otherwise the first violation by field
-// location (VALIDATION_ERROR). Messages never carry schema URLs or client values.
+// schemaError turns the validator's error tree into one deterministic *codes.Refusal
+// listing every problem, one per field: unknown fields anywhere first (UNKNOWN_FIELD),
+// then the violations (VALIDATION_ERROR), each group shallower fields first and then by
+// field location. The refusal is the first; the rest are its Also, at most codes.MaxProblems
+// in all. Messages never carry schema URLs or client values.
 func (def *Intent) schemaError(root any, verr *jsonschema.ValidationError) *codes.Refusal {
 	var leaves []*jsonschema.ValidationError
 	var walk func(*jsonschema.ValidationError)
@@ -166,7 +168,7 @@ func (def *Intent) schemaError(root any, verr *jsonschema.ValidationError) *code
 	if len(cands) == 0 { // defensive: the validator always names a reason
 		return codes.Refusef(codes.Validation, "", "the payload does not match the schema of %s (GET /v1/intents)", def.Name)
 	}
-	best := slices.MinFunc(cands, func(a, b candidate) int {
+	slices.SortFunc(cands, func(a, b candidate) int {
 		if a.err.Code != b.err.Code {
 			if a.err.Code == codes.UnknownField {
 				return -1
@@ -184,7 +186,22 @@ func (def *Intent) schemaError(root any, verr *jsonschema.ValidationError) *code
 		}
 		return strings.Compare(a.err.Message, b.err.Message)
 	})
-	return best.err
+	// One problem per field, the most telling: a string both empty and
+	// of the wrong form is said to be empty.
+	seen := map[string]bool{}
+	var out []*codes.Refusal
+	for _, c := range cands {
+		if seen[c.err.Field] {
+			continue
+		}
+		seen[c.err.Field] = true
+		if out = append(out, c.err); len(out) == codes.MaxProblems {
+			break
+		}
+	}
+	first := out[0]
+	first.Also = out[1:]
+	return first
 }
 
 // candidates describes one leaf error of the validator.
