@@ -19,7 +19,9 @@ type Cards struct {
 
 	// Where to look for an operation at its target, by the kind of
 	// target: %s is the operation key, or the Ref_Key for onec_odata.
-	SearchAt      string
+	SearchAt string
+	// TargetChanged heads the values the target stored otherwise than sent.
+	TargetChanged string
 	SearchByKind  map[string]string
 	SearchRaw     string // the raw text one click away
 	RequestTitle  string
@@ -49,7 +51,8 @@ func init() {
 		LookupUnchecked:      "не удалось проверить",
 		AccountHint:          "покупателя, сохранён у платёжной системы; не счёт 1С и не магазин",
 
-		SearchAt: "Где искать",
+		SearchAt:      "Где искать",
+		TargetChanged: "Система сохранила не то, что было отправлено: проверьте эти поля в ней",
 		SearchByKind: map[string]string{
 			"onec":       "в 1С: запись регистра «ОперацииOncegate» с ключом операции %s",
 			"onec_odata": "в 1С: документ с Ref_Key %s",
@@ -82,7 +85,8 @@ func init() {
 		LookupUnchecked:      "could not be checked",
 		AccountHint:          "the customer's, kept by the payment provider; not a 1C invoice and not the shop",
 
-		SearchAt: "Where to look",
+		SearchAt:      "Where to look",
+		TargetChanged: "The system stored something other than what was sent: check these fields there",
 		SearchByKind: map[string]string{
 			"onec":       "in 1C: the record of the «ОперацииOncegate» register with operation key %s",
 			"onec_odata": "in 1C: the document with Ref_Key %s",

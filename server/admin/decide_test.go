@@ -1,6 +1,8 @@
 package admin_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -105,5 +107,24 @@ func TestOperationPageForWhoDecides(t *testing.T) {
 	}
 	if got := a.approval(charge); got.Status != store.ApprovalApproved || got.DecidedBy != "test-accountant" {
 		t.Fatalf("approval = %+v", got)
+	}
+}
+
+// A value the target did not keep as sent is shown on the operation's
+// page as a warning naming the field, not only inside the result.
+func TestOperationPageWarnsOfChangedValues(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	key := a.uniq("test:invoice.create:changed-001:v1")
+	a.claim(key, "invoice.create", "onec", false, map[string]any{"order_id": "order-8"})
+	result := json.RawMessage(`{"number":"ОГ00-000009","target_changed":[{"field":"comment","message":"1C kept the first 100 of 238 characters"}]}`)
+	if err := a.st.Complete(context.Background(), key, "test-run", "DOC-9", result); err != nil {
+		t.Fatal(err)
+	}
+	p := a.signIn(store.RoleOperator).get("/admin/operations/"+keyPath(key)).expect(t, http.StatusOK)
+	_, box, _ := strings.Cut(p.Body, `data-testid="target-changed"`)
+	box, _, _ = strings.Cut(box, "</div>")
+	if !strings.Contains(box, "comment") || !strings.Contains(box, "1C kept the first 100 of 238 characters") || !strings.Contains(box, "не то, что было отправлено") {
+		t.Fatalf("the page's warning of a changed value: %q", box)
 	}
 }

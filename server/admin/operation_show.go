@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
@@ -59,6 +60,9 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	v.Request, v.Lines = newRequestView(def, p, lg, canSeeRequest(c)).show(p)
 	v.SearchHint = h.searchHint(l, op)
 	v.Result = plainJSON(op.Result)
+	for _, w := range engine.ChangedWarnings(op.Result) {
+		v.Changed = append(v.Changed, views.Field{Label: w.Field, Value: w.Message, Mono: true})
+	}
 	if err := h.operationApproval(c, op, &v); err != nil {
 		return err
 	}
