@@ -90,3 +90,13 @@ func TestOperationListMoneyAndSearch(t *testing.T) {
 		}
 	})
 }
+
+// The key filter's placeholder is a key of the gateway's own contour.
+func TestOperationListPlaceholderInOwnContour(t *testing.T) {
+	t.Parallel()
+	a := newApp(t, nil)
+	body := a.signIn(store.RoleOperator).get("/admin/operations").expect(t, http.StatusOK).Body
+	if !strings.Contains(body, `placeholder="test:invoice.create:"`) || strings.Contains(body, "prod:") {
+		t.Fatal("the key filter's placeholder is not of the gateway's contour test")
+	}
+}
