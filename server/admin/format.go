@@ -193,22 +193,28 @@ func (p payload) amount(lang string) string {
 
 // maskValue masks v when it sits under a sensitive name, at any depth.
 func maskValue(name string, v any) any {
+	return maskUnder(name, v, func(name string) bool { return sensitiveFields[name] })
+}
+
+// maskUnder masks every string of v that sits under a name masked says
+// is to be masked, at any depth.
+func maskUnder(name string, v any, masked func(string) bool) any {
 	switch v := v.(type) {
 	case string:
-		if sensitiveFields[name] {
+		if masked(name) {
 			return mask(v)
 		}
 		return v
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, x := range v {
-			out[k] = maskValue(k, x)
+			out[k] = maskUnder(k, x, masked)
 		}
 		return out
 	case []any:
 		out := make([]any, len(v))
 		for i, x := range v {
-			out[i] = maskValue(name, x)
+			out[i] = maskUnder(name, x, masked)
 		}
 		return out
 	default:

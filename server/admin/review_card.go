@@ -86,26 +86,4 @@ func targetErrorText(l *views.Labels, target, raw string) string {
 }
 
 // maskSecrets masks the secrets and card data in v, at any depth.
-func maskSecrets(name string, v any) any {
-	switch v := v.(type) {
-	case string:
-		if secretField(name) {
-			return mask(v)
-		}
-		return v
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, x := range v {
-			out[k] = maskSecrets(k, x)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = maskSecrets(name, x)
-		}
-		return out
-	default:
-		return v
-	}
-}
+func maskSecrets(name string, v any) any { return maskUnder(name, v, secretField) }
