@@ -5,11 +5,11 @@ package store_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // notYet reports whether ch stays empty for a moment: the call it waits
@@ -29,11 +29,7 @@ func notYet(ch <-chan error) bool {
 func TestAnswersWaitForTheWALsFsync(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.Open(t) // closed at cleanup, after the deferred release
 	release, syncs := store.HoldSyncs(s)
 	defer release() // before Close, should the test fail while held
 
@@ -98,11 +94,7 @@ func TestAnswersWaitForTheWALsFsync(t *testing.T) {
 func TestFailedFsyncStopsTheJournal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.Open(t) // closed at cleanup, after the deferred release
 	store.FailSyncs(s, errors.New("input/output error"))
 	if _, _, err := s.CreateToken(ctx, "agent-a", []string{"read"}); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("a write whose fsync failed: %v, want ErrUnavailable", err)
@@ -126,11 +118,7 @@ func TestFailedFsyncStopsTheJournal(t *testing.T) {
 func TestWritesGatherDuringTheFsync(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := store.Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.Open(t) // closed at cleanup, after the deferred release
 	release, _ := store.HoldSyncs(s)
 	defer release()
 

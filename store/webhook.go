@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -245,7 +246,7 @@ func (s *Store) stopEndpointTx(ctx context.Context, tx *txn, endpoint, state, re
 // else gone or paused, with why.
 func (s *Store) EndpointState(ctx context.Context, endpoint string) (state, reason string, err error) {
 	err = s.rdb.QueryRowContext(ctx, `SELECT state, reason FROM webhook_endpoints WHERE endpoint = ?`, endpoint).Scan(&state, &reason)
-	if err == sql.ErrNoRows {
+	if errors.Is(err, sql.ErrNoRows) {
 		return "", "", nil
 	}
 	return state, reason, err
