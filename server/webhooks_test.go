@@ -79,6 +79,19 @@ func (r *receiver) awaitDeliveries(t *testing.T, n int) []received {
 	return r.deliveries()
 }
 
+// until polls cond, for what no event announces, and fails the test
+// after 15 seconds.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // webhookConfig is the test configuration with one endpoint at r.
 func webhookConfig(r *receiver, events ...string) config.Config {
 	cfg := testConfig()
@@ -184,20 +197,10 @@ func TestWebhookGoneStopsTheEndpoint(t *testing.T) {
 	g := setupWith(t, webhookConfig(r, config.EventOperationSucceeded))
 	expect(t, g.post("test:invoice.create:order-hook-3:v1", invoice("order-hook-3", 1)), http.StatusOK, "succeeded", "")
 	r.awaitDeliveries(t, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	until(t, "the endpoint gone after a 410", func() bool {
 		state, _, err := g.store.EndpointState(context.Background(), "erp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if state == "gone" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the endpoint is %q after a 410, want gone", state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && state == "gone"
+	})
 	expect(t, g.post("test:invoice.create:order-hook-4:v1", invoice("order-hook-4", 1)), http.StatusOK, "succeeded", "")
 	time.Sleep(1500 * time.Millisecond)
 	if n := len(r.deliveries()); n != 1 {
@@ -217,22 +220,20 @@ func TestWebhookEndpointPausedAfterFiveDays(t *testing.T) {
 	g := serveOver(t, webhookConfig(r, config.EventOperationSucceeded), st)
 	expect(t, g.post("test:invoice.create:order-hook-5:v1", invoice("order-hook-5", 1)), http.StatusOK, "succeeded", "")
 	r.awaitDeliveries(t, 1)
+	// The clock moves only once the first attempt is journaled: moved
+	// while it is still being recorded, the delivery has already failed
+	// for six days at its first attempt, and its endpoint rightly pauses
+	// before a second.
+	until(t, "the first attempt journaled", func() bool {
+		ds, err := g.store.Deliveries(context.Background(), "erp", 10)
+		return err == nil && len(ds) == 1 && ds[0].Attempts == 1
+	})
 	ahead.Store(int64(6 * 24 * time.Hour))
 	r.awaitDeliveries(t, 2)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	until(t, "the endpoint paused after five days of failures", func() bool {
 		state, reason, err := g.store.EndpointState(context.Background(), "erp")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if state == "paused" && strings.Contains(reason, "five days") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the endpoint is %q after five days of failures, want paused", state)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && state == "paused" && strings.Contains(reason, "five days")
+	})
 	ds, err := g.store.Deliveries(context.Background(), "erp", 10)
 	if err != nil || len(ds) != 1 || ds[0].State != store.DeliveryPending || ds[0].Attempts != 2 {
 		t.Fatalf("the paused endpoint's delivery: %+v, %v; want pending after two attempts", ds, err)
