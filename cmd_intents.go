@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/oncegate/oncegate/server/intent"
@@ -108,6 +109,13 @@ func printIntents(w io.Writer, cat *intent.Catalog) {
 	fmt.Fprintln(tw, "NAME\tVERSION\tTARGET\tSCOPE\tMONEY\tSOURCE")
 	for _, in := range cat.Definitions() {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", in.Name, in.Version, in.Target, in.Scope, yesNo(in.Money), in.Source)
+	}
+	for _, in := range cat.Processes() {
+		steps := make([]string, len(in.Steps))
+		for i, s := range in.Steps {
+			steps[i] = s.Intent
+		}
+		fmt.Fprintf(tw, "%s\t%d\tprocess: %s\t%s\t%s\t%s\n", in.Name, in.Version, strings.Join(steps, " → "), strings.Join(in.StepScopes, "+"), yesNo(in.Money), in.Source)
 	}
 	tw.Flush()
 }

@@ -39,6 +39,10 @@ func newCatalog(defs []*Intent) (*Catalog, error) {
 			errs = append(errs, fmt.Errorf("%s: name: %s version %d is also defined by %s: one file per intent version", def.Source, def.Name, def.Version, other.Source))
 			continue
 		}
+		if cur, ok := c.byName[def.Name]; ok && cur.IsProcess() != def.IsProcess() {
+			errs = append(errs, fmt.Errorf("%s: name: %s is both a process here and an intent in %s: give the process a name of its own", def.Source, def.Name, cur.Source))
+			continue
+		}
 		c.version[k] = def
 		if cur, ok := c.byName[def.Name]; !ok {
 			c.served = append(c.served, def)
@@ -99,19 +103,48 @@ func (c *Catalog) override(limits map[string]config.IntentLimits) error {
 }
 
 // All returns the served intents: the newest version of each name, the
-// built-ins first in the order of docs/api.md's Built-in intents. The slice is the caller's own.
-func (c *Catalog) All() []*Intent { return slices.Clone(c.served) }
+// built-ins first in the order of docs/api.md's Built-in intents. The
+// slice is the caller's own. Processes are not among them (Processes).
+func (c *Catalog) All() []*Intent { return intentsOf(c.served, false) }
 
-// Definitions returns every loaded definition, every version of each name.
-func (c *Catalog) Definitions() []*Intent { return slices.Clone(c.defs) }
+// Definitions returns every loaded intent definition, every version of
+// each name; processes are not among them (Processes).
+func (c *Catalog) Definitions() []*Intent { return intentsOf(c.defs, false) }
+
+// Processes returns every loaded process definition, every version of
+// each name.
+func (c *Catalog) Processes() []*Intent { return intentsOf(c.defs, true) }
+
+// intentsOf are the definitions of defs that are processes, or are not.
+func intentsOf(defs []*Intent, processes bool) []*Intent {
+	var out []*Intent
+	for _, def := range defs {
+		if def.IsProcess() == processes {
+			out = append(out, def)
+		}
+	}
+	return out
+}
 
 // Lookup finds the served version of an intent by its exact name.
 func (c *Catalog) Lookup(name string) (*Intent, bool) {
 	def, ok := c.byName[name]
-	return def, ok
+	if !ok || def.IsProcess() {
+		return nil, false
+	}
+	return def, true
 }
 
-// Version finds one version of an intent.
+// Process finds the served version of a process by its exact name.
+func (c *Catalog) Process(name string) (*Intent, bool) {
+	def, ok := c.byName[name]
+	if !ok || !def.IsProcess() {
+		return nil, false
+	}
+	return def, true
+}
+
+// Version finds one version of an intent or a process.
 func (c *Catalog) Version(name string, version int) (*Intent, bool) {
 	def, ok := c.version[nameVersion{name, version}]
 	return def, ok
@@ -119,9 +152,9 @@ func (c *Catalog) Version(name string, version int) (*Intent, bool) {
 
 // Names are the served intents' names, in All's order.
 func (c *Catalog) Names() []string {
-	out := make([]string, len(c.served))
-	for i, def := range c.served {
-		out[i] = def.Name
+	var out []string
+	for _, def := range c.All() {
+		out = append(out, def.Name)
 	}
 	return out
 }
@@ -134,7 +167,7 @@ func (c *Catalog) NotAllowed(name string) *codes.Refusal {
 // Targets are the target instances the definitions name, sorted.
 func (c *Catalog) Targets() []string {
 	var out []string
-	for _, def := range c.defs {
+	for _, def := range c.Definitions() {
 		if !slices.Contains(out, def.Target) {
 			out = append(out, def.Target)
 		}

@@ -109,6 +109,12 @@ type Intent struct {
 	// Map is the definition's target-specific part as JSON, nil without
 	// one; only the kind's adapter reads it.
 	Map json.RawMessage
+	// Steps are a process's steps, in order; nil for an intent. A
+	// process has no Target, Scope or Map of its own.
+	Steps []Step
+	// StepScopes are the scopes a process's steps and compensations
+	// need, every one of them: a token runs the process only with all.
+	StepScopes []string
 	// Source is the definition's file, or BuiltIn.
 	Source string
 	// Digest is the lowercase hex SHA-256 of the definition file's bytes
@@ -119,6 +125,7 @@ type Intent struct {
 	fileDigest string
 
 	compiled *jsonschema.Schema // Schema, compiled once at load
+	fields   *schemaFields      // Schema's field paths and their types
 	shape    *shape             // Schema's object structure, for messages and normalization
 }
 

@@ -118,6 +118,9 @@ func Load(opts Options) (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.checkProcesses(); err != nil {
+		return nil, err
+	}
 	if err := c.override(opts.Limits); err != nil {
 		return nil, err
 	}
@@ -210,7 +213,7 @@ const maxNameLen = 100
 
 // topKeys are a definition's top-level keys (docs/intents.md, A definition).
 var topKeys = []string{"name", "version", "target", "scope", "money", "journaled", "title", "labels", "description",
-	"schema", "references", "normalize", "limits", "duplicates", "map"}
+	"schema", "references", "normalize", "limits", "duplicates", "map", "steps"}
 
 // problems collects the errors of one file, each naming the file and path.
 type problems struct {
@@ -231,6 +234,9 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 		return nil, p.errs
 	}
 	def := newIntent(file, raw, root)
+	if top["steps"] != nil {
+		return parseProcess(p, top, def)
+	}
 
 	// The facts.
 	requireKeys(p, top, "name", "version", "target", "scope", "title", "description", "schema")
@@ -240,6 +246,7 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 
 	// The schema, then everything that names its fields.
 	if sch := decodeSchema(p, top["schema"], def); sch != nil {
+		def.fields = sch
 		def.Labels = decodeLabels(p, top["labels"], sch)
 		def.References = decodeReferences(p, top["references"], sch)
 		def.Upper = decodeNormalize(p, top["normalize"], sch)
@@ -247,6 +254,23 @@ func parse(file string, raw []byte, targets []string) (*Intent, []error) {
 		def.Duplicates = decodeDuplicates(p, top["duplicates"], sch, def.shape)
 	}
 	def.Map = decodeMap(p, top["map"])
+	if len(p.errs) > 0 {
+		return nil, p.errs
+	}
+	return def, nil
+}
+
+// parseProcess reads a process definition: its name, wording and schema
+// as any definition's, and its steps.
+func parseProcess(p *problems, top map[string]*yaml.Node, def *Intent) (*Intent, []error) {
+	requireKeys(p, top, "name", "version", "title", "description", "schema")
+	decodeIdentity(p, top, def, nil)
+	decodeWording(p, top, def)
+	if sch := decodeSchema(p, top["schema"], def); sch != nil {
+		def.fields = sch
+		def.Labels = decodeLabels(p, top["labels"], sch)
+	}
+	decodeSteps(p, top, def)
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
