@@ -259,9 +259,6 @@ func (g *gateway) startTargets() error {
 // which were loaded, and has the built-in 1C simulator publish the firm's
 // own intents.
 func (g *gateway) applyCatalog(ctx context.Context) error {
-	if err := notRunYet(g.catalog); err != nil {
-		return err
-	}
 	if err := editedInPlace(ctx, g.st, g.catalog); err != nil {
 		return err
 	}
@@ -270,22 +267,6 @@ func (g *gateway) applyCatalog(ctx context.Context) error {
 	}
 	logCatalog(g.log, g.cfg, g.catalog)
 	return publishAtSimulator(g.sims, g.simulated, g.targets)
-}
-
-// notRunYet refuses to serve processes: this version loads and checks
-// them (intents check, intents list) but does not run them, and an agent
-// must never be told a declared process is not allowed while its
-// administrator believes it served.
-func notRunYet(c *intent.Catalog) error {
-	var files []string
-	for _, p := range c.Processes() {
-		files = append(files, "  "+p.Source)
-	}
-	if len(files) == 0 {
-		return nil
-	}
-	return fmt.Errorf("intent definitions: this version checks processes but does not run them yet; "+
-		"keep these files out of intents_dir to serve (oncegate intents check still checks them in a directory of their own):\n%s", strings.Join(files, "\n"))
 }
 
 // startServer makes the server and prepares the journal for this run.

@@ -60,9 +60,8 @@ steps:
       description:  { template: "Оплата счёта {steps.invoice.result.number}" }
 `
 
-// A declared process is checked and listed; serve, which does not run
-// processes yet, refuses it by name rather than serving without it.
-func TestProcessListedAndNotServed(t *testing.T) {
+// A declared process is checked strictly and listed with its steps.
+func TestProcessListed(t *testing.T) {
 	t.Parallel()
 	dir := intentsDir(t, "order.fulfil.v1.yaml", invoiceThenCharge)
 	cfg := configtest.Write(t, "intents_dir: "+dir+"\n")
@@ -77,8 +76,47 @@ func TestProcessListedAndNotServed(t *testing.T) {
 		!strings.Contains(out, "order.fulfil.v1.yaml: steps[0].payload: leaves invoice.create's required field customer_id unfilled (line 34)") {
 		t.Errorf("a process leaving a required field unfilled: exit %d\n%s", code, out)
 	}
-	out, err := serveOnce(t, nil, "--config", cfg, "--data", t.TempDir())
-	if err == nil || !strings.Contains(out, "does not run them yet") || !strings.Contains(out, filepath.Join(dir, "order.fulfil.v1.yaml")) {
-		t.Fatalf("serve with a process: %v\n%s", err, out)
+}
+
+// A process through the real binary: both steps run, each once at its
+// target, and the process's key replays the answer.
+func TestProcessThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	process := strings.Replace(invoiceThenCharge, `  - name: charge
+    intent: payment.charge
+    payload:
+      account_id:   { from: account_id }
+      order_id:     { from: order_id }
+      amount_minor: { from: amount_minor }
+      currency:     { value: RUB }
+      description:  { template: "Оплата счёта {steps.invoice.result.number}" }
+`, `  - name: call
+    intent: crm.callback.create
+    payload:
+      customer_id: { value: customer-1042 }
+      due_at:      { value: "2026-12-10T10:00:00+03:00" }
+      comment:     { template: "Счёт {steps.invoice.result.number} по заказу {order_id}: позвонить" }
+`, 1)
+	r := newRig(t, withSettings(""), withIntents(intentsDir(t, "order.fulfil.v1.yaml", process)))
+	const key = "test:order.fulfil:order-e2e-1:v1"
+	body := `{"schema_version":"1.0","intent":"order.fulfil","payload":{"order_id":"order-e2e-1","account_id":"merchant-account-17","amount_minor":125000,
+		"items":[{"product_id":"product-778","quantity":2,"unit":"pcs","price_minor":62500}]}}`
+	code, answer, err := r.post(key, body)
+	if err != nil || code != 200 || answer["state"] != "succeeded" {
+		t.Fatalf("the process: %d %v %v", code, answer, err)
+	}
+	steps := answer["steps"].([]any)
+	if len(steps) != 2 {
+		t.Fatalf("steps: %v", steps)
+	}
+	effects := r.simJSON("/_sim/effects")
+	for i, target := range []string{"onec", "bitrix24"} {
+		s := steps[i].(map[string]any)
+		if s["state"] != "succeeded" || effects[target][s["operation_key"].(string)] != 1 {
+			t.Errorf("step %v: %v; effects at %s: %v", s["name"], s, target, effects[target])
+		}
+	}
+	if code, again, err := r.post(key, body); err != nil || code != 200 || again["replayed"] != true {
+		t.Fatalf("the replay: %d %v %v", code, again, err)
 	}
 }

@@ -51,6 +51,9 @@ type answer struct {
 	// UTC).
 	ApprovalExpiresAt string `json:"approval_expires_at,omitempty"`
 
+	// Steps: a process's steps, in order.
+	Steps []stepAnswer `json:"steps,omitempty"`
+
 	// Validate mode only.
 	Plan     json.RawMessage `json:"plan,omitempty"`
 	PlanHash string          `json:"plan_hash,omitempty"`

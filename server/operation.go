@@ -56,6 +56,8 @@ func (s *Server) handleOperationCreate(c echo.Context) error {
 			return err
 		}
 		return s.writeAnswer(c, http.StatusOK, a)
+	case engine.KindProcess:
+		return s.writeProcess(c, out.Process, out.Steps, out.RequestID, out.Replayed)
 	}
 	return s.writeOperation(c, out.Op, out.RequestID, out.Replayed)
 }
@@ -95,6 +97,14 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 	}
 	op, err := s.engine.Operation(ctx, agent, key)
 	if errors.Is(err, store.ErrNotFound) {
+		if p, steps, perr := s.engine.Process(ctx, agent, key); perr == nil {
+			_, retry, a := processAnswer(p, steps, "")
+			if retry > 0 {
+				c.Response().Header().Set("Retry-After", itoa(retry))
+			}
+			// Read with 200 whatever its state, as an operation is.
+			return s.writeAnswer(c, http.StatusOK, a)
+		}
 		// Another agent's key is not found either: keys are not shared.
 		return codes.New(codes.OperationNotFound, "", "no operation with this key")
 	}

@@ -57,6 +57,9 @@ func (s *Store) queueDeliveries(ctx context.Context, t *txn, o *Outbox) (bool, e
 			continue
 		}
 		op, err := getOperation(ctx, t, e.OperationKey)
+		if errors.Is(err, ErrNotFound) {
+			continue // a process's key: its events are its own
+		}
 		if err != nil {
 			return false, fmt.Errorf("outbox: %w", err)
 		}

@@ -203,6 +203,8 @@ var english = Labels{
 		"APPROVAL_REQUIRED":                "a person's approval is needed",
 		"APPROVAL_DENIED":                  "a person denied the operation",
 		"APPROVAL_EXPIRED":                 "nobody approved the operation in time",
+		"PROCESS_COMPENSATED":              "the process was undone: its completed steps were compensated as declared",
+		"PROCESS_NEEDS_REVIEW":             "the process waits for a person to finish undoing a step",
 		"OUTCOME_UNKNOWN":                  "the request was sent to the target, but its outcome is not known",
 		"TARGET_UNAVAILABLE":               "the target is unavailable",
 		"TARGET_NOT_PUBLISHED":             "nothing answers as the target at the configured address",

@@ -130,6 +130,16 @@ const (
 	TargetChangedValue = "TARGET_CHANGED_VALUE"
 )
 
+// A process: several operations, each step its own (docs/processes.md).
+const (
+	// ProcessCompensated: a step failed for good and the completed steps
+	// were undone as declared; the failed step's code comes with it.
+	ProcessCompensated = "PROCESS_COMPENSATED"
+	// ProcessNeedsReview: a person must finish the process: a manual
+	// compensation, or one the target refused.
+	ProcessNeedsReview = "PROCESS_NEEDS_REVIEW"
+)
+
 // info is what an answer carrying a code is: its HTTP status, and whether
 // the same request may be sent again.
 type info struct {
@@ -191,6 +201,9 @@ var catalogue = map[string]info{
 	PostingRefused:         {http.StatusUnprocessableEntity, false},
 	TargetIgnoresKeys:      {http.StatusUnprocessableEntity, false},
 	TargetChangedValue:     {http.StatusOK, false},
+
+	ProcessCompensated: {http.StatusUnprocessableEntity, false},
+	ProcessNeedsReview: {http.StatusAccepted, true},
 }
 
 // Status is the HTTP status of an answer that carries code: 422 for a

@@ -90,6 +90,9 @@ type Engine struct {
 	replays replayCache // final rows, for replays
 	plans   planCache   // validate mode only
 	signals TestSignals
+	// processes are the processes this run is driving, each by one
+	// pass at a time.
+	processes keyLocks
 }
 
 // New builds the engine over an open journal and its targets, keyed by

@@ -24,6 +24,9 @@ type Submission struct {
 	KeyHeader    string
 	HasKeyHeader bool
 	Body         []byte
+	// step: a process's step, sent by the engine under a derived key,
+	// which no agent may send.
+	step bool
 }
 
 // OutcomeKind is what an Outcome reports: a journal row, a validation, or a read.
@@ -60,6 +63,9 @@ type Outcome struct {
 	Read     adapters.Result
 	// Warnings of mode validate: a suspected duplicate.
 	Warnings []Warning
+	// Process and Steps: a process's row and its steps (KindProcess).
+	Process store.Process
+	Steps   []StepView
 }
 
 // request is an operation request that passed the contract.
@@ -98,8 +104,11 @@ func (e *Engine) Submit(ctx context.Context, sub Submission) (Outcome, error) {
 			Kind: KindOperation, Op: *r.replay, Replayed: true}, nil
 	}
 	env, def, key, norm := r.env, r.def, r.key, r.norm
-	seen.intent, seen.requestID = def, env.RequestID
 	out.RequestID = env.RequestID
+	if def.IsProcess() {
+		return e.submitProcess(ctx, tok, r, &out)
+	}
+	seen.intent, seen.requestID = def, env.RequestID
 
 	switch {
 	case env.Mode == contract.ModeValidate:
@@ -137,6 +146,9 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 	}
 	def, ok := e.cfg.Catalog.Lookup(r.env.Intent)
 	if !ok {
+		def, ok = e.cfg.Catalog.Process(r.env.Intent)
+	}
+	if !ok {
 		op, err := e.notServed(ctx, sub, r.env)
 		if err != nil {
 			return request{}, err
@@ -146,7 +158,7 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 		return r, nil
 	}
 	r.def, out.Intent = def, def
-	if !sub.Token.Has(def.Scope) {
+	if !def.IsProcess() && !sub.Token.Has(def.Scope) {
 		return request{}, codes.Refusef(codes.PermissionDenied, "", "this token lacks the %q scope that %s needs", def.Scope, def.Name)
 	}
 	if r.key, err = contract.KeyFromRequest(sub.KeyHeader, sub.HasKeyHeader, r.env.RequestID, e.cfg.Contour, def.Name); err != nil {
@@ -159,13 +171,18 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 		if err := contract.CheckKey(r.key, e.cfg.Contour, def.Name); err != nil {
 			return request{}, err
 		}
+		if isStepKey(r.key) && !sub.step {
+			return request{}, codes.Refusef(codes.KeyInvalid, contract.KeyField,
+				"operation keys whose id starts with %s are the keys of processes' steps, which the gateway makes; build your key from a business id, e.g. %s",
+				stepKeyPrefix, contract.ExampleKey(e.cfg.Contour, def.Name))
+		}
 		out.Key = r.key
 	}
 	if r.norm, err = def.NormalizeEnvelope(&r.env); err != nil {
 		return request{}, err
 	}
 	out.Fingerprint = r.norm.Fingerprint
-	if _, ok := e.targets[def.Target]; !ok {
+	if _, ok := e.targets[def.Target]; !ok && !def.IsProcess() {
 		return request{}, fmt.Errorf("no target configured for system %q", def.Target)
 	}
 	return r, nil

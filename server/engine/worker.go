@@ -18,12 +18,13 @@ var (
 	reconcilerCtx = store.Actor{Kind: store.ActorSystem, Name: "reconciler"}
 	executorCtx   = store.Actor{Kind: store.ActorSystem, Name: "executor"}
 	retentionCtx  = store.Actor{Kind: store.ActorSystem, Name: "retention"}
+	processCtx    = store.Actor{Kind: store.ActorSystem, Name: "processes"}
 )
 
 // Run starts the reconciler, the executor and retention; they stop when
 // ctx is done. The returned function waits for them.
 func (e *Engine) Run(ctx context.Context) (wait func()) {
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 4)
 	loop := func(every time.Duration, wake <-chan struct{}, tick func(context.Context)) {
 		defer func() { done <- struct{}{} }()
 		t := time.NewTicker(every)
@@ -41,8 +42,10 @@ func (e *Engine) Run(ctx context.Context) (wait func()) {
 	go loop(e.cfg.ReconcileInterval, nil, e.reconcileDue)
 	go loop(e.cfg.ReconcileInterval, e.wake, e.executeApproved)
 	go loop(10*time.Minute, nil, e.purge)
+	paced := map[string]pace{}
+	go loop(processTick, nil, func(ctx context.Context) { e.driveProcesses(ctx, paced) })
 	return func() {
-		for range 3 {
+		for range 4 {
 			<-done
 		}
 	}

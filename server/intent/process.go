@@ -3,6 +3,7 @@ package intent
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -409,4 +410,98 @@ func jsonType(raw json.RawMessage) string {
 		return "object"
 	}
 	return "null"
+}
+
+// Made is what a completed step made: the id of its object at its
+// target and its result, as a mapping reads them.
+type Made struct {
+	ObjectID string
+	Result   map[string]any
+}
+
+// Fill makes the payload of a step (or a compensation) from its mapping
+// fields: the process's normalized payload, and what the completed steps
+// made, by name. The step's intent validates what it gets as it would an
+// agent's payload.
+func Fill(fields []Field, payload map[string]any, made map[string]Made) (map[string]any, error) {
+	out := make(map[string]any, len(fields))
+	for _, f := range fields {
+		switch {
+		case f.From != "":
+			if v, ok := lookupPath(payload, f.From); ok {
+				out[f.Name] = v
+			}
+		case f.Value != nil:
+			var v any
+			if err := json.Unmarshal(f.Value, &v); err != nil {
+				return nil, err
+			}
+			out[f.Name] = v
+		case f.Step != "":
+			v, err := madeField(made, f.Step, f.StepField)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", f.Name, err)
+			}
+			out[f.Name] = v
+		default:
+			var err error
+			text := placeholder.ReplaceAllStringFunc(f.Template, func(m string) string {
+				ref := m[1 : len(m)-1]
+				if rest, ok := strings.CutPrefix(ref, "steps."); ok {
+					name, field, _ := strings.Cut(rest, ".")
+					v, ferr := madeField(made, name, field)
+					if ferr != nil && err == nil {
+						err = fmt.Errorf("%s: %w", f.Name, ferr)
+					}
+					return fmt.Sprint(v)
+				}
+				v := payload[ref]
+				if v == nil {
+					return ""
+				}
+				return fmt.Sprint(v)
+			})
+			if err != nil {
+				return nil, err
+			}
+			out[f.Name] = text
+		}
+	}
+	return out, nil
+}
+
+// madeField is field (target_object_id or result.NAME) of the step name
+// made.
+func madeField(made map[string]Made, name, field string) (any, error) {
+	m, ok := made[name]
+	if !ok {
+		return nil, fmt.Errorf("step %s has made nothing yet", name)
+	}
+	if field == StepObjectID {
+		if m.ObjectID == "" {
+			return nil, fmt.Errorf("step %s made no object with an id", name)
+		}
+		return m.ObjectID, nil
+	}
+	member := strings.TrimPrefix(field, stepResult)
+	v, ok := m.Result[member]
+	if !ok {
+		return nil, fmt.Errorf("step %s's result has no %s", name, member)
+	}
+	return v, nil
+}
+
+// lookupPath is the value at a dotted path of a decoded payload.
+func lookupPath(v map[string]any, path string) (any, bool) {
+	var cur any = v
+	for part := range strings.SplitSeq(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }

@@ -1,0 +1,400 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters/codes"
+	"github.com/oncegate/oncegate/server/contract"
+	"github.com/oncegate/oncegate/server/intent"
+	"github.com/oncegate/oncegate/store"
+)
+
+// Processes. A process's steps are ordinary operations, submitted here as
+// an agent's would be, under keys derived from the process's key, so
+// every guarantee of an operation holds for each: the fingerprint, the
+// approval, the duplicate rules, reconciliation before any resend. The
+// process's own row only says where it stands; where it stands is always
+// derived again from its steps' rows, so driving a process twice, after a
+// restart or on two gateways at once, decides the same and makes nothing
+// twice.
+
+// KindProcess: a process (Process, Steps).
+const KindProcess OutcomeKind = KindRead + 1
+
+// StepView is one step of a process as its rows stand.
+type StepView struct {
+	Name   string
+	Intent string
+	Key    string
+	// Op is the step's operation; nil before the step was sent, or when
+	// it was refused before it was journaled (Refusal then).
+	Op      *store.Operation
+	Refusal *codes.Refusal
+	// Compensation is what undoes the step, once its undoing started.
+	Compensation *CompensationView
+}
+
+// CompensationView is the undoing of a step.
+type CompensationView struct {
+	Intent  string
+	Key     string
+	Op      *store.Operation
+	Refusal *codes.Refusal
+}
+
+// stepKeyPrefix starts the id segment of a derived key: agents' keys may
+// not start so, so no agent's key collides with a step's.
+const stepKeyPrefix = "px-"
+
+// stepKey is the key of a process's step (or, undo, of its compensation):
+// in the step intent's own key grammar, its id segment the process key's
+// id, a digest of the whole process key (letters only, so no run of
+// digits reads as a card number) and the step's name.
+func stepKey(contour, processKey, stepIntent, step string, undo bool) string {
+	segs := strings.Split(processKey, ":")
+	id := segs[len(segs)-2]
+	sum := sha256.Sum256([]byte(processKey))
+	var h [12]byte
+	for i := range h {
+		h[i] = 'a' + sum[i]%16
+	}
+	if undo {
+		step += "-undo"
+	}
+	tail := "-" + string(h[:]) + "-" + strings.ReplaceAll(step, "_", "-")
+	head := contour + ":" + stepIntent + ":" + stepKeyPrefix
+	if room := contract.MaxKeyLen - len(head) - len(tail) - len(":v1"); len(id) > room {
+		id = id[:max(room, 0)]
+	}
+	return head + strings.Trim(id, "-._") + tail + ":v1"
+}
+
+// isStepKey reports whether key is shaped as a derived step key.
+func isStepKey(key string) bool {
+	segs := strings.Split(key, ":")
+	return len(segs) >= 4 && strings.HasPrefix(segs[len(segs)-2], stepKeyPrefix)
+}
+
+// submitProcess answers a request for a process: its key bound to its
+// fingerprint in the journal, then driven as far as it goes now.
+func (e *Engine) submitProcess(ctx context.Context, tok store.Token, r request, out *Outcome) (Outcome, error) {
+	def := r.def
+	for _, sc := range def.StepScopes {
+		if !tok.Has(sc) {
+			return *out, codes.Refusef(codes.PermissionDenied, "", "this token lacks the %q scope that the steps of %s need (it needs %s)",
+				sc, def.Name, strings.Join(def.StepScopes, ", "))
+		}
+	}
+	if r.env.Mode == contract.ModeValidate {
+		return *out, codes.New(codes.Validation, "mode", "mode validate is not served for a process yet; send it in mode execute")
+	}
+	p, created, err := e.store.BeginProcess(ctx, store.Process{
+		Key: r.key, Intent: def.Name, IntentVersion: def.Version, IntentDigest: def.Digest, Fingerprint: r.norm.Fingerprint,
+		Agent: tok.Agent, Scopes: tok.Scopes, RequestID: r.env.RequestID, Payload: r.norm.Payload,
+	})
+	if err != nil {
+		return *out, err
+	}
+	switch {
+	case p.Agent != tok.Agent:
+		return *out, keyForeign()
+	case p.Fingerprint != r.norm.Fingerprint:
+		return *out, codes.New(codes.KeyMismatch, "", "this key was first used with a different request; a changed request needs a new key. "+
+			"The key's own process is "+string(p.State)+"; read it with GET /v1/operations/{key}")
+	}
+	o := Outcome{Intent: def, Key: r.key, Fingerprint: p.Fingerprint, RequestID: r.env.RequestID, Kind: KindProcess, Replayed: !created}
+	o.Process, o.Steps, err = e.driveProcess(ctx, def, p)
+	return o, err
+}
+
+// Process reads a process and its steps for agent; ErrNotFound for a key
+// that holds no process of agent's.
+func (e *Engine) Process(ctx context.Context, agent, key string) (store.Process, []StepView, error) {
+	p, err := e.store.GetProcess(ctx, key)
+	if err != nil {
+		return p, nil, err
+	}
+	if p.Agent != agent {
+		return store.Process{}, nil, store.ErrNotFound
+	}
+	def, ok := e.cfg.Catalog.Version(p.Intent, p.IntentVersion)
+	if !ok || !def.IsProcess() {
+		return p, nil, nil
+	}
+	steps, err := e.viewSteps(ctx, def, p)
+	return p, steps, err
+}
+
+// driveProcess takes a process as far as it goes now and moves its row to
+// where it then stands. A final process is only read.
+func (e *Engine) driveProcess(ctx context.Context, def *intent.Intent, p store.Process) (store.Process, []StepView, error) {
+	if p.State.Final() || p.State == store.ProcessNeedsReview {
+		steps, err := e.viewSteps(ctx, def, p)
+		return p, steps, err
+	}
+	unlock := e.processes.lock(p.Key)
+	defer unlock()
+	d := &drive{e: e, def: def, p: p, made: map[string]intent.Made{}, tok: store.Token{Agent: p.Agent, Scopes: p.Scopes}}
+	if err := d.decode(); err != nil {
+		return p, nil, err
+	}
+	state, step, code, msg := d.forward(ctx)
+	moved, err := e.store.MoveProcess(ctx, p.Key, state, step, code, msg)
+	if err != nil {
+		return p, d.steps, err
+	}
+	return moved, d.steps, nil
+}
+
+// drive is one pass over a process's steps.
+type drive struct {
+	e       *Engine
+	def     *intent.Intent
+	p       store.Process
+	tok     store.Token
+	payload map[string]any
+	made    map[string]intent.Made
+	steps   []StepView
+	// transient is set when a step could not be sent or read for now:
+	// the state stays and the pass is tried again.
+	transient error
+}
+
+func (d *drive) decode() error {
+	dec := json.NewDecoder(bytes.NewReader(d.p.Payload))
+	dec.UseNumber()
+	return dec.Decode(&d.payload)
+}
+
+// forward runs the steps in order up to the first that is not succeeded,
+// and says where the process stands; a step failed for good turns it to
+// undoing the completed ones.
+func (d *drive) forward(ctx context.Context) (store.ProcessState, string, string, string) {
+	for i, s := range d.def.Steps {
+		view := StepView{Name: s.Name, Intent: s.Intent, Key: stepKey(d.e.cfg.Contour, d.p.Key, s.Intent, s.Name, false)}
+		var (
+			op      *store.Operation
+			refusal *codes.Refusal
+		)
+		if d.p.ErrorCode != "" {
+			// A step failed for good before: the process is being undone,
+			// and no step is sent again — a step refused then might be
+			// accepted now, after what it followed was undone.
+			if op = d.read(ctx, view.Key); op == nil && d.transient == nil {
+				refusal = &codes.Refusal{Code: d.p.ErrorCode, Message: d.p.ErrorMessage}
+			}
+		} else {
+			op, refusal = d.run(ctx, s.Intent, view.Key, s.Payload)
+		}
+		view.Op, view.Refusal = op, refusal
+		d.steps = append(d.steps, view)
+		switch {
+		case d.transient != nil:
+			return d.p.State, s.Name, "", ""
+		case refusal != nil:
+			return d.backward(ctx, i-1, s.Name, refusal.Code, refusal.Message)
+		}
+		switch op.Status {
+		case store.StatusSucceeded:
+			d.made[s.Name] = made(*op)
+		case store.StatusFailedFinal:
+			return d.backward(ctx, i-1, s.Name, op.ErrorCode, op.ErrorMessage)
+		case store.StatusAwaitingApproval:
+			d.rest(i + 1)
+			return store.ProcessAwaitingApproval, s.Name, "", ""
+		case store.StatusUnknown:
+			d.rest(i + 1)
+			return store.ProcessUnknown, s.Name, "", ""
+		default: // started, or failed_retryable: sent again on the next pass
+			d.rest(i + 1)
+			return store.ProcessStarted, s.Name, "", ""
+		}
+	}
+	return store.ProcessSucceeded, d.def.Steps[len(d.def.Steps)-1].Name, "", ""
+}
+
+// rest adds the steps from i on, not sent yet, to the view.
+func (d *drive) rest(i int) {
+	for _, s := range d.def.Steps[i:] {
+		d.steps = append(d.steps, StepView{Name: s.Name, Intent: s.Intent, Key: stepKey(d.e.cfg.Contour, d.p.Key, s.Intent, s.Name, false)})
+	}
+}
+
+// backward undoes the completed steps from i down, in reverse order, after
+// step failed for good with code; it says where the process then stands.
+func (d *drive) backward(ctx context.Context, i int, failed, code, msg string) (store.ProcessState, string, string, string) {
+	d.rest(len(d.steps))
+	if i < 0 {
+		// Nothing was made: refused before any step took effect.
+		return store.ProcessRejected, failed, code, msg
+	}
+	for j := i; j >= 0; j-- {
+		s := d.def.Steps[j]
+		c := s.Compensate
+		switch c.Kind {
+		case intent.CompensateNone:
+			continue
+		case intent.CompensateManual:
+			return store.ProcessNeedsReview, s.Name, code, msg
+		}
+		view := &CompensationView{Intent: c.Intent, Key: stepKey(d.e.cfg.Contour, d.p.Key, c.Intent, s.Name, true)}
+		d.steps[j].Compensation = view
+		view.Op, view.Refusal = d.run(ctx, c.Intent, view.Key, c.Payload)
+		switch {
+		case d.transient != nil:
+			return store.ProcessCompensating, failed, code, msg
+		case view.Refusal != nil:
+			return store.ProcessNeedsReview, s.Name, code, msg
+		}
+		switch view.Op.Status {
+		case store.StatusSucceeded:
+			continue
+		case store.StatusFailedFinal:
+			return store.ProcessNeedsReview, s.Name, code, msg
+		default:
+			return store.ProcessCompensating, failed, code, msg
+		}
+	}
+	return store.ProcessCompensated, failed, code, msg
+}
+
+// run submits one step (or compensation) under key, its payload filled
+// from fields, as the process's agent: a replay when it ran before. It
+// returns the step's row, or the refusal that kept it from the journal;
+// anything else is transient (d.transient).
+func (d *drive) run(ctx context.Context, name, key string, fields []intent.Field) (*store.Operation, *codes.Refusal) {
+	// A step's row that is there and not to be sent again is read, not
+	// submitted: a pass over a process that waits writes nothing.
+	if op := d.read(ctx, key); d.transient != nil || op != nil && op.Status != store.StatusFailedRetryable {
+		return op, nil
+	}
+	payload, err := intent.Fill(fields, d.payload, d.made)
+	if err != nil {
+		// A mapping reading what an earlier step did not make: the
+		// loader checked names, not what a target answers.
+		return nil, &codes.Refusal{Code: codes.Validation, Message: err.Error(), Status: http.StatusUnprocessableEntity}
+	}
+	body, err := json.Marshal(map[string]any{"schema_version": contract.SchemaVersion, "intent": name, "payload": payload})
+	if err != nil {
+		d.transient = err
+		return nil, nil
+	}
+	out, err := d.e.Submit(ctx, Submission{Token: d.tok, KeyHeader: key, HasKeyHeader: true, Body: body, step: true})
+	var r *codes.Refusal
+	switch {
+	case err == nil && out.Kind == KindOperation:
+		op := out.Op
+		return &op, nil
+	case errors.As(err, &r) && r.Status < 500 && !codes.Retryable(r.Code):
+		return nil, r
+	case err == nil:
+		d.transient = fmt.Errorf("step %s answered no operation", key)
+	default:
+		d.transient = err
+	}
+	d.e.log.Warn("process: a step could not be sent for now; the process is driven again", "process", d.p.Key, "step", key, "err", d.transient)
+	return nil, nil
+}
+
+// read is the row of key, nil when there is none; a journal that cannot
+// be read is transient.
+func (d *drive) read(ctx context.Context, key string) *store.Operation {
+	op, err := d.e.store.Get(ctx, key)
+	switch {
+	case err == nil:
+		return &op
+	case !errors.Is(err, store.ErrNotFound):
+		d.transient = err
+	}
+	return nil
+}
+
+// made is what a succeeded step's row says it made.
+func made(op store.Operation) intent.Made {
+	m := intent.Made{ObjectID: op.TargetObjectID}
+	if len(op.Result) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(op.Result))
+		dec.UseNumber()
+		_ = dec.Decode(&m.Result) // a result that is no object reads as none
+	}
+	return m
+}
+
+// viewSteps reads a process's steps from their rows, sending nothing.
+func (e *Engine) viewSteps(ctx context.Context, def *intent.Intent, p store.Process) ([]StepView, error) {
+	var out []StepView
+	for _, s := range def.Steps {
+		v := StepView{Name: s.Name, Intent: s.Intent, Key: stepKey(e.cfg.Contour, p.Key, s.Intent, s.Name, false)}
+		op, err := e.store.Get(ctx, v.Key)
+		switch {
+		case err == nil:
+			v.Op = &op
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+		if s.Compensate.Kind == intent.CompensateIntent {
+			ck := stepKey(e.cfg.Contour, p.Key, s.Compensate.Intent, s.Name, true)
+			if cop, err := e.store.Get(ctx, ck); err == nil {
+				v.Compensation = &CompensationView{Intent: s.Compensate.Intent, Key: ck, Op: &cop}
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// processTick is how often the unfinished processes are driven; one that
+// waits for a target that could not be asked is driven less often, up to
+// processBackoff.
+const (
+	processTick    = time.Second
+	processBackoff = 30 * time.Second
+)
+
+// driveProcesses drives the processes not final, but those waiting for a
+// person, as far as each goes now: after a restart, after an approval,
+// after a step's outcome was reconciled. next paces the ones a pass left
+// where they were for want of a target.
+func (e *Engine) driveProcesses(ctx context.Context, next map[string]pace) {
+	list, err := e.store.UnfinishedProcesses(ctx, 200)
+	if err != nil {
+		e.log.Error("processes: list unfinished", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, p := range list {
+		if ctx.Err() != nil {
+			return
+		}
+		if p.State == store.ProcessNeedsReview || now.Before(next[p.Key].at) {
+			continue
+		}
+		def, ok := e.cfg.Catalog.Version(p.Intent, p.IntentVersion)
+		if !ok || !def.IsProcess() || !def.Accepts(p.IntentDigest) {
+			continue // its definition is gone or changed: serve refuses to start then
+		}
+		moved, _, err := e.driveProcess(store.WithActor(ctx, processCtx), def, p)
+		if err != nil || moved.State == p.State && moved.Step == p.Step && moved.State == store.ProcessStarted {
+			wait := min(max(2*next[p.Key].wait, processTick), processBackoff)
+			next[p.Key] = pace{at: now.Add(wait), wait: wait}
+			continue
+		}
+		delete(next, p.Key)
+	}
+}
+
+// pace is when a process is driven next, and the wait before that.
+type pace struct {
+	at   time.Time
+	wait time.Duration
+}

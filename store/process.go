@@ -1,0 +1,192 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Processes. A process's row holds what its steps are made from and where
+// it stands; each step is an ordinary operation under a key derived from
+// the process's, so the journal of operations keeps every step's effect
+// exactly once, and the process's own row only says which step the
+// process is at. Every state change is an audit event on the process's
+// key, which wakes those waiting on it.
+
+// ProcessState is where a process stands.
+type ProcessState string
+
+// The states of a process (docs/processes.md, States).
+const (
+	ProcessStarted          ProcessState = "started"
+	ProcessAwaitingApproval ProcessState = "awaiting_approval"
+	ProcessUnknown          ProcessState = "unknown"
+	ProcessSucceeded        ProcessState = "succeeded"
+	ProcessCompensating     ProcessState = "compensating"
+	ProcessCompensated      ProcessState = "compensated"
+	ProcessNeedsReview      ProcessState = "needs_review"
+	ProcessRejected         ProcessState = "rejected"
+)
+
+// Final reports whether nothing more happens to a process in state s.
+func (s ProcessState) Final() bool {
+	return s == ProcessSucceeded || s == ProcessCompensated || s == ProcessRejected
+}
+
+// Process is one process's row.
+type Process struct {
+	Key           string
+	Intent        string // the process's name
+	IntentVersion int
+	IntentDigest  string
+	Fingerprint   string
+	Agent         string
+	// Scopes are the rights of the token that started the process: its
+	// steps run under them, after a restart too.
+	Scopes    []string
+	RequestID string
+	Payload   json.RawMessage // normalized
+	State     ProcessState
+	// Step is the step the state is about: the one awaited, or the one
+	// that failed for good.
+	Step         string
+	ErrorCode    string
+	ErrorMessage string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	CompletedAt  time.Time
+}
+
+const processColumns = `key, intent, intent_version, intent_digest, fingerprint, agent, scopes, request_id, payload,
+	state, step, error_code, error_message, created_at, updated_at, completed_at`
+
+func scanProcess(sc scanner) (Process, error) {
+	var (
+		p                Process
+		scopes, payload  string
+		created, updated string
+		completed        sql.NullString
+	)
+	err := sc.Scan(&p.Key, &p.Intent, &p.IntentVersion, &p.IntentDigest, &p.Fingerprint, &p.Agent, &scopes, &p.RequestID,
+		&payload, &p.State, &p.Step, &p.ErrorCode, &p.ErrorMessage, &created, &updated, &completed)
+	if err != nil {
+		return Process{}, err
+	}
+	p.Scopes = strings.Fields(scopes)
+	p.Payload = json.RawMessage(payload)
+	p.CreatedAt = parseTime(sql.NullString{String: created, Valid: true})
+	p.UpdatedAt = parseTime(sql.NullString{String: updated, Valid: true})
+	p.CompletedAt = parseTime(completed)
+	return p, nil
+}
+
+// BeginProcess journals p as started, unless its key already holds a
+// process: it returns the row the key holds and whether this call wrote
+// it. The caller compares fingerprints.
+func (s *Store) BeginProcess(ctx context.Context, p Process) (Process, bool, error) {
+	var (
+		got     Process
+		created bool
+	)
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		got, created = Process{}, false
+		now := formatTime(s.now())
+		res, err := tx.ExecContext(ctx, `
+			INSERT INTO processes (key, intent, intent_version, intent_digest, fingerprint, agent, scopes, request_id, payload,
+				state, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+			p.Key, p.Intent, p.IntentVersion, p.IntentDigest, p.Fingerprint, p.Agent, strings.Join(p.Scopes, " "), p.RequestID,
+			string(p.Payload), ProcessStarted, now, now)
+		if err != nil {
+			return fmt.Errorf("begin process: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			created = true
+			if err := s.appendAudit(ctx, tx, "process.started", p.Key, map[string]any{"intent": p.Intent, "version": p.IntentVersion}); err != nil {
+				return err
+			}
+		}
+		got, err = scanProcess(tx.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, p.Key))
+		return interpretError(err)
+	})
+	return got, created, err
+}
+
+// MoveProcess puts a process that is not final into state, about step,
+// with the failed step's code and message (kept once set, so a final
+// answer names what failed); a change is an audit event. It returns the
+// row as it stands.
+func (s *Store) MoveProcess(ctx context.Context, key string, state ProcessState, step, code, msg string) (Process, error) {
+	var got Process
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		cur, err := scanProcess(tx.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, key))
+		if err != nil {
+			return interpretError(err)
+		}
+		got = cur
+		if cur.State.Final() || cur.State == state && cur.Step == step && (code == "" || cur.ErrorCode == code) {
+			return nil
+		}
+		if code == "" {
+			code, msg = cur.ErrorCode, cur.ErrorMessage
+		}
+		now := s.now()
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE processes SET state = ?, step = ?, error_code = ?, error_message = ?, updated_at = ?, completed_at = ?
+			WHERE key = ?`, state, step, code, msg, formatTime(now), finalTime(state, now), key); err != nil {
+			return fmt.Errorf("move process: %w", err)
+		}
+		got.State, got.Step, got.ErrorCode, got.ErrorMessage, got.UpdatedAt = state, step, code, msg, now
+		if state.Final() {
+			got.CompletedAt = now
+		}
+		detail := map[string]any{"from": string(cur.State), "step": step}
+		if code != "" {
+			detail["code"] = code
+		}
+		return s.appendAudit(ctx, tx, "process."+string(state), key, detail)
+	})
+	return got, err
+}
+
+// finalTime is completed_at for a process moving to state at now.
+func finalTime(state ProcessState, now time.Time) any {
+	if state.Final() {
+		return formatTime(now)
+	}
+	return nil
+}
+
+// GetProcess reads one process; ErrNotFound when the key holds none.
+func (s *Store) GetProcess(ctx context.Context, key string) (Process, error) {
+	p, err := scanProcess(s.rdb.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Process{}, ErrNotFound
+	}
+	return p, err
+}
+
+// UnfinishedProcesses lists processes not final, the least recently
+// moved first, at most limit.
+func (s *Store) UnfinishedProcesses(ctx context.Context, limit int) ([]Process, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+processColumns+` FROM processes
+		WHERE state NOT IN (?, ?, ?) ORDER BY updated_at, key LIMIT ?`,
+		ProcessSucceeded, ProcessCompensated, ProcessRejected, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Process
+	for rows.Next() {
+		p, err := scanProcess(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
