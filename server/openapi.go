@@ -344,6 +344,8 @@ var errorCodes = []namedDoc{
 	{codes.TargetChangedValue, "a warning, never a refusal: the target made the effect but did not keep a value as sent (1C cut a string to its attribute's length, ignored a property, stored nothing for a value); field names the payload field, the message what the target holds"},
 	{codes.DuplicateReviewRequired, "another key about the same business event, rule hold: the operation waits for a person to decide whether it is a duplicate; send the same request again to learn the decision"},
 	{codes.DuplicateConfirmed, "a person confirmed the held operation duplicates an earlier one; it is final"},
+	{codes.ProcessCompensated, "a process's step failed for good (its code comes first) and the completed steps were undone as declared; final"},
+	{codes.ProcessNeedsReview, "undoing a process's step needs a person (a manual compensation, or one the target refused); read the process again later"},
 	{codes.KeyMissing, "a mutating intent in execute mode came without an operation key"},
 	{codes.KeyInvalid, "malformed key, wrong contour, key/intent mismatch, secret in the key, or header and request_id differ"},
 	{codes.IntentNotAllowed, "the intent is not in the whitelist"},

@@ -84,10 +84,11 @@ func scanProcess(sc scanner) (Process, error) {
 	return p, nil
 }
 
-// BeginProcess journals p as started, unless its key already holds a
-// process: it returns the row the key holds and whether this call wrote
-// it. The caller compares fingerprints.
-func (s *Store) BeginProcess(ctx context.Context, p Process) (Process, bool, error) {
+// BeginProcess journals p as started, leased to owner for ttl, unless its
+// key already holds a process: it returns the row the key holds and
+// whether this call wrote it (and so holds its lease). The caller
+// compares fingerprints.
+func (s *Store) BeginProcess(ctx context.Context, p Process, owner string, ttl time.Duration) (Process, bool, error) {
 	var (
 		got     Process
 		created bool
@@ -97,10 +98,10 @@ func (s *Store) BeginProcess(ctx context.Context, p Process) (Process, bool, err
 		now := formatTime(s.now())
 		res, err := tx.ExecContext(ctx, `
 			INSERT INTO processes (key, intent, intent_version, intent_digest, fingerprint, agent, scopes, request_id, payload,
-				state, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
+				state, created_at, updated_at, lease_owner, lease_until)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING`,
 			p.Key, p.Intent, p.IntentVersion, p.IntentDigest, p.Fingerprint, p.Agent, strings.Join(p.Scopes, " "), p.RequestID,
-			string(p.Payload), ProcessStarted, now, now)
+			string(p.Payload), ProcessStarted, now, now, owner, formatTime(s.now().Add(ttl)))
 		if err != nil {
 			return fmt.Errorf("begin process: %w", err)
 		}
@@ -116,13 +117,45 @@ func (s *Store) BeginProcess(ctx context.Context, p Process) (Process, bool, err
 	return got, created, err
 }
 
+// LeaseProcess gives owner the lease of a process that is not final for
+// ttl, unless another holds it unexpired: only the lease's holder sends
+// the process's steps, so on several gateways no two passes race to send
+// what the other has just decided against. It returns the row as it
+// stands and whether owner holds the lease.
+func (s *Store) LeaseProcess(ctx context.Context, key, owner string, ttl time.Duration) (Process, bool, error) {
+	var (
+		got    Process
+		leased bool
+	)
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		now := s.now()
+		res, err := tx.ExecContext(ctx, `UPDATE processes SET lease_owner = ?, lease_until = ?
+			WHERE key = ? AND state NOT IN (?, ?, ?) AND (lease_owner IS NULL OR lease_owner = ? OR lease_until < ?)`,
+			owner, formatTime(now.Add(ttl)), key, ProcessSucceeded, ProcessCompensated, ProcessRejected, owner, formatTime(now))
+		if err != nil {
+			return fmt.Errorf("lease process: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		leased = n == 1
+		got, err = scanProcess(tx.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, key))
+		return interpretError(err)
+	})
+	return got, leased, err
+}
+
 // MoveProcess puts a process that is not final into state, about step,
 // with the failed step's code and message (kept once set, so a final
-// answer names what failed); a change is an audit event. It returns the
-// row as it stands.
-func (s *Store) MoveProcess(ctx context.Context, key string, state ProcessState, step, code, msg string) (Process, error) {
+// answer names what failed), and gives back owner's lease ("" for none
+// held); a change of state is an audit event. It returns the row as it
+// stands.
+func (s *Store) MoveProcess(ctx context.Context, key, owner string, state ProcessState, step, code, msg string) (Process, error) {
 	var got Process
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		if owner != "" {
+			if _, err := tx.ExecContext(ctx, `UPDATE processes SET lease_owner = NULL, lease_until = NULL WHERE key = ? AND lease_owner = ?`, key, owner); err != nil {
+				return fmt.Errorf("release process: %w", err)
+			}
+		}
 		cur, err := scanProcess(tx.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, key))
 		if err != nil {
 			return interpretError(err)
@@ -189,4 +222,21 @@ func (s *Store) UnfinishedProcesses(ctx context.Context, limit int) ([]Process, 
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// OrphanProcessLeases gives back the process leases of runs other than
+// run, known dead (as OrphanLeases: never on a shared journal), so the
+// processes they were driving go on at once.
+func (s *Store) OrphanProcessLeases(ctx context.Context, run string) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		res, err := tx.ExecContext(ctx, `UPDATE processes SET lease_owner = NULL, lease_until = NULL
+			WHERE lease_owner IS NOT NULL AND lease_owner <> ?`, run)
+		if err != nil {
+			return fmt.Errorf("orphan process leases: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
 }

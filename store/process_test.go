@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/store/storetest"
@@ -21,27 +22,35 @@ func TestProcessJournal(t *testing.T) {
 		const key = "test:order.fulfil:order-77:v1"
 		p := store.Process{Key: key, Intent: "order.fulfil", IntentVersion: 1, IntentDigest: "d1", Fingerprint: "f1",
 			Agent: "shop-agent", Scopes: []string{"write", "pay"}, Payload: json.RawMessage(`{"order_id":"order-77"}`)}
-		got, created, err := s.BeginProcess(ctx, p)
+		got, created, err := s.BeginProcess(ctx, p, "run-1", time.Minute)
 		if err != nil || !created || got.State != store.ProcessStarted || got.Fingerprint != "f1" || !slices.Equal(got.Scopes, p.Scopes) {
 			t.Fatalf("begin: %+v %v %v", got, created, err)
 		}
 		other := p
 		other.Fingerprint = "f2"
-		if got, created, err = s.BeginProcess(ctx, other); err != nil || created || got.Fingerprint != "f1" {
+		if got, created, err = s.BeginProcess(ctx, other, "run-2", time.Minute); err != nil || created || got.Fingerprint != "f1" {
 			t.Fatalf("a second begin under the key: %+v %v %v; want the first row", got, created, err)
 		}
-		if _, err := s.MoveProcess(ctx, key, store.ProcessAwaitingApproval, "charge", "", ""); err != nil {
+		// The lease: held by the run that began it, refused to another
+		// until it is given back.
+		if _, leased, err := s.LeaseProcess(ctx, key, "run-2", time.Minute); err != nil || leased {
+			t.Fatalf("another run took a held lease: %v %v", leased, err)
+		}
+		if _, err := s.MoveProcess(ctx, key, "run-1", store.ProcessAwaitingApproval, "charge", "", ""); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.MoveProcess(ctx, key, store.ProcessCompensating, "charge", "APPROVAL_DENIED", "denied"); err != nil {
+		if _, leased, err := s.LeaseProcess(ctx, key, "run-2", time.Minute); err != nil || !leased {
+			t.Fatalf("the lease given back is not taken: %v %v", leased, err)
+		}
+		if _, err := s.MoveProcess(ctx, key, "", store.ProcessCompensating, "charge", "APPROVAL_DENIED", "denied"); err != nil {
 			t.Fatal(err)
 		}
 		// The failed step's code is kept through the compensation.
-		got, err = s.MoveProcess(ctx, key, store.ProcessCompensated, "invoice", "", "")
+		got, err = s.MoveProcess(ctx, key, "", store.ProcessCompensated, "invoice", "", "")
 		if err != nil || got.State != store.ProcessCompensated || got.ErrorCode != "APPROVAL_DENIED" || got.CompletedAt.IsZero() {
 			t.Fatalf("compensated: %+v %v", got, err)
 		}
-		if got, err = s.MoveProcess(ctx, key, store.ProcessStarted, "invoice", "", ""); err != nil || got.State != store.ProcessCompensated {
+		if got, err = s.MoveProcess(ctx, key, "", store.ProcessStarted, "invoice", "", ""); err != nil || got.State != store.ProcessCompensated {
 			t.Fatalf("a final process moved: %+v %v", got, err)
 		}
 		if got, err := s.GetProcess(ctx, key); err != nil || got.State != store.ProcessCompensated || got.Step != "invoice" {

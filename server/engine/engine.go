@@ -165,6 +165,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	if n > 0 {
 		e.log.Warn("operations left in flight by a previous run are now unknown and will be reconciled", "count", n)
 	}
+	if n, err = e.store.OrphanProcessLeases(ctx, e.owner); err != nil {
+		return err
+	}
+	if n > 0 {
+		e.log.Warn("processes left in flight by a previous run go on", "count", n)
+	}
 	return nil
 }
 

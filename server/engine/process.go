@@ -99,7 +99,7 @@ func (e *Engine) submitProcess(ctx context.Context, tok store.Token, r request, 
 	p, created, err := e.store.BeginProcess(ctx, store.Process{
 		Key: r.key, Intent: def.Name, IntentVersion: def.Version, IntentDigest: def.Digest, Fingerprint: r.norm.Fingerprint,
 		Agent: tok.Agent, Scopes: tok.Scopes, RequestID: r.env.RequestID, Payload: r.norm.Payload,
-	})
+	}, e.owner, e.processLease(def))
 	if err != nil {
 		return *out, err
 	}
@@ -111,7 +111,7 @@ func (e *Engine) submitProcess(ctx context.Context, tok store.Token, r request, 
 			"The key's own process is "+string(p.State)+"; read it with GET /v1/operations/{key}")
 	}
 	o := Outcome{Intent: def, Key: r.key, Fingerprint: p.Fingerprint, RequestID: r.env.RequestID, Kind: KindProcess, Replayed: !created}
-	o.Process, o.Steps, err = e.driveProcess(ctx, def, p)
+	o.Process, o.Steps, err = e.driveProcess(ctx, def, p, created)
 	return o, err
 }
 
@@ -134,24 +134,75 @@ func (e *Engine) Process(ctx context.Context, agent, key string) (store.Process,
 }
 
 // driveProcess takes a process as far as it goes now and moves its row to
-// where it then stands. A final process is only read.
-func (e *Engine) driveProcess(ctx context.Context, def *intent.Intent, p store.Process) (store.Process, []StepView, error) {
+// where it then stands. A final process, or one waiting for a person, is
+// only read. Unless leased (the caller holds the process's lease), a
+// pass that only reads the steps' rows comes first: a process that waits
+// needs no lease and writes only a change of its state; one with a step
+// to send is leased, so one pass at a time sends its steps, on any
+// gateway.
+func (e *Engine) driveProcess(ctx context.Context, def *intent.Intent, p store.Process, leased bool) (store.Process, []StepView, error) {
 	if p.State.Final() || p.State == store.ProcessNeedsReview {
 		steps, err := e.viewSteps(ctx, def, p)
 		return p, steps, err
 	}
 	unlock := e.processes.lock(p.Key)
 	defer unlock()
-	d := &drive{e: e, def: def, p: p, made: map[string]intent.Made{}, tok: store.Token{Agent: p.Agent, Scopes: p.Scopes}}
-	if err := d.decode(); err != nil {
+	if !leased {
+		fresh, err := e.store.GetProcess(ctx, p.Key)
+		if err != nil {
+			return p, nil, err
+		}
+		if p = fresh; p.State.Final() || p.State == store.ProcessNeedsReview {
+			steps, err := e.viewSteps(ctx, def, p)
+			return p, steps, err
+		}
+		d, err := e.newDrive(def, p, true)
+		if err != nil {
+			return p, nil, err
+		}
+		state, step, code, msg := d.forward(ctx)
+		switch {
+		case errors.Is(d.transient, errWouldSend):
+		case d.transient != nil:
+			return p, d.steps, nil
+		default:
+			moved, err := e.store.MoveProcess(ctx, p.Key, "", state, step, code, msg)
+			return moved, d.steps, err
+		}
+		if p, leased, err = e.store.LeaseProcess(ctx, p.Key, e.owner, e.processLease(def)); err != nil || !leased {
+			return p, d.steps, err // another pass holds it: it sends
+		}
+	}
+	d, err := e.newDrive(def, p, false)
+	if err != nil {
 		return p, nil, err
 	}
 	state, step, code, msg := d.forward(ctx)
-	moved, err := e.store.MoveProcess(ctx, p.Key, state, step, code, msg)
+	moved, err := e.store.MoveProcess(ctx, p.Key, e.owner, state, step, code, msg)
 	if err != nil {
 		return p, d.steps, err
 	}
 	return moved, d.steps, nil
+}
+
+// processLease is how long a pass over def may hold its process: every
+// step sent in it, and a compensation.
+func (e *Engine) processLease(def *intent.Intent) time.Duration {
+	return time.Duration(len(def.Steps)+1) * e.MaxLease()
+}
+
+// errWouldSend stops a pass that only reads where it would send a step.
+var errWouldSend = errors.New("a step is to be sent")
+
+// newDrive starts a pass over p; dry, it sends nothing.
+func (e *Engine) newDrive(def *intent.Intent, p store.Process, dry bool) (*drive, error) {
+	d := &drive{e: e, def: def, p: p, dry: dry, made: map[string]intent.Made{}, tok: store.Token{Agent: p.Agent, Scopes: p.Scopes}}
+	dec := json.NewDecoder(bytes.NewReader(p.Payload))
+	dec.UseNumber()
+	if err := dec.Decode(&d.payload); err != nil {
+		return nil, fmt.Errorf("process %s: its payload: %w", p.Key, err)
+	}
+	return d, nil
 }
 
 // drive is one pass over a process's steps.
@@ -159,6 +210,7 @@ type drive struct {
 	e       *Engine
 	def     *intent.Intent
 	p       store.Process
+	dry     bool // only read: stop where a step would be sent (errWouldSend)
 	tok     store.Token
 	payload map[string]any
 	made    map[string]intent.Made
@@ -166,12 +218,6 @@ type drive struct {
 	// transient is set when a step could not be sent or read for now:
 	// the state stays and the pass is tried again.
 	transient error
-}
-
-func (d *drive) decode() error {
-	dec := json.NewDecoder(bytes.NewReader(d.p.Payload))
-	dec.UseNumber()
-	return dec.Decode(&d.payload)
 }
 
 // forward runs the steps in order up to the first that is not succeeded,
@@ -198,6 +244,7 @@ func (d *drive) forward(ctx context.Context) (store.ProcessState, string, string
 		d.steps = append(d.steps, view)
 		switch {
 		case d.transient != nil:
+			d.rest(i + 1)
 			return d.p.State, s.Name, "", ""
 		case refusal != nil:
 			return d.backward(ctx, i-1, s.Name, refusal.Code, refusal.Message)
@@ -275,6 +322,10 @@ func (d *drive) run(ctx context.Context, name, key string, fields []intent.Field
 	// submitted: a pass over a process that waits writes nothing.
 	if op := d.read(ctx, key); d.transient != nil || op != nil && op.Status != store.StatusFailedRetryable {
 		return op, nil
+	}
+	if d.dry {
+		d.transient = errWouldSend
+		return nil, nil
 	}
 	payload, err := intent.Fill(fields, d.payload, d.made)
 	if err != nil {
@@ -383,7 +434,7 @@ func (e *Engine) driveProcesses(ctx context.Context, next map[string]pace) {
 		if !ok || !def.IsProcess() || !def.Accepts(p.IntentDigest) {
 			continue // its definition is gone or changed: serve refuses to start then
 		}
-		moved, _, err := e.driveProcess(store.WithActor(ctx, processCtx), def, p)
+		moved, _, err := e.driveProcess(store.WithActor(ctx, processCtx), def, p, false)
 		if err != nil || moved.State == p.State && moved.Step == p.Step && moved.State == store.ProcessStarted {
 			wait := min(max(2*next[p.Key].wait, processTick), processBackoff)
 			next[p.Key] = pace{at: now.Add(wait), wait: wait}
