@@ -115,7 +115,7 @@ func schemaName(intent string) string {
 func buildOpenAPI(catalog *intent.Catalog, contour string) ([]byte, error) {
 	// Examples and prose name keys of this gateway's contour.
 	inContour := func(text string) string { return strings.ReplaceAll(text, "prod:", contour+":") }
-	intents := catalog.All()
+	intents := catalog.Offered()
 	schemas := map[string]any{}
 	var variants []any
 	mapping := map[string]any{}
@@ -132,7 +132,7 @@ func buildOpenAPI(catalog *intent.Catalog, contour string) ([]byte, error) {
 		variants = append(variants, schemaRef(name+"Request"))
 		mapping[def.Name] = "#/components/schemas/" + name + "Request"
 		names = append(names, def.Name)
-		if !slices.Contains(targets, def.Target) {
+		if !slices.Contains(targets, def.Target) && !def.IsProcess() {
 			targets = append(targets, def.Target)
 		}
 	}
@@ -247,7 +247,11 @@ func nestedResource(v any) string {
 // envelopeSchema is the POST /v1/operations body for one intent
 // (docs/api.md, A request), with the intent's registry facts as extensions.
 func envelopeSchema(def *intent.Intent, payload, contour string) map[string]any {
-	desc := fmt.Sprintf("%s: %s. Needs scope %s.", def.Name, def.Description, def.Scope)
+	desc := fmt.Sprintf("%s: %s. Needs scope %s.", def.Name, def.Description, strings.Join(def.Needs(), " and "))
+	if def.IsProcess() {
+		desc += fmt.Sprintf(" A process of %d steps (%s), each an operation of its own; the answer carries steps, and may wait for a person at a step (202) or end compensated (422 PROCESS_COMPENSATED).",
+			len(def.Steps), strings.Join(def.StepIntents(), ", "))
+	}
 	if def.Journaled {
 		desc += " Needs an operation key in execute mode (Idempotency-Key header or request_id); journaled, so a retry with the same key never acts twice."
 	} else {
@@ -256,7 +260,11 @@ func envelopeSchema(def *intent.Intent, payload, contour string) map[string]any 
 	if def.Money {
 		desc += " Money: waits for a person's approval — the first answer is 202 awaiting_approval (APPROVAL_REQUIRED); send the same request again to learn the decision."
 	}
-	return map[string]any{
+	ext := map[string]any{"x-oncegate-scope": def.Scope, "x-oncegate-target": def.Target}
+	if def.IsProcess() {
+		ext = map[string]any{"x-oncegate-scopes": def.Needs(), "x-oncegate-steps": def.StepIntents()}
+	}
+	out := map[string]any{
 		"title":       def.Name + " request",
 		"description": desc,
 		"type":        "object",
@@ -300,11 +308,13 @@ func envelopeSchema(def *intent.Intent, payload, contour string) map[string]any 
 		},
 		"required":                []any{"schema_version", "intent", "payload"},
 		"additionalProperties":    false,
-		"x-oncegate-scope":        def.Scope,
-		"x-oncegate-target":       def.Target,
 		"x-oncegate-money":        def.Money,
 		"x-oncegate-key-required": def.Journaled,
 	}
+	for k, v := range ext {
+		out[k] = v
+	}
+	return out
 }
 
 // scopesDescription describes the bearer token and its scopes, with the
@@ -420,6 +430,9 @@ var statusDocs = []namedDoc{
 	{string(store.StatusFailedRetryable), "transient target failure, retries spent; the same request may be sent again"},
 	{string(store.StatusFailedFinal), "the target refused or approval was denied or expired; a changed request needs a new key"},
 	{string(store.StatusUnknown), "the target got the request but its outcome is not known yet; reconciliation by key is pending"},
+	{string(store.ProcessCompensating), "a process: a step failed for good and the completed steps are being undone"},
+	{string(store.ProcessCompensated), "a process: a step failed for good and the completed steps were undone as declared; final"},
+	{string(store.ProcessNeedsReview), "a process: undoing a step needs a person"},
 }
 
 // answerSchemas are the schemas of answers: Answer, Problem and their parts,
@@ -456,6 +469,7 @@ func answerSchemas(intents, targets []string) map[string]any {
 					"state":            schemaRef("State"),
 					"target_object_id": map[string]any{"description": "The object that operation made, when it made one.", "type": "string"},
 				}, "required": []any{"state"}},
+			"steps":     map[string]any{"description": "A process only: its steps in order, each an operation of its own (docs/processes.md).", "type": "array", "items": schemaRef("Step")},
 			"plan":      map[string]any{"description": "Validate mode: the normalized plan (operation, payload, what the target resolved).", "type": "object"},
 			"plan_hash": map[string]any{"description": "Validate mode: the plan's hash, to send with execute.", "type": "string", "pattern": hex64},
 		}
@@ -467,6 +481,7 @@ func answerSchemas(intents, targets []string) map[string]any {
 	required := []any{"operation_key", "request_id", "operation", "state", "status", "target_system", "target_object_id", "result", "errors", "fingerprint", "attempt_count", "replayed"}
 	return map[string]any{
 		"State":     map[string]any{"description": sd.String(), "type": "string", "enum": statuses},
+		"Step":      stepSchema(),
 		"ErrorCode": errorCodeSchema(),
 		"ErrorItem": map[string]any{
 			"description": "One error. The message is safe for a model to read: no stack traces, SQL, hostnames or credentials.",
@@ -533,6 +548,35 @@ func answerSchemas(intents, targets []string) map[string]any {
 				"reason": map[string]any{"type": "string"},
 			},
 			"required": []any{"status"},
+		},
+	}
+}
+
+// stepSchema is one step of a process's answer.
+func stepSchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	strOrNull := map[string]any{"type": []any{"string", "null"}}
+	return map[string]any{
+		"description": "One step of a process: an operation of its own, under a key the gateway derives from the process key.",
+		"type":        "object",
+		"required":    []any{"name", "intent", "operation_key", "state", "target_system", "target_object_id", "result", "compensation"},
+		"properties": map[string]any{
+			"name":             str,
+			"intent":           str,
+			"operation_key":    str,
+			"state":            map[string]any{"description": "The step's operation's state; pending before it was sent.", "type": "string"},
+			"target_system":    strOrNull,
+			"target_object_id": strOrNull,
+			"result":           map[string]any{"type": []any{"object", "null"}},
+			"errors":           map[string]any{"type": "array", "items": schemaRef("ErrorItem")},
+			"compensation": map[string]any{
+				"description": "The undoing of the step, once it started; null before.",
+				"type":        []any{"object", "null"},
+				"properties": map[string]any{
+					"intent": str, "operation_key": str, "state": str, "target_object_id": strOrNull,
+					"errors": map[string]any{"type": "array", "items": schemaRef("ErrorItem")},
+				},
+			},
 		},
 	}
 }

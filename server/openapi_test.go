@@ -101,7 +101,8 @@ func TestOpenAPI_Document(t *testing.T) {
 	}
 
 	states := at(t, doc, "components", "schemas", "State", "enum")
-	if want := []any{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"}; !reflect.DeepEqual(states, want) {
+	if want := []any{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown",
+		"compensating", "compensated", "needs_review"}; !reflect.DeepEqual(states, want) {
 		t.Fatalf("State enum = %v, want %v", states, want)
 	}
 	// docs/api.md, Answers: every answer carries state; a 200/202 answer's

@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -195,5 +197,61 @@ func TestProcessKeysAndRights(t *testing.T) {
 	r = g.do("POST", "/v1/operations", tok, map[string]string{"Idempotency-Key": "test:order.fulfil:order-p4:v1"}, fulfilment("order-p4", 100))
 	if r.Code != http.StatusAccepted {
 		t.Fatalf("with write and pay: %s", r.Raw)
+	}
+}
+
+// A process is offered as any intent: listed with the scopes its steps
+// need, in the OpenAPI document, and as an MCP tool to a token holding
+// them all — one call runs it, steps and all.
+func TestProcessOffered(t *testing.T) {
+	t.Parallel()
+	g, tok := processGateway(t, "manual")
+	r := g.do("GET", "/v1/intents", tok, nil, nil)
+	var listed map[string]any
+	for _, in := range r.Body["intents"].([]any) {
+		if m := in.(map[string]any); m["name"] == "order.fulfil" {
+			listed = m
+		}
+	}
+	if listed == nil || listed["target"] != "process" || fmt.Sprint(listed["scopes"]) != "[write pay]" || fmt.Sprint(listed["steps"]) != "[invoice.create payment.charge]" {
+		t.Fatalf("GET /v1/intents lists the process as %v", listed)
+	}
+	doc := g.do("GET", "/v1/openapi.json", tok, nil, nil)
+	schemas, _ := doc.Body["components"].(map[string]any)["schemas"].(map[string]any)
+	req, _ := schemas["OrderFulfilRequest"].(map[string]any)
+	if fmt.Sprint(req["x-oncegate-steps"]) != "[invoice.create payment.charge]" || schemas["Step"] == nil {
+		t.Fatalf("the OpenAPI document's process: %v", req)
+	}
+	tools := func(token string) []string {
+		cs, err := g.mcpSession(t, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range list.Tools {
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	if names := tools(g.MustToken("writer", "write")); slices.Contains(names, "order.fulfil") {
+		t.Errorf("a token without pay is offered the process: %v", names)
+	}
+	if names := tools(tok); !slices.Contains(names, "order.fulfil") {
+		t.Fatalf("a token with write and pay is not offered the process: %v", names)
+	}
+	cs, err := g.mcpSession(t, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := call(t, cs, "order.fulfil", map[string]any{"operation_key": "test:order.fulfil:order-mcp-1:v1", "payload": map[string]any{"order_id": "order-mcp-1", "amount_minor": 5000}})
+	if a.str("state") != "awaiting_approval" || a.errCode() != "APPROVAL_REQUIRED" {
+		t.Fatalf("the process through MCP: %v", a.body)
+	}
+	if steps, _ := a.body["steps"].([]any); len(steps) != 2 {
+		t.Fatalf("the MCP answer's steps: %v", a.body)
 	}
 }

@@ -111,6 +111,12 @@ func (c *Catalog) All() []*Intent { return intentsOf(c.served, false) }
 // each name; processes are not among them (Processes).
 func (c *Catalog) Definitions() []*Intent { return intentsOf(c.defs, false) }
 
+// Offered returns what agents are offered: the served intents (All),
+// then the served version of each process.
+func (c *Catalog) Offered() []*Intent {
+	return append(c.All(), intentsOf(c.served, true)...)
+}
+
 // Processes returns every loaded process definition, every version of
 // each name.
 func (c *Catalog) Processes() []*Intent { return intentsOf(c.defs, true) }

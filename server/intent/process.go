@@ -86,6 +86,24 @@ var placeholder = regexp.MustCompile(`\{([^{}]*)\}`)
 // IsProcess reports whether the definition is a process.
 func (def *Intent) IsProcess() bool { return def.Steps != nil }
 
+// Needs are the scopes a token needs for the definition: its scope, or
+// every scope of a process's steps.
+func (def *Intent) Needs() []string {
+	if def.IsProcess() {
+		return def.StepScopes
+	}
+	return []string{def.Scope}
+}
+
+// StepIntents are a process's steps' intents, in order.
+func (def *Intent) StepIntents() []string {
+	out := make([]string, len(def.Steps))
+	for i, s := range def.Steps {
+		out[i] = s.Intent
+	}
+	return out
+}
+
 // decodeSteps reads a process's steps as written; what they name is
 // checked once every definition is loaded (checkProcess).
 func decodeSteps(p *problems, top map[string]*yaml.Node, def *Intent) {

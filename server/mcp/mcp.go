@@ -107,8 +107,8 @@ func (s *endpoint) newMCPServer(scopes []string) *mcp.Server {
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
 	srv.AddReceivingMiddleware(unadvertised)
-	for _, def := range s.Catalog.All() {
-		if !slices.Contains(scopes, def.Scope) {
+	for _, def := range s.Catalog.Offered() {
+		if slices.ContainsFunc(def.Needs(), func(sc string) bool { return !slices.Contains(scopes, sc) }) {
 			continue
 		}
 		srv.AddTool(intentTool(def, s.Contour), s.callIntent(def))
@@ -187,7 +187,8 @@ var answerSchema = map[string]any{
 		"state": map[string]any{
 			"description": "The operation's state; read this.",
 			"type":        "string",
-			"enum":        []string{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown"},
+			"enum": []string{"valid", "rejected", "awaiting_approval", "started", "succeeded", "failed_retryable", "failed_final", "unknown",
+				"compensating", "compensated", "needs_review"},
 		},
 		"status":           map[string]any{"description": "The state again (HTTP 200, 202), or the HTTP status of an error answer (RFC 9457).", "type": []string{"string", "integer"}},
 		"target_system":    map[string]any{"type": []string{"string", "null"}},
@@ -211,6 +212,7 @@ var answerSchema = map[string]any{
 		"attempt_count": map[string]any{"type": "integer"},
 		"replayed":      map[string]any{"type": "boolean"},
 		"needs_review":  map[string]any{"type": "boolean"},
+		"steps":         map[string]any{"type": "array", "description": "A process only: its steps, each an operation of its own."},
 		"plan":          map[string]any{"type": "object"},
 		"plan_hash":     map[string]any{"type": "string"},
 		"type":          map[string]any{"type": "string"},
@@ -262,6 +264,11 @@ func intentTool(def *intent.Intent, contour string) *mcp.Tool {
 			" mode validate checks everything and writes nothing.", contour, def.Name)
 		if def.Money {
 			desc += " Money: a person approves it first, so the first answer is awaiting_approval; call again later with the same operation_key and payload, or read get_operation."
+		}
+		if def.IsProcess() {
+			desc += fmt.Sprintf(" It is a process of %d steps (%s), run in order by the gateway, each an operation of its own (listed in steps):"+
+				" it may wait for a person at a step, and a step that fails for good undoes the earlier ones as the firm declared (state compensated)."+
+				" Follow it with get_operation and wait_seconds.", len(def.Steps), strings.Join(def.StepIntents(), ", "))
 		}
 	} else {
 		ann.ReadOnlyHint = true
