@@ -98,6 +98,9 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 	op, err := s.engine.Operation(ctx, agent, key)
 	if errors.Is(err, store.ErrNotFound) {
 		if p, steps, perr := s.engine.Process(ctx, agent, key); perr == nil {
+			if wait > 0 && !p.State.Final() {
+				p, steps = s.awaitProcess(ctx, changed, agent, p, steps, wait)
+			}
 			_, retry, a := processAnswer(p, steps, "")
 			if retry > 0 {
 				c.Response().Header().Set("Retry-After", itoa(retry))
@@ -170,6 +173,34 @@ func (s *Server) awaitChange(ctx context.Context, changed <-chan struct{}, agent
 		// the provider is awaited on to its outcome.
 		if op = now; op.Status != from && op.Status != store.StatusStarted {
 			return op, nil
+		}
+	}
+}
+
+// awaitProcess holds the answer about a process until its state changes
+// to one other than started, the wait is over, the client left, or the
+// gateway stops; it returns the process as last read.
+func (s *Server) awaitProcess(ctx context.Context, changed <-chan struct{}, agent string, p store.Process, steps []engine.StepView, wait time.Duration) (store.Process, []engine.StepView) {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	from := p.State
+	for {
+		select {
+		case <-changed:
+		case <-timer.C:
+			return p, steps
+		case <-s.stopping:
+			return p, steps
+		case <-ctx.Done():
+			return p, steps
+		}
+		now, nowSteps, err := s.engine.Process(ctx, agent, p.Key)
+		if err != nil {
+			return p, steps
+		}
+		// Started is no state to act on, as for an operation.
+		if p, steps = now, nowSteps; p.State != from && p.State != store.ProcessStarted {
+			return p, steps
 		}
 	}
 }

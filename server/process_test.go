@@ -7,11 +7,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
 	"github.com/oncegate/oncegate/server/config/configtest"
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // fulfil is a process over the built-ins: an invoice in 1C, then a
@@ -253,5 +256,148 @@ func TestProcessOffered(t *testing.T) {
 	}
 	if steps, _ := a.body["steps"].([]any); len(steps) != 2 {
 		t.Fatalf("the MCP answer's steps: %v", a.body)
+	}
+}
+
+// An agent waits for a process without polling: a GET with wait returns
+// when the process moves on.
+func TestProcessAwaited(t *testing.T) {
+	t.Parallel()
+	g, tok := processGateway(t, "manual")
+	const key = "test:order.fulfil:order-p5:v1"
+	r := g.do("POST", "/v1/operations", tok, map[string]string{"Idempotency-Key": key}, fulfilment("order-p5", 125000))
+	chargeKey := step(r, "charge")["operation_key"].(string)
+	got := make(chan reply, 1)
+	go func() { got <- g.do("GET", "/v1/operations/"+key+"?wait=30s", tok, nil, nil) }()
+	until(t, "the GET to wait", func() bool { return g.store.Watching() > 0 })
+	if err := g.store.DecideApproval(context.Background(), g.approval(chargeKey).ID, true, "anna", "ok"); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.str("state") != "succeeded" {
+		t.Fatalf("the awaited process: %s", r.Raw)
+	}
+}
+
+// The invoice's answer lost after 1C made it: the process holds at the
+// step, unknown, until reconciliation finds the document by key, then
+// goes on; one invoice in 1C.
+func TestProcessStepLostAnswerReconciled(t *testing.T) {
+	t.Parallel()
+	g, tok := processGateway(t, "manual")
+	g.inject(sim.Fault{Target: sim.OneC, Fault: sim.FaultDropResponse, Times: 1})
+	const key = "test:order.fulfil:order-p6:v1"
+	r := g.do("POST", "/v1/operations", tok, map[string]string{"Idempotency-Key": key}, fulfilment("order-p6", 125000))
+	expect(t, r, http.StatusAccepted, "unknown", "OUTCOME_UNKNOWN")
+	if s := step(r, "charge"); s["state"] != "pending" {
+		t.Fatalf("the charge was sent while the invoice is unknown: %s", r.Raw)
+	}
+	invoiceKey := step(r, "invoice")["operation_key"].(string)
+	until(t, "the process to go on to the charge", func() bool {
+		return g.do("GET", "/v1/operations/"+key, tok, nil, nil).str("state") == "awaiting_approval"
+	})
+	if n := g.sim.Effects(sim.OneC, invoiceKey); n != 1 {
+		t.Fatalf("%d invoices in 1C after the lost answer, want 1", n)
+	}
+}
+
+// invoiceCall is a process of no money: an invoice, then a call-back for
+// the customer named; a refused call undoes the invoice by a task of its
+// own.
+const invoiceCall = `name: order.invoice_call
+version: 1
+title: { ru: Счёт и звонок, en: Invoice and call }
+labels:
+  order_id:    { ru: Заказ, en: Order }
+  customer_id: { ru: Клиент, en: Customer }
+description: Invoice the order in 1C, then ask the CRM to call the customer.
+schema:
+  type: object
+  additionalProperties: false
+  required: [order_id, customer_id]
+  properties:
+    order_id:    { type: string, minLength: 1, maxLength: 64 }
+    customer_id: { type: string, minLength: 1, maxLength: 64 }
+steps:
+  - name: invoice
+    intent: invoice.create
+    payload:
+      order_id:        { from: order_id }
+      organization_id: { value: org-main }
+      customer_id:     { value: customer-1042 }
+      currency:        { value: RUB }
+      items:           { value: [{ product_id: product-778, quantity: 1, unit: pcs, price_minor: 62500 }] }
+    compensate:
+      intent: crm.callback.create
+      payload:
+        customer_id: { value: customer-2001 }
+        due_at:      { value: "2026-12-10T10:00:00+03:00" }
+        comment:     { template: "Отменить счёт {steps.invoice.result.number}" }
+  - name: call
+    intent: crm.callback.create
+    payload:
+      customer_id: { from: customer_id }
+      due_at:      { value: "2026-12-10T10:00:00+03:00" }
+      comment:     { template: "Счёт {steps.invoice.result.number}: позвонить" }
+`
+
+// Two gateways on one PostgreSQL journal, each sent every process at
+// once: every process ends as it should, each step and compensation made
+// once at the simulators.
+func TestProcessesAcrossGateways(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.IntentsDir = configtest.Dir(t, map[string]string{"order.invoice_call.v1.yaml": invoiceCall})
+	loc := storetest.Database(t)
+	open := func() *store.Store {
+		st, err := store.Open(context.Background(), loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	sims := simulated(t, cfg)
+	a, b := serveAt(t, cfg, open(), sims), serveAt(t, cfg, open(), sims)
+	tok := a.MustToken("shop-agent", "write")
+	const n = 12
+	key := func(i int) string { return "test:order.invoice_call:order-g" + strconv.Itoa(i) + ":v1" }
+	body := func(i int) []byte {
+		customer := "customer-1042"
+		if i%2 == 1 {
+			customer = "customer-404"
+		}
+		return []byte(`{"schema_version":"1.0","intent":"order.invoice_call","payload":{"order_id":"order-g` + strconv.Itoa(i) + `","customer_id":"` + customer + `"}}`)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		for _, g := range []*gateway{a, b} {
+			wg.Go(func() { g.do("POST", "/v1/operations", tok, map[string]string{"Idempotency-Key": key(i)}, body(i)) })
+		}
+	}
+	wg.Wait()
+	for i := range n {
+		want := "succeeded"
+		if i%2 == 1 {
+			want = "compensated"
+		}
+		var r reply
+		until(t, "process "+key(i)+" to end "+want, func() bool {
+			r = b.do("GET", "/v1/operations/"+key(i), tok, nil, nil)
+			return r.str("state") == want
+		})
+		invoice, call := step(r, "invoice"), step(r, "call")
+		if got := sims.Sim.Effects(sim.OneC, invoice["operation_key"].(string)); got != 1 {
+			t.Errorf("%s: %d invoices, want 1", key(i), got)
+		}
+		calls, undos := 1, 0
+		if want == "compensated" {
+			calls, undos = 0, 1
+		}
+		if got := sims.Sim.Effects(sim.Bitrix24, call["operation_key"].(string)); got != calls {
+			t.Errorf("%s: %d call-backs, want %d", key(i), got, calls)
+		}
+		if undo, _ := invoice["compensation"].(map[string]any); undos == 1 && (undo == nil || sims.Sim.Effects(sim.Bitrix24, undo["operation_key"].(string)) != 1) {
+			t.Errorf("%s: the invoice undone %v, want once", key(i), undo)
+		}
 	}
 }
