@@ -17,6 +17,8 @@ CREATE TABLE processes (
     step           TEXT NOT NULL DEFAULT '',  -- the step the state is about
     error_code     TEXT NOT NULL DEFAULT '',  -- the failed step's code, once one failed for good
     error_message  TEXT NOT NULL DEFAULT '',
+    undo_rounds    TEXT NOT NULL DEFAULT '{}', -- per step, how often a person had its undoing tried again
+    undone         TEXT NOT NULL DEFAULT '',   -- the steps a person recorded as undone by hand, space-separated
     lease_owner    TEXT,                      -- the gateway run sending its steps now, one at a time
     lease_until    TEXT,
     created_at     TEXT NOT NULL,

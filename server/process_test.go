@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -400,4 +401,66 @@ func TestProcessesAcrossGateways(t *testing.T) {
 			t.Errorf("%s: the invoice undone %v, want once", key(i), undo)
 		}
 	}
+}
+
+// A compensation the target refuses leaves the process to a person; once
+// what refused it is put right, the person has it tried again (under a
+// new key) and the process ends compensated; the audit names them.
+func TestProcessRefusedUndoRetriedByAPerson(t *testing.T) {
+	t.Parallel()
+	g, tok := processGateway(t, callBack)
+	const key = "test:order.fulfil:order-p7:v1"
+	r := g.do("POST", "/v1/operations", tok, map[string]string{"Idempotency-Key": key}, fulfilment("order-p7", 125000))
+	chargeKey := step(r, "charge")["operation_key"].(string)
+	g.inject(sim.Fault{Target: sim.Bitrix24, Fault: sim.FaultTargetError, Times: 1})
+	if err := g.store.DecideApproval(context.Background(), g.approval(chargeKey).ID, false, "anna", "no"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the refused undo to need a person", func() bool {
+		r = g.do("GET", "/v1/operations/"+key, tok, nil, nil)
+		return r.str("state") == "needs_review"
+	})
+	first, _ := step(r, "invoice")["compensation"].(map[string]any)
+	if first == nil || first["state"] != "failed_final" {
+		t.Fatalf("the refused compensation: %s", r.Raw)
+	}
+	if _, err := g.store.ResolveProcess(context.Background(), key, store.ResolveRetry, "olga", "the CRM is fixed"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the retried undo to finish", func() bool {
+		r = g.do("GET", "/v1/operations/"+key, tok, nil, nil)
+		return r.str("state") == "compensated"
+	})
+	second := step(r, "invoice")["compensation"].(map[string]any)
+	if second["operation_key"] == first["operation_key"] || second["state"] != "succeeded" || g.sim.Effects(sim.Bitrix24, second["operation_key"].(string)) != 1 {
+		t.Fatalf("the retried compensation: %v (first %v)", second, first)
+	}
+	if _, err := g.store.ResolveProcess(context.Background(), key, store.ResolveRetry, "olga", "again"); !errors.Is(err, store.ErrNotInReview) {
+		t.Fatalf("a finished process retried: %v", err)
+	}
+	events, err := g.store.AuditEvents(context.Background(), store.AuditFilter{OperationKey: key, Event: "process.retry"})
+	if err != nil || len(events) != 1 || events[0].Actor.Name != "olga" {
+		t.Fatalf("the retry's audit: %+v %v", events, err)
+	}
+}
+
+// A step a person undid by hand is recorded so, and the process ends
+// compensated.
+func TestProcessUndoneByHand(t *testing.T) {
+	t.Parallel()
+	g, tok := processGateway(t, "manual")
+	const key = "test:order.fulfil:order-p8:v1"
+	r := g.do("POST", "/v1/operations", tok, map[string]string{"Idempotency-Key": key}, fulfilment("order-p8", 125000))
+	if err := g.store.DecideApproval(context.Background(), g.approval(step(r, "charge")["operation_key"].(string)).ID, false, "anna", "no"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the process to wait for a person", func() bool {
+		return g.do("GET", "/v1/operations/"+key, tok, nil, nil).str("state") == "needs_review"
+	})
+	if _, err := g.store.ResolveProcess(context.Background(), key, store.ResolveUndone, "olga", "invoice voided in 1C"); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the process to end compensated", func() bool {
+		return g.do("GET", "/v1/operations/"+key, tok, nil, nil).str("state") == "compensated"
+	})
 }

@@ -56,26 +56,36 @@ type Process struct {
 	Step         string
 	ErrorCode    string
 	ErrorMessage string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	CompletedAt  time.Time
+	// UndoRounds counts, per step, how often a person had its undoing
+	// tried again: each round undoes under a key of its own.
+	UndoRounds map[string]int
+	// Undone are the steps a person recorded as undone by hand.
+	Undone      []string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	CompletedAt time.Time
 }
 
 const processColumns = `key, intent, intent_version, intent_digest, fingerprint, agent, scopes, request_id, payload,
-	state, step, error_code, error_message, created_at, updated_at, completed_at`
+	state, step, error_code, error_message, undo_rounds, undone, created_at, updated_at, completed_at`
 
 func scanProcess(sc scanner) (Process, error) {
 	var (
 		p                Process
 		scopes, payload  string
+		rounds, undone   string
 		created, updated string
 		completed        sql.NullString
 	)
 	err := sc.Scan(&p.Key, &p.Intent, &p.IntentVersion, &p.IntentDigest, &p.Fingerprint, &p.Agent, &scopes, &p.RequestID,
-		&payload, &p.State, &p.Step, &p.ErrorCode, &p.ErrorMessage, &created, &updated, &completed)
+		&payload, &p.State, &p.Step, &p.ErrorCode, &p.ErrorMessage, &rounds, &undone, &created, &updated, &completed)
 	if err != nil {
 		return Process{}, err
 	}
+	if err := json.Unmarshal([]byte(rounds), &p.UndoRounds); err != nil {
+		return Process{}, fmt.Errorf("process %s: undo_rounds: %w", p.Key, err)
+	}
+	p.Undone = strings.Fields(undone)
 	p.Scopes = strings.Fields(scopes)
 	p.Payload = json.RawMessage(payload)
 	p.CreatedAt = parseTime(sql.NullString{String: created, Valid: true})
@@ -239,4 +249,61 @@ func (s *Store) OrphanProcessLeases(ctx context.Context, run string) (int, error
 		return err
 	})
 	return int(n), err
+}
+
+// What a person does with a process that needs review (ResolveProcess).
+const (
+	// ResolveRetry: undo the step again, under a new key, once what
+	// refused it is put right.
+	ResolveRetry = "retry"
+	// ResolveUndone: the step was undone by hand.
+	ResolveUndone = "undone"
+)
+
+// ErrNotInReview refuses a resolution of a process that does not need
+// review.
+var ErrNotInReview = errors.New("the process does not wait for a person")
+
+// ResolveProcess records what a person did with a process in
+// needs_review, at the step it waits at: retry undoes that step again
+// under a new key, undone records that the person undid it by hand. The
+// process goes back to undoing its steps; the audit names who and why.
+func (s *Store) ResolveProcess(ctx context.Context, key, action, user, note string) (Process, error) {
+	if action != ResolveRetry && action != ResolveUndone {
+		return Process{}, fmt.Errorf("resolve process: %q is none of %s, %s", action, ResolveRetry, ResolveUndone)
+	}
+	var got Process
+	ctx = WithActor(ctx, Actor{Kind: ActorUser, Name: user})
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		cur, err := scanProcess(tx.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, key))
+		if err != nil {
+			return interpretError(err)
+		}
+		if cur.State != ProcessNeedsReview {
+			return ErrNotInReview
+		}
+		rounds := cur.UndoRounds
+		if rounds == nil {
+			rounds = map[string]int{}
+		}
+		undone := cur.Undone
+		if action == ResolveRetry {
+			rounds[cur.Step]++
+		} else {
+			undone = append(undone, cur.Step)
+		}
+		r, err := json.Marshal(rounds)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		if _, err := tx.ExecContext(ctx, `UPDATE processes SET state = ?, undo_rounds = ?, undone = ?, updated_at = ? WHERE key = ?`,
+			ProcessCompensating, string(r), strings.Join(undone, " "), formatTime(now), key); err != nil {
+			return fmt.Errorf("resolve process: %w", err)
+		}
+		got = cur
+		got.State, got.UndoRounds, got.Undone, got.UpdatedAt = ProcessCompensating, rounds, undone, now
+		return s.appendAudit(ctx, tx, "process."+action, key, map[string]any{"step": cur.Step, "user": user, "note": note})
+	})
+	return got, err
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +77,17 @@ func stepKey(contour, processKey, stepIntent, step string, undo bool) string {
 		id = id[:max(room, 0)]
 	}
 	return head + strings.Trim(id, "-._") + tail + ":v1"
+}
+
+// undoKey is the key of the compensation of p's step: each round a person
+// asked for (ResolveRetry) undoes under a key of its own, as the earlier
+// round's is final.
+func undoKey(contour string, p store.Process, intentName, step string) string {
+	if n := p.UndoRounds[step]; n > 0 {
+		step += "-undo" + strconv.Itoa(n+1)
+		return stepKey(contour, p.Key, intentName, step, false)
+	}
+	return stepKey(contour, p.Key, intentName, step, true)
 }
 
 // isStepKey reports whether key is shaped as a derived step key.
@@ -286,13 +299,13 @@ func (d *drive) backward(ctx context.Context, i int, failed, code, msg string) (
 	for j := i; j >= 0; j-- {
 		s := d.def.Steps[j]
 		c := s.Compensate
-		switch c.Kind {
-		case intent.CompensateNone:
+		switch {
+		case c.Kind == intent.CompensateNone || slices.Contains(d.p.Undone, s.Name):
 			continue
-		case intent.CompensateManual:
+		case c.Kind == intent.CompensateManual:
 			return store.ProcessNeedsReview, s.Name, code, msg
 		}
-		view := &CompensationView{Intent: c.Intent, Key: stepKey(d.e.cfg.Contour, d.p.Key, c.Intent, s.Name, true)}
+		view := &CompensationView{Intent: c.Intent, Key: undoKey(d.e.cfg.Contour, d.p, c.Intent, s.Name)}
 		d.steps[j].Compensation = view
 		view.Op, view.Refusal = d.run(ctx, c.Intent, view.Key, c.Payload)
 		switch {
@@ -392,7 +405,7 @@ func (e *Engine) viewSteps(ctx context.Context, def *intent.Intent, p store.Proc
 			return nil, err
 		}
 		if s.Compensate.Kind == intent.CompensateIntent {
-			ck := stepKey(e.cfg.Contour, p.Key, s.Compensate.Intent, s.Name, true)
+			ck := undoKey(e.cfg.Contour, p, s.Compensate.Intent, s.Name)
 			if cop, err := e.store.Get(ctx, ck); err == nil {
 				v.Compensation = &CompensationView{Intent: s.Compensate.Intent, Key: ck, Op: &cop}
 			} else if !errors.Is(err, store.ErrNotFound) {
