@@ -1,1 +1,2 @@
+DROP TABLE process_steps;
 DROP TABLE processes;

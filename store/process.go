@@ -94,11 +94,12 @@ func scanProcess(sc scanner) (Process, error) {
 	return p, nil
 }
 
-// BeginProcess journals p as started, leased to owner for ttl, unless its
-// key already holds a process: it returns the row the key holds and
+// BeginProcess journals p as started, leased to owner for ttl, with the
+// keys of its steps and their compensations, unless its key already
+// holds a process: it returns the row the key holds and
 // whether this call wrote it (and so holds its lease). The caller
 // compares fingerprints.
-func (s *Store) BeginProcess(ctx context.Context, p Process, owner string, ttl time.Duration) (Process, bool, error) {
+func (s *Store) BeginProcess(ctx context.Context, p Process, owner string, ttl time.Duration, stepKeys []string) (Process, bool, error) {
 	var (
 		got     Process
 		created bool
@@ -117,6 +118,9 @@ func (s *Store) BeginProcess(ctx context.Context, p Process, owner string, ttl t
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			created = true
+			if err := noteSteps(ctx, tx, p.Key, stepKeys); err != nil {
+				return err
+			}
 			if err := s.appendAudit(ctx, tx, "process.started", p.Key, map[string]any{"intent": p.Intent, "version": p.IntentVersion}); err != nil {
 				return err
 			}
@@ -213,12 +217,20 @@ func (s *Store) GetProcess(ctx context.Context, key string) (Process, error) {
 	return p, err
 }
 
-// UnfinishedProcesses lists processes not final, the least recently
+// ListProcesses lists processes in state ("" for any), the most recently
 // moved first, at most limit.
-func (s *Store) UnfinishedProcesses(ctx context.Context, limit int) ([]Process, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+processColumns+` FROM processes
-		WHERE state NOT IN (?, ?, ?) ORDER BY updated_at, key LIMIT ?`,
-		ProcessSucceeded, ProcessCompensated, ProcessRejected, limit)
+func (s *Store) ListProcesses(ctx context.Context, state ProcessState, limit int) ([]Process, error) {
+	q, args := `SELECT `+processColumns+` FROM processes`, []any{}
+	if state != "" {
+		q += ` WHERE state = ?`
+		args = append(args, state)
+	}
+	args = append(args, limit)
+	return queryProcesses(s.rdb.QueryContext(ctx, q+` ORDER BY updated_at DESC, key LIMIT ?`, args...))
+}
+
+// queryProcesses reads the processes a query found.
+func queryProcesses(rows *sql.Rows, err error) ([]Process, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +244,14 @@ func (s *Store) UnfinishedProcesses(ctx context.Context, limit int) ([]Process, 
 		out = append(out, p)
 	}
 	return out, rows.Err()
+}
+
+// UnfinishedProcesses lists processes not final, the least recently
+// moved first, at most limit.
+func (s *Store) UnfinishedProcesses(ctx context.Context, limit int) ([]Process, error) {
+	return queryProcesses(s.rdb.QueryContext(ctx, `SELECT `+processColumns+` FROM processes
+		WHERE state NOT IN (?, ?, ?) ORDER BY updated_at, key LIMIT ?`,
+		ProcessSucceeded, ProcessCompensated, ProcessRejected, limit))
 }
 
 // OrphanProcessLeases gives back the process leases of runs other than
@@ -306,4 +326,31 @@ func (s *Store) ResolveProcess(ctx context.Context, key, action, user, note stri
 		return s.appendAudit(ctx, tx, "process."+action, key, map[string]any{"step": cur.Step, "user": user, "note": note})
 	})
 	return got, err
+}
+
+// noteSteps records that keys are steps of the process key.
+func noteSteps(ctx context.Context, tx *txn, key string, keys []string) error {
+	for _, k := range keys {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO process_steps (step_key, process_key) VALUES (?, ?) ON CONFLICT (step_key) DO NOTHING`, k, key); err != nil {
+			return fmt.Errorf("process steps: %w", err)
+		}
+	}
+	return nil
+}
+
+// NoteProcessStep records that stepKey is a step of the process key (a
+// compensation tried again under a new key).
+func (s *Store) NoteProcessStep(ctx context.Context, key, stepKey string) error {
+	return s.write(ctx, func(ctx context.Context, tx *txn) error { return noteSteps(ctx, tx, key, []string{stepKey}) })
+}
+
+// ProcessOfStep is the key of the process whose step (or compensation)
+// has the key stepKey; ErrNotFound when it is no process's.
+func (s *Store) ProcessOfStep(ctx context.Context, stepKey string) (string, error) {
+	var key string
+	err := s.rdb.QueryRowContext(ctx, `SELECT process_key FROM process_steps WHERE step_key = ?`, stepKey).Scan(&key)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return key, err
 }

@@ -22,13 +22,13 @@ func TestProcessJournal(t *testing.T) {
 		const key = "test:order.fulfil:order-77:v1"
 		p := store.Process{Key: key, Intent: "order.fulfil", IntentVersion: 1, IntentDigest: "d1", Fingerprint: "f1",
 			Agent: "shop-agent", Scopes: []string{"write", "pay"}, Payload: json.RawMessage(`{"order_id":"order-77"}`)}
-		got, created, err := s.BeginProcess(ctx, p, "run-1", time.Minute)
+		got, created, err := s.BeginProcess(ctx, p, "run-1", time.Minute, []string{"step-key-1"})
 		if err != nil || !created || got.State != store.ProcessStarted || got.Fingerprint != "f1" || !slices.Equal(got.Scopes, p.Scopes) {
 			t.Fatalf("begin: %+v %v %v", got, created, err)
 		}
 		other := p
 		other.Fingerprint = "f2"
-		if got, created, err = s.BeginProcess(ctx, other, "run-2", time.Minute); err != nil || created || got.Fingerprint != "f1" {
+		if got, created, err = s.BeginProcess(ctx, other, "run-2", time.Minute, []string{"step-key-2"}); err != nil || created || got.Fingerprint != "f1" {
 			t.Fatalf("a second begin under the key: %+v %v %v; want the first row", got, created, err)
 		}
 		// The lease: held by the run that began it, refused to another
@@ -70,6 +70,12 @@ func TestProcessJournal(t *testing.T) {
 		slices.Sort(names)
 		if want := []string{"process.awaiting_approval", "process.compensated", "process.compensating", "process.started"}; !slices.Equal(names, want) {
 			t.Errorf("audit of the process: %v, want %v", names, want)
+		}
+		if got, err := s.ProcessOfStep(ctx, "step-key-1"); err != nil || got != key {
+			t.Errorf("the process of its step: %q %v", got, err)
+		}
+		if _, err := s.ProcessOfStep(ctx, "step-key-2"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a second begin noted its steps: %v", err)
 		}
 		left, err := s.UnfinishedProcesses(ctx, 10)
 		if err != nil || len(left) != 0 {

@@ -115,6 +115,7 @@ type Labels struct {
 	Finish
 	Records
 	Cards
+	ProcessTexts
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.

@@ -26,3 +26,9 @@ CREATE TABLE processes (
     completed_at   TEXT
 );
 CREATE INDEX processes_state ON processes (state, updated_at);
+-- Which process each step's (and compensation's) key belongs to: an
+-- approval of a step shows its process.
+CREATE TABLE process_steps (
+    step_key    TEXT PRIMARY KEY,
+    process_key TEXT NOT NULL
+);

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters"
 	"github.com/oncegate/oncegate/adapters/redact"
+	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 )
@@ -52,6 +53,12 @@ type Deps struct {
 	// typed names an object that can be the operation's effect
 	// (adapters.ObjectChecker); nil: no target can be asked.
 	CheckObject func(ctx context.Context, key, id string) (adapters.Result, error)
+	// Process reads a process and its steps as their rows stand; nil: no
+	// process can be shown.
+	Process func(ctx context.Context, key string) (store.Process, []engine.StepView, error)
+	// ProcessOfStep reads the process an operation is a step of (or
+	// undoes a step of), for its approval card; nil: none is shown.
+	ProcessOfStep func(ctx context.Context, stepKey string) (store.Process, []engine.StepView, error)
 	// Secure marks cookies Secure: set it when served under TLS. A request
 	// that a proxy says came over HTTPS (X-Forwarded-Proto) gets Secure
 	// cookies too.
@@ -149,6 +156,10 @@ func (h *Handler) Register(e *echo.Echo) {
 	review := []echo.MiddlewareFunc{h.checkCSRF, allow(store.RoleAdmin, store.RoleOperator)}
 	s.POST("/review/:key/reconcile", h.handleReviewReconcile, review...)
 	s.POST("/review/:key/resolve", h.handleReviewResolve, review...)
+
+	s.GET("/processes", h.handleProcessList)
+	s.GET("/processes/:key", h.handleProcessShow)
+	s.POST("/processes/:key/resolve", h.handleProcessResolve, review...)
 
 	s.GET("/operations", h.handleOperationList)
 	s.GET("/operations/:key", h.handleOperationShow)

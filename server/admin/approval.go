@@ -274,6 +274,7 @@ func (h *Handler) approvalRow(c echo.Context, a store.Approval) views.ApprovalRo
 		r.TimeLeft = fmt.Sprintf(l.LeftFmt, formatDuration(left, l))
 		r.Urgent = left < 2*time.Hour
 	}
+	r.Process = h.approvalProcess(c, op.Key)
 	return r
 }
 

@@ -112,7 +112,7 @@ func (e *Engine) submitProcess(ctx context.Context, tok store.Token, r request, 
 	p, created, err := e.store.BeginProcess(ctx, store.Process{
 		Key: r.key, Intent: def.Name, IntentVersion: def.Version, IntentDigest: def.Digest, Fingerprint: r.norm.Fingerprint,
 		Agent: tok.Agent, Scopes: tok.Scopes, RequestID: r.env.RequestID, Payload: r.norm.Payload,
-	}, e.owner, e.processLease(def))
+	}, e.owner, e.processLease(def), e.stepKeys(def, r.key))
 	if err != nil {
 		return *out, err
 	}
@@ -128,15 +128,44 @@ func (e *Engine) submitProcess(ctx context.Context, tok store.Token, r request, 
 	return o, err
 }
 
+// stepKeys are the keys of a process's steps and of their first
+// compensations.
+func (e *Engine) stepKeys(def *intent.Intent, key string) []string {
+	var out []string
+	for _, s := range def.Steps {
+		out = append(out, stepKey(e.cfg.Contour, key, s.Intent, s.Name, false))
+		if s.Compensate.Kind == intent.CompensateIntent {
+			out = append(out, stepKey(e.cfg.Contour, key, s.Compensate.Intent, s.Name, true))
+		}
+	}
+	return out
+}
+
 // Process reads a process and its steps for agent; ErrNotFound for a key
 // that holds no process of agent's.
 func (e *Engine) Process(ctx context.Context, agent, key string) (store.Process, []StepView, error) {
+	p, steps, err := e.ProcessOf(ctx, key)
+	if err == nil && p.Agent != agent {
+		return store.Process{}, nil, store.ErrNotFound
+	}
+	return p, steps, err
+}
+
+// ProcessOfStep reads the process whose step (or compensation) has the
+// key stepKey, and its steps; ErrNotFound when it is no process's.
+func (e *Engine) ProcessOfStep(ctx context.Context, stepKey string) (store.Process, []StepView, error) {
+	key, err := e.store.ProcessOfStep(ctx, stepKey)
+	if err != nil {
+		return store.Process{}, nil, err
+	}
+	return e.ProcessOf(ctx, key)
+}
+
+// ProcessOf reads a process and its steps, whoever's it is: for people.
+func (e *Engine) ProcessOf(ctx context.Context, key string) (store.Process, []StepView, error) {
 	p, err := e.store.GetProcess(ctx, key)
 	if err != nil {
 		return p, nil, err
-	}
-	if p.Agent != agent {
-		return store.Process{}, nil, store.ErrNotFound
 	}
 	def, ok := e.cfg.Catalog.Version(p.Intent, p.IntentVersion)
 	if !ok || !def.IsProcess() {
@@ -307,6 +336,13 @@ func (d *drive) backward(ctx context.Context, i int, failed, code, msg string) (
 		}
 		view := &CompensationView{Intent: c.Intent, Key: undoKey(d.e.cfg.Contour, d.p, c.Intent, s.Name)}
 		d.steps[j].Compensation = view
+		if d.p.UndoRounds[s.Name] > 0 && !d.dry {
+			// A round a person asked for: its key is new.
+			if err := d.e.store.NoteProcessStep(ctx, d.p.Key, view.Key); err != nil {
+				d.transient = err
+				return store.ProcessCompensating, failed, code, msg
+			}
+		}
 		view.Op, view.Refusal = d.run(ctx, c.Intent, view.Key, c.Payload)
 		switch {
 		case d.transient != nil:
