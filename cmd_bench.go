@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -52,6 +51,7 @@ var benchCommand = command{
 		quota := fs.Float64("cpu-quota", 0, "run each gateway as a process of its own (oncegate serve) capped at `F` CPUs in a control group of its own (Linux, as root); CPU/req of its paths is then the gateways' own")
 		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
 		webhooks := fs.Bool("webhooks", false, "also load new operations on a gateway whose every success is a webhook to a local receiver, and report the deliveries' rate")
+		processes := fs.Bool("processes", false, "also load a process of two steps (an invoice, then a sales order in 1C) beside the same two operations sent one by one (--only steps: just those)")
 		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
 				return badUsage("bench", "takes no arguments")
@@ -85,7 +85,7 @@ var benchCommand = command{
 			if *webhooks && (*quota > 0 || journal != "") {
 				return badUsage("bench", "--webhooks runs in one process on SQLite: not with --cpu-quota or --journal-url-env")
 			}
-			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile, webhooks: *webhooks})
+			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile, webhooks: *webhooks, processes: *processes})
 		}
 	},
 }
@@ -118,6 +118,7 @@ type benchSetup struct {
 	quota     float64 // > 0: each gateway a process of its own, capped at quota CPUs
 	profile   string  // with quota: where the gateways write their CPU profiles (FILE.gateway-N)
 	webhooks  bool    // also load a gateway whose every success is a webhook
+	processes bool    // also load a process of two steps beside its steps sent one by one
 }
 
 // bench runs the gateway in this process on a journal in a new temporary
@@ -142,6 +143,11 @@ func bench(stdout io.Writer, b benchSetup) error {
 
 	cfg := config.Default()
 	cfg.DataDir = dir
+	if b.processes {
+		if cfg.IntentsDir, err = benchProcessDir(dir); err != nil {
+			return err
+		}
+	}
 	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 1e9, 1e9 // the limiter is not what is measured
 	journal, journalName := b.journal, store.Redact(b.journal)
 	if journal == "" {
@@ -219,11 +225,14 @@ func bench(stdout io.Writer, b benchSetup) error {
 	fmt.Fprintf(stdout, "oncegate bench: %d connections, %v per path, GOMAXPROCS %d; %d gateway(s) on journal %s\n",
 		b.conns, b.dur, runtime.GOMAXPROCS(0), b.instances, journalName)
 	paths := []benchPath{
-		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil, nil, nil, ""},
-		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, benchForwardingPath, nil, nil, nil, ""},
-		{"replay of a final operation", gw.urls, func() string { return replayKey }, benchGatewayPath, nil, nil, nil, ""},
-		{"new operation (1C simulator)", gw.urls, newKey, benchGatewayPath, nil, nil, nil, ""},
-		{"new operation, random UUID keys", gw.urls, uuidKey, benchGatewayPath, nil, nil, nil, ""},
+		{"bare Echo (reference)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil, nil, nil, "", nil},
+		{"forwarding to 1C once (reference)", []string{fwdURL}, fwdKey, benchForwardingPath, nil, nil, nil, "", nil},
+		{"replay of a final operation", gw.urls, func() string { return replayKey }, benchGatewayPath, nil, nil, nil, "", nil},
+		{"new operation (1C simulator)", gw.urls, newKey, benchGatewayPath, nil, nil, nil, "", nil},
+		{"new operation, random UUID keys", gw.urls, uuidKey, benchGatewayPath, nil, nil, nil, "", nil},
+	}
+	if b.processes {
+		paths = append(paths, processPaths(gw.urls, run, &seq)...)
 	}
 	if b.webhooks {
 		hooks, err := startWebhookBench(ctx, cfg, simURL, dir)
@@ -245,9 +254,9 @@ func bench(stdout io.Writer, b benchSetup) error {
 			err := gw.stores[0].Fill(ctx, "fill-"+run, b.fill, nil)
 			filled = time.Since(t0)
 			return err
-		}, nil, nil, ""})
+		}, nil, nil, "", nil})
 	}
-	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil, nil, nil, ""})
+	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil, nil, nil, "", nil})
 	if err := benchTable(ctx, stdout, client, token, paths, gw, b); err != nil {
 		return err
 	}
@@ -406,6 +415,8 @@ type benchPath struct {
 	// agent's token there; nil and "": the bench's gateways'.
 	stats func() store.WriteStats
 	token string
+	// send sends one request of the path; nil: send.
+	send func(client *http.Client, url, token, key string) error
 }
 
 // benchTable loads each path in turn (those b.only names, and the
@@ -445,7 +456,11 @@ func benchTable(ctx context.Context, stdout io.Writer, client *http.Client, toke
 		if p.token != "" {
 			tok = p.token
 		}
-		labeled("client", func() { r, err = load(ctx, client, p.urls, tok, p.key, b.conns, b.dur) })
+		do := p.send
+		if do == nil {
+			do = send
+		}
+		labeled("client", func() { r, err = load(ctx, client, p.urls, tok, p.key, do, b.conns, b.dur) })
 		if ctx.Err() != nil {
 			return errors.New("interrupted") // a shortened load is not a measurement
 		}
@@ -502,9 +517,9 @@ type loadResult struct {
 	p50, p99 time.Duration
 }
 
-// load sends requests from conns clients for dur, client i to urls[i %
+// load sends requests (send) from conns clients for dur, client i to urls[i %
 // len(urls)], and measures them; any answer but 200 stops it with an error.
-func load(ctx context.Context, client *http.Client, urls []string, token string, key func() string, conns int, dur time.Duration) (loadResult, error) {
+func load(ctx context.Context, client *http.Client, urls []string, token string, key func() string, send func(*http.Client, string, string, string) error, conns int, dur time.Duration) (loadResult, error) {
 	var wg sync.WaitGroup
 	lat := make([][]time.Duration, conns)
 	errs := make([]error, conns)
@@ -536,22 +551,7 @@ func load(ctx context.Context, client *http.Client, urls []string, token string,
 		p50: all[len(all)/2], p99: all[len(all)*99/100]}, nil
 }
 
+// send sends the bench's invoice under key (benchBodyFor).
 func send(client *http.Client, url, token, key string) error {
-	req, err := http.NewRequest(http.MethodPost, url+"/v1/operations", bytes.NewReader(benchBodyFor(key)))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Idempotency-Key", key)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %.300s", resp.StatusCode, body)
-	}
-	return nil
+	return post(client, url, token, key, benchBodyFor(key))
 }

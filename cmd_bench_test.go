@@ -19,8 +19,14 @@ import (
 // path with its rate and latencies, and for new operations the journal's
 // batches per second and writes per batch.
 func TestBenchCommand(t *testing.T) {
-	out := runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4", "--fill", "3000")
+	out := runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4", "--fill", "3000", "--processes")
 	checkBenchRows(t, out)
+	// A process of two steps beside its steps sent one by one.
+	for _, path := range []string{"two steps sent one by one (invoice, sales order)", "the same two steps as one process"} {
+		if !regexp.MustCompile(regexp.QuoteMeta(path) + `\s+[1-9][0-9]*\s`).MatchString(out) {
+			t.Errorf("no row %q:\n%s", path, out)
+		}
+	}
 	// New operations again, on a journal grown by --fill, in the same run.
 	if !regexp.MustCompile(`new operation, 3000 more in the journal\s+[1-9][0-9]*\s`).MatchString(out) ||
 		!strings.Contains(out, "filled the journal with 3000 operations and 9000 audit events in ") {

@@ -183,6 +183,7 @@ func (e *Engine) ProcessOf(ctx context.Context, key string) (store.Process, []St
 // to send is leased, so one pass at a time sends its steps, on any
 // gateway.
 func (e *Engine) driveProcess(ctx context.Context, def *intent.Intent, p store.Process, leased bool) (store.Process, []StepView, error) {
+	fresh := leased // begun by this request: nothing of it is journaled yet
 	if p.State.Final() || p.State == store.ProcessNeedsReview {
 		steps, err := e.viewSteps(ctx, def, p)
 		return p, steps, err
@@ -219,6 +220,7 @@ func (e *Engine) driveProcess(ctx context.Context, def *intent.Intent, p store.P
 	if err != nil {
 		return p, nil, err
 	}
+	d.fresh = fresh
 	state, step, code, msg := d.forward(ctx)
 	moved, err := e.store.MoveProcess(ctx, p.Key, e.owner, state, step, code, msg)
 	if err != nil {
@@ -253,6 +255,9 @@ type drive struct {
 	def     *intent.Intent
 	p       store.Process
 	dry     bool // only read: stop where a step would be sent (errWouldSend)
+	// fresh: the process was begun by this very request, so none of its
+	// steps has a row yet, and none is read before it is sent.
+	fresh bool
 	tok     store.Token
 	payload map[string]any
 	made    map[string]intent.Made
@@ -369,8 +374,10 @@ func (d *drive) backward(ctx context.Context, i int, failed, code, msg string) (
 func (d *drive) run(ctx context.Context, name, key string, fields []intent.Field) (*store.Operation, *codes.Refusal) {
 	// A step's row that is there and not to be sent again is read, not
 	// submitted: a pass over a process that waits writes nothing.
-	if op := d.read(ctx, key); d.transient != nil || op != nil && op.Status != store.StatusFailedRetryable {
-		return op, nil
+	if !d.fresh {
+		if op := d.read(ctx, key); d.transient != nil || op != nil && op.Status != store.StatusFailedRetryable {
+			return op, nil
+		}
 	}
 	if d.dry {
 		d.transient = errWouldSend
