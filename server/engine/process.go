@@ -251,13 +251,13 @@ func (e *Engine) newDrive(def *intent.Intent, p store.Process, dry bool) (*drive
 
 // drive is one pass over a process's steps.
 type drive struct {
-	e       *Engine
-	def     *intent.Intent
-	p       store.Process
-	dry     bool // only read: stop where a step would be sent (errWouldSend)
+	e   *Engine
+	def *intent.Intent
+	p   store.Process
+	dry bool // only read: stop where a step would be sent (errWouldSend)
 	// fresh: the process was begun by this very request, so none of its
 	// steps has a row yet, and none is read before it is sent.
-	fresh bool
+	fresh   bool
 	tok     store.Token
 	payload map[string]any
 	made    map[string]intent.Made
