@@ -13,6 +13,7 @@ import (
 
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/adapters/yookassa"
+	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/config/configtest"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/store/storetest"
@@ -463,4 +464,29 @@ func TestProcessUndoneByHand(t *testing.T) {
 	until(t, "the process to end compensated", func() bool {
 		return g.do("GET", "/v1/operations/"+key, tok, nil, nil).str("state") == "compensated"
 	})
+}
+
+// A firm's system hears a process's end by webhook: a denied charge's
+// process, undone, is delivered as process.compensated with the
+// process's envelope.
+func TestProcessCompensatedWebhook(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	cfg := webhookConfig(rcv, config.EventProcessCompensated)
+	cfg.Reconciler = fastConfig().Reconciler
+	cfg.IntentsDir = configtest.Dir(t, map[string]string{"order.fulfil.v1.yaml": strings.Replace(fulfil, "UNDO", callBack, 1)})
+	g := setupWith(t, cfg)
+	tok := g.MustToken("shop-agent", "write", "pay")
+	const key = "test:order.fulfil:order-w1:v1"
+	r := g.do("POST", "/v1/operations", tok, map[string]string{"Idempotency-Key": key}, fulfilment("order-w1", 125000))
+	if err := g.store.DecideApproval(context.Background(), g.approval(step(r, "charge")["operation_key"].(string)).ID, false, "anna", "no"); err != nil {
+		t.Fatal(err)
+	}
+	got := rcv.awaitDeliveries(t, 1)[0]
+	if got.event.Type != "process.compensated" || got.event.Data["operation_key"] != key || got.event.Data["state"] != "compensated" {
+		t.Fatalf("the delivery: %s", got.body)
+	}
+	if !signedWith(got, "WH_SECRET") {
+		t.Fatal("the process's delivery is not signed")
+	}
 }

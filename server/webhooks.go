@@ -27,6 +27,12 @@ func (s *Server) outbox() *store.Outbox {
 	o := &store.Outbox{Event: webhookEvent, Render: func(event string, at time.Time, op store.Operation) ([]byte, error) {
 		_, _, a := operationAnswer(op, "")
 		return json.Marshal(delivery{Type: event, Timestamp: at.UTC().Format(time.RFC3339Nano), Data: a})
+	}, RenderProcess: func(event string, at time.Time, p store.Process) ([]byte, error) {
+		// The process's envelope without its steps: each step is an
+		// operation, heard as one, and reading them is not for the writer.
+		_, _, a := processAnswer(p, nil, "")
+		a.Steps = nil
+		return json.Marshal(delivery{Type: event, Timestamp: at.UTC().Format(time.RFC3339Nano), Data: a})
 	}}
 	for _, w := range s.cfg.Webhooks {
 		o.Endpoints = append(o.Endpoints, store.OutboxEndpoint{Name: w.EndpointName(), Events: w.Events})
@@ -48,6 +54,12 @@ func webhookEvent(audit string, status store.Status) string {
 		return config.EventApprovalWaiting
 	case "approval.approved", "approval.denied", "approval.expired":
 		return config.EventApprovalDecided
+	case "process.succeeded":
+		return config.EventProcessSucceeded
+	case "process.compensated":
+		return config.EventProcessCompensated
+	case "process.needs_review":
+		return config.EventProcessNeedsReview
 	case "operation.resolved_by_hand":
 		if status == store.StatusSucceeded {
 			return config.EventOperationSucceeded

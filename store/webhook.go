@@ -29,6 +29,9 @@ type Outbox struct {
 	// that changed it. It runs inside the journal's writer: it must be
 	// quick and touch nothing else.
 	Render func(event string, at time.Time, op Operation) ([]byte, error)
+	// RenderProcess makes the body of event about the process p, as
+	// Render does for an operation; nil: processes' events are not sent.
+	RenderProcess func(event string, at time.Time, p Process) ([]byte, error)
 }
 
 // OutboxEndpoint is one endpoint: its name and the events it hears.
@@ -56,32 +59,49 @@ func (s *Store) queueDeliveries(ctx context.Context, t *txn, o *Outbox) (bool, e
 		if e.OperationKey == "" {
 			continue
 		}
+		var (
+			event  string
+			render func() ([]byte, error)
+		)
 		op, err := getOperation(ctx, t, e.OperationKey)
-		if errors.Is(err, ErrNotFound) {
-			continue // a process's key: its events are its own
-		}
-		if err != nil {
+		switch {
+		case err == nil:
+			event = o.Event(e.Event, op.Status)
+			render = func() ([]byte, error) { return o.Render(event, e.At, op) }
+		case errors.Is(err, ErrNotFound) && o.RenderProcess != nil:
+			// Not an operation's key: a process's, or none.
+			p, perr := scanProcess(t.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, e.OperationKey))
+			if perr != nil {
+				if errors.Is(perr, sql.ErrNoRows) {
+					continue
+				}
+				return false, fmt.Errorf("outbox: %w", perr)
+			}
+			event = o.Event(e.Event, "")
+			render = func() ([]byte, error) { return o.RenderProcess(event, e.At, p) }
+		case errors.Is(err, ErrNotFound):
+			continue
+		default:
 			return false, fmt.Errorf("outbox: %w", err)
 		}
-		event := o.Event(e.Event, op.Status)
-		if event == "" || done[sent{op.Key, event}] {
+		if event == "" || done[sent{e.OperationKey, event}] {
 			continue
 		}
-		done[sent{op.Key, event}] = true
+		done[sent{e.OperationKey, event}] = true
 		var body []byte
 		for _, ep := range o.Endpoints {
 			if !slices.Contains(ep.Events, event) {
 				continue
 			}
 			if body == nil {
-				if body, err = o.Render(event, e.At, op); err != nil {
+				if body, err = render(); err != nil {
 					return false, fmt.Errorf("outbox: %w", err)
 				}
 			}
 			now := formatTime(e.At)
 			if _, err := t.ExecContext(ctx, `
 				INSERT INTO webhook_deliveries (webhook_id, endpoint, event_type, operation_key, body, created_at, next_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, newWebhookID(), ep.Name, event, op.Key, string(body), now, now); err != nil {
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, newWebhookID(), ep.Name, event, e.OperationKey, string(body), now, now); err != nil {
 				return false, fmt.Errorf("outbox: %w", err)
 			}
 			queued = true

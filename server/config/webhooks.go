@@ -16,10 +16,15 @@ const (
 	EventOperationUnknown   = "operation.unknown"
 	EventApprovalWaiting    = "approval.waiting"
 	EventApprovalDecided    = "approval.decided"
+	// A process's ends, and a process waiting for a person.
+	EventProcessSucceeded   = "process.succeeded"
+	EventProcessCompensated = "process.compensated"
+	EventProcessNeedsReview = "process.needs_review"
 )
 
 // WebhookEvents lists the events an endpoint may ask for.
-var WebhookEvents = []string{EventOperationSucceeded, EventOperationFailed, EventOperationUnknown, EventApprovalWaiting, EventApprovalDecided}
+var WebhookEvents = []string{EventOperationSucceeded, EventOperationFailed, EventOperationUnknown, EventApprovalWaiting, EventApprovalDecided,
+	EventProcessSucceeded, EventProcessCompensated, EventProcessNeedsReview}
 
 // Webhook is one endpoint that hears operations' outcomes (webhooks:).
 type Webhook struct {
