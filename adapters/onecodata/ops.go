@@ -35,6 +35,13 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	if b.read {
 		return adapters.Result{}, readOnly(b)
 	}
+	if b.change != "" {
+		et, err := c.published(ctx, b)
+		if err != nil {
+			return adapters.Result{}, err
+		}
+		return c.executeChange(ctx, b, et, op)
+	}
 	if c.ignored.Load() && b.keyField == "" {
 		return adapters.Result{}, c.ignoringError()
 	}
@@ -57,11 +64,15 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	if err != nil {
 		return adapters.Plan{}, err
 	}
-	if _, err := c.published(ctx, b); err != nil {
+	et, err := c.published(ctx, b)
+	if err != nil {
 		return adapters.Plan{}, err
 	}
 	if b.read {
 		return adapters.Plan{}, readOnly(b)
+	}
+	if b.change != "" {
+		return c.validateChange(ctx, b, et, op)
 	}
 	if b.post {
 		id, doc, err := c.postTarget(ctx, b, op)
@@ -73,7 +84,6 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	if c.ignored.Load() && b.keyField == "" {
 		return adapters.Plan{}, c.ignoringError()
 	}
-	et, _ := c.published(ctx, b)
 	body, err := c.body(ctx, b, et, op)
 	if err != nil {
 		return adapters.Plan{}, err
@@ -151,6 +161,9 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	if b.read {
 		return adapters.Result{}, adapters.LookupFailure(readOnly(b))
 	}
+	if b.change != "" {
+		return c.lookupChange(ctx, b, op)
+	}
 	if b.post {
 		id, doc, err := c.postTarget(ctx, b, op)
 		var ae *adapters.Error
@@ -205,16 +218,7 @@ func (c *Client) Read(ctx context.Context, op adapters.Op) (adapters.Result, err
 	case !found:
 		return adapters.Result{}, notFound(b)
 	}
-	r := result(id, doc)
-	switch {
-	case doc["DeletionMark"] == true:
-		r.Data["state"] = "marked_for_deletion"
-	case doc["Posted"] == true:
-		r.Data["state"] = "posted"
-	default:
-		r.Data["state"] = "draft"
-	}
-	return r, nil
+	return changeResult(id, doc), nil
 }
 
 // readOnly is the refusal of a write through a read binding.

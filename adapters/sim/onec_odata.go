@@ -546,7 +546,9 @@ func odataScalar(typ string, v any) any {
 
 // post posts (or unposts) a document: a refusal is 500 with code -1 and
 // the configuration's Russian message; a document without a counterparty
-// is refused the way БП 3.0's check of filling refuses it.
+// is refused the way БП 3.0's check of filling refuses it, and any in the
+// closed period (ODataSettings.ClosedUntil). An unposting of a posted
+// document counts as a change.
 func (o *odata) post(w http.ResponseWriter, r *http.Request, t *odataType, key string, post bool) {
 	o.s.Call(OneCOData, key)
 	f := o.s.TakeFault(OneCOData, OnExecute)
@@ -561,11 +563,16 @@ func (o *odata) post(w http.ResponseWriter, r *http.Request, t *odataType, key s
 	refusal := ""
 	switch {
 	case !found:
+	case o.closedRefusal(t, e) != "":
+		refusal = o.closedRefusal(t, e)
 	case post && o.settings.RefusePosting != "":
 		refusal = o.settings.RefusePosting
 	case post && e["Контрагент_Key"] == odataEmptyRef:
 		refusal = "Не удалось провести \"" + t.Set + "\"!\nПоле \"Контрагент\" не заполнено"
 	default:
+		if !post && e["Posted"] == true {
+			o.s.Effect(OneCODataChanges, key) // an unposting is a change; a repeat changes nothing
+		}
 		e["Posted"] = post
 		e["DataVersion"] = odataVersion()
 	}
