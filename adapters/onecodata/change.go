@@ -99,12 +99,25 @@ func (c *Client) changeBody(ctx context.Context, b *binding, et *entityType, op 
 // changeTarget reads the object a change names: an object 1C does not
 // hold is REFERENCE_NOT_FOUND on the payload's field, in 1C's words.
 func (c *Client) changeTarget(ctx context.Context, b *binding, op adapters.Op) (string, map[string]any, error) {
-	id, doc, found, err := c.document(ctx, b, op)
-	switch {
-	case err != nil:
+	id, err := b.documentID(op)
+	if err != nil {
 		return "", nil, err
-	case !found:
-		return "", nil, changeNotFound(b, "")
+	}
+	status, h, body, err := c.readCall(ctx, c.entityURL(b.entity, id, "", jsonQuery))
+	if err != nil {
+		return "", nil, adapters.ReadFailure(err)
+	}
+	if status != http.StatusOK {
+		oe := parseError(status, body)
+		e := c.classify(oe, h)
+		if e.Code == codes.NotFound {
+			return "", nil, changeNotFound(b, safeMessage(c, oe.Message))
+		}
+		return "", nil, adapters.ReadFailure(e)
+	}
+	doc, err := decodeEntity(body)
+	if err != nil {
+		return "", nil, c.badAnswer(err)
 	}
 	return id, doc, nil
 }
@@ -112,11 +125,11 @@ func (c *Client) changeTarget(ctx context.Context, b *binding, op adapters.Op) (
 // changeNotFound is the refusal of a Ref_Key 1C does not hold; msg is
 // 1C's own text when it answered one.
 func changeNotFound(b *binding, msg string) *adapters.Error {
-	if msg == "" {
-		msg = "Экземпляр сущности \"" + b.entity + "\" не найден по переданному ключу."
+	text := "1C holds no object with this Ref_Key in " + b.entity
+	if msg != "" {
+		text += ": " + msg
 	}
-	return &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: b.docPath,
-		Message: "1C holds no object with this Ref_Key in " + b.entity + ": " + msg}
+	return &adapters.Error{Class: adapters.Final, Code: codes.ReferenceNotFound, Field: b.docPath, Message: text}
 }
 
 // validateChange reads the object and plans what the change sets.
