@@ -101,6 +101,52 @@ func (o *odata) handlePatch(w http.ResponseWriter, r *http.Request) {
 	o.answerEntity(w, r, http.StatusOK, t, body)
 }
 
+// post posts (or unposts) a document: a refusal is 500 with code -1 and
+// the configuration's Russian message; a document without a counterparty
+// is refused the way БП 3.0's check of filling refuses it, and any in the
+// closed period (ODataSettings.ClosedUntil). An unposting of a posted
+// document counts as a change.
+func (o *odata) post(w http.ResponseWriter, r *http.Request, t *odataType, key string, post bool) {
+	o.s.Call(OneCOData, key)
+	f := o.s.TakeFault(OneCOData, OnExecute)
+	if f != nil && f.Fault == FaultLateCommit {
+		f = nil
+	}
+	if f.Before(w) {
+		return
+	}
+	o.mu.Lock()
+	e, found := o.data[t.Set][key]
+	refusal := ""
+	switch {
+	case !found:
+	case o.closedRefusal(t, e) != "":
+		refusal = o.closedRefusal(t, e)
+	case post && o.settings.RefusePosting != "":
+		refusal = o.settings.RefusePosting
+	case post && e["Контрагент_Key"] == odataEmptyRef:
+		refusal = "Не удалось провести \"" + t.Set + "\"!\nПоле \"Контрагент\" не заполнено"
+	default:
+		if !post && e["Posted"] == true {
+			o.s.Effect(OneCODataChanges, key) // an unposting is a change; a repeat changes nothing
+		}
+		e["Posted"] = post
+		e["DataVersion"] = odataVersion()
+	}
+	o.mu.Unlock()
+	if f.After(w) {
+		return
+	}
+	switch {
+	case !found:
+		odataFail(w, r, http.StatusNotFound, odataCodeNotFound, fmt.Sprintf("Экземпляр сущности \"%s\" не найден по переданному ключу.", t.Set))
+	case refusal != "":
+		odataFail(w, r, http.StatusInternalServerError, odataCodeBusiness, refusal)
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
 // odataInternalError is 1C's message when the OData service itself fails
 // (seen for tabular rows sent without LineNumber: testdata/wire).
 const odataInternalError = "Произошла внутренняя ошибка OData сервиса. Дополнительные сведения можно найти в технологическом журнале."
