@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -171,17 +172,10 @@ func (c *Client) executeChange(ctx context.Context, b *binding, et *entityType, 
 	if status >= 200 && status < 300 {
 		after, err := decodeEntity(answer)
 		if err != nil || b.change == actionUnpost {
-			// Unpost answers no entity (nor need a PATCH): the object
-			// read again is what the result reports.
-			var found bool
-			after, found, err = c.get(ctx, b.entity, id)
-			switch {
-			case err != nil:
-				return adapters.Result{}, &adapters.Error{Class: adapters.Reconcile, Code: codes.OutcomeUnknown,
-					Message: "1C accepted the change and the object could not be read back", Err: err}
-			case !found:
-				return adapters.Result{}, changeNotFound(b, "")
-			}
+			// Unpost answers no entity (and a PATCH need not): the
+			// object read before, with what 1C accepted, is the result.
+			after = maps.Clone(doc)
+			maps.Copy(after, set)
 		}
 		return b.withChanges(changeResult(id, after), set, after), nil
 	}
