@@ -222,3 +222,25 @@ func TestChange_BindRefusals(t *testing.T) {
 		}
 	}
 }
+
+// check reads $metadata for a change as for a create: the entity set and
+// every property an update maps must be published.
+func TestChange_Probe(t *testing.T) {
+	t.Parallel()
+	f := setupChanges(t)
+	ctx := context.Background()
+	what, err := f.c.Probe(ctx)
+	if err != nil || !strings.Contains(what, "invoice.mark_deleted v1: "+invoiceSet+" and every mapped property are published") ||
+		!strings.Contains(what, "invoice.comment v1: "+invoiceSet+" and every mapped property are published") {
+		t.Fatalf("probe: %q %v", what, err)
+	}
+	if err := f.c.Bind(append(changeBindings(), adapters.Binding{Intent: "invoice.note", Version: 1, Schema: json.RawMessage(changeSchema),
+		Map: json.RawMessage(`{"entity":"` + invoiceSet + `","action":"update","document":"invoice_id","fields":{"Примечание":{"from":"comment"}}}`)})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.Probe(ctx); err == nil || !strings.Contains(err.Error(), "invoice.note v1: not published: "+invoiceSet+".Примечание") {
+		t.Fatalf("probe of an unpublished property: %v", err)
+	}
+	_, err = f.c.Execute(ctx, changeOp("invoice.note", "chg-note", f.invoice(t, "inv-note", false)))
+	adapterstest.WantError(t, err, adapters.Retry, codes.TargetNotPublished, "")
+}
