@@ -75,10 +75,12 @@ const e2eODataInvoice = `{"schema_version":"1.0","intent":"buh_invoice.create","
 // A declared intent on an instance of kind onec_odata through the binary:
 // the document's Ref_Key is the operation's, so execute makes one
 // document, a replay sends nothing, and a lost answer is settled by
-// looking the document up, never by a second create.
+// looking the document up, never by a second create; a change of the
+// document runs on the same gateway (testODataChange).
 func TestBinaryDeclaredODataIntent(t *testing.T) {
 	t.Parallel()
-	dir := intentsDir(t, "buh_invoice.create.v1.yaml", odataInvoiceDefinition)
+	dir := configtest.Dir(t, map[string]string{"buh_invoice.create.v1.yaml": odataInvoiceDefinition,
+		"buh_invoice.mark_deleted.v1.yaml": odataMarkDeletedDefinition})
 	r := newRig(t, withIntents(dir), withOData("buh", "time_zone: Europe/Moscow, timeout_ms: 1000"))
 
 	effects := func(key string) (docs, creates int) {
@@ -146,6 +148,8 @@ func TestBinaryDeclaredODataIntent(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("Change", func(t *testing.T) { testODataChange(t, r) })
 
 	t.Run("LostAnswer", func(t *testing.T) {
 		const key = "test:buh_invoice.create:inv-odata-2:v1"

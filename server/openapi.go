@@ -385,7 +385,7 @@ var businessCodes = []string{
 	codes.ReferenceNotFound, codes.ReferenceInactive, codes.ReferenceAmbiguous, codes.InsufficientFunds,
 	codes.PaymentDeclined, codes.PaymentCanceled, codes.RefundCanceled,
 	codes.InvalidState, codes.TargetPermissionDenied, codes.TargetRejected, codes.TargetNotPublished,
-	codes.PostingRefused, codes.TargetIgnoresKeys,
+	codes.PostingRefused, codes.ChangeRefused, codes.TargetIgnoresKeys,
 }
 
 // errorCodeSchema documents every code: the gateway's own as an enum, the

@@ -252,6 +252,7 @@ var english = Labels{
 		"PAYMENT_CANCELED":                 "the payment was canceled",
 		"REFUND_CANCELED":                  "the refund was canceled",
 		"POSTING_REFUSED":                  "1C refused to post the document",
+		"CHANGE_REFUSED":                   "1C refused to change the document (a closed period, for one)",
 		"TARGET_CHANGED_VALUE":             "the system stored something other than what was sent (a string cut short, say)",
 		"TARGET_IGNORES_KEYS":              "the 1C base does not keep the gateway's document keys",
 	},

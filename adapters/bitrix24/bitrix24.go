@@ -343,6 +343,8 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	}
 	if d, ok, err := c.declaredOf(op); err != nil {
 		return adapters.Result{}, err
+	} else if ok && d.idFrom != "" {
+		return c.lookupUpdate(ctx, d, op)
 	} else if ok {
 		id, _, err := c.lookupOrigin(ctx, op.Key, d.entity.list, d.entity.noun, []string{"ID", "ORIGINATOR_ID", "ORIGIN_ID"}, "")
 		if err != nil {

@@ -34,6 +34,9 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 	if err != nil {
 		return adapters.Result{}, err
 	}
+	if declared && d.idFrom != "" {
+		return c.checkUpdated(ctx, d, op, id)
+	}
 	e := entities["crm.activity.add"]
 	if declared {
 		e = d.entity

@@ -23,6 +23,9 @@ type declared struct {
 	fields  *mapping.Fields
 	refs    []declaredRef // the payload's references, resolved before any write
 	ownerBy string        // activities: the payload field OWNER_ID refers by
+	// idFrom, for an update (update.go), is the payload field holding the
+	// ID of the record to change; "" for an add.
+	idFrom string
 }
 
 // declaredRef is a payload field holding an external id, and where it is
@@ -94,26 +97,39 @@ func (c *Client) parseBinding(b adapters.Binding) (*declared, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k != "method" && k != "fields" {
-			return nil, &mapping.Error{Path: "map." + k, Msg: "unknown key (want method and fields)"}
+		if k != "method" && k != "fields" && k != "id" {
+			return nil, &mapping.Error{Path: "map." + k, Msg: "unknown key (want method and fields, and id for an update)"}
 		}
 	}
 	var method string
 	if raw, ok := m["method"]; !ok {
-		return nil, &mapping.Error{Path: "map.method", Msg: "is required: one of " + addMethods}
+		return nil, &mapping.Error{Path: "map.method", Msg: "is required: one of " + addMethods + " or " + updateMethods}
 	} else if err := json.Unmarshal(raw, &method); err != nil {
-		return nil, &mapping.Error{Path: "map.method", Msg: "must be one of " + addMethods}
+		return nil, &mapping.Error{Path: "map.method", Msg: "must be one of " + addMethods + " or " + updateMethods}
 	}
 	e, ok := entities[method]
-	if !ok {
-		return nil, &mapping.Error{Path: "map.method", Msg: fmt.Sprintf("%q is not an add this target makes (want one of %s)", method, addMethods)}
+	update := updates[method]
+	switch {
+	case update != nil:
+		e = update
+	case !ok:
+		return nil, &mapping.Error{Path: "map.method", Msg: fmt.Sprintf("%q is not a method this target calls (want one of %s, or an update: %s)", method, addMethods, updateMethods)}
 	}
 	if _, ok := m["fields"]; !ok {
 		return nil, &mapping.Error{Path: "map.fields", Msg: "is required"}
 	}
+	d := &declared{intent: b.Intent, entity: e}
+	if update != nil {
+		from, err := parseUpdateID(m["id"], b.Schema)
+		if err != nil {
+			return nil, err
+		}
+		d.idFrom = from
+	} else if _, ok := m["id"]; ok {
+		return nil, &mapping.Error{Path: "map.id", Msg: "belongs to an update (" + updateMethods + "); an add makes a new record"}
+	}
 
 	// References: every declared kind must be one the target resolves.
-	d := &declared{intent: b.Intent, entity: e}
 	fields := make([]string, 0, len(b.References))
 	for f := range b.References {
 		fields = append(fields, f)
@@ -144,10 +160,14 @@ func (c *Client) parseBinding(b adapters.Binding) (*declared, error) {
 		switch {
 		case keyFields[name]:
 			return nil, &mapping.Error{Path: p, Msg: "carries the operation key, which the gateway writes; no mapping may set it"}
+		case d.idFrom != "" && multiFields[name]:
+			return nil, &mapping.Error{Path: p, Msg: "is a multiple field: an update adds a value to it rather than setting it, so it cannot be mapped in an update"}
+		case d.idFrom != "" && e.name == "activity" && (name == "OWNER_ID" || name == "OWNER_TYPE_ID" || name == "COMMUNICATIONS"):
+			return nil, &mapping.Error{Path: p, Msg: "binds the activity to its owner; an update does not move an activity"}
 		case e.name == "activity" && (name == "OWNER_TYPE_ID" || name == "COMMUNICATIONS"):
 			return nil, &mapping.Error{Path: p, Msg: "follows from the reference OWNER_ID names; no mapping may set it"}
 		case !e.takes(name):
-			return nil, &mapping.Error{Path: p, Msg: fmt.Sprintf("%s has no field %q a mapping may set", e.add, name)}
+			return nil, &mapping.Error{Path: p, Msg: fmt.Sprintf("%s has no field %q a mapping may set", method, name)}
 		}
 	}
 	// A field holding a contact's or a company's id takes a reference
@@ -160,7 +180,7 @@ func (c *Client) parseBinding(b adapters.Binding) (*declared, error) {
 		}
 	}
 	d.fields = fm
-	if e.name == "activity" {
+	if e.name == "activity" && d.idFrom == "" {
 		owner := fm.Field("OWNER_ID")
 		if owner == nil || owner.Ref == "" {
 			return nil, &mapping.Error{Path: "map.fields.OWNER_ID", Msg: "is required as {ref: …}: an activity is bound to a contact or company"}
@@ -264,7 +284,7 @@ func (c *Client) prepare(ctx context.Context, d *declared, op adapters.Op) (map[
 			fields[name] = []map[string]any{{"VALUE": fields[name], "VALUE_TYPE": "WORK"}}
 		}
 	}
-	if d.entity.name == "activity" {
+	if d.entity.name == "activity" && d.idFrom == "" {
 		owner, ok := refs[d.ownerBy]
 		if !ok {
 			return nil, nil, invalid(d.ownerBy, d.ownerBy+" is required: the activity is bound to it", nil)
@@ -290,8 +310,11 @@ func (d *declared) refEntity(field string) string {
 }
 
 // validateDeclared resolves op's references and reports the fields the
-// add would send. It writes nothing.
+// add (or the update) would send. It writes nothing.
 func (c *Client) validateDeclared(ctx context.Context, d *declared, op adapters.Op) (adapters.Plan, error) {
+	if d.idFrom != "" {
+		return c.validateUpdate(ctx, d, op)
+	}
 	fields, _, err := c.prepare(ctx, d, op)
 	if err != nil {
 		return adapters.Plan{}, err
@@ -299,8 +322,12 @@ func (c *Client) validateDeclared(ctx context.Context, d *declared, op adapters.
 	return adapters.Plan{Data: map[string]any{"method": d.entity.add, "fields": fields}}, nil
 }
 
-// executeDeclared adds the entity carrying op.Key in ORIGIN_ID.
+// executeDeclared adds the entity carrying op.Key in ORIGIN_ID, or
+// updates the record the payload names (update.go).
 func (c *Client) executeDeclared(ctx context.Context, d *declared, op adapters.Op) (adapters.Result, error) {
+	if d.idFrom != "" {
+		return c.executeUpdate(ctx, d, op)
+	}
 	fields, _, err := c.prepare(ctx, d, op)
 	if err != nil {
 		return adapters.Result{}, err

@@ -402,17 +402,17 @@ func TestBindRefusals(t *testing.T) {
 		b    adapters.Binding
 		want string
 	}{
-		{"ForbiddenMethod", dealBinding(`{"method": "crm.deal.update", "fields": {"TITLE": {"from": "title"}}}`),
-			`deal.create v1: map.method: "crm.deal.update" is not an add this target makes (want one of crm.deal.add, crm.lead.add, crm.contact.add, crm.company.add, crm.activity.add)`},
+		{"UpdateWithoutID", dealBinding(`{"method": "crm.deal.update", "fields": {"TITLE": {"from": "title"}}}`),
+			`deal.create v1: map.id: is required by an update: {from: the payload field holding the record's ID}`},
 		{"DeleteMethod", dealBinding(`{"method": "crm.deal.delete", "fields": {"TITLE": {"from": "title"}}}`),
-			`deal.create v1: map.method: "crm.deal.delete" is not an add this target makes (want one of crm.deal.add, crm.lead.add, crm.contact.add, crm.company.add, crm.activity.add)`},
+			`deal.create v1: map.method: "crm.deal.delete" is not a method this target calls (want one of crm.deal.add, crm.lead.add, crm.contact.add, crm.company.add, crm.activity.add, or an update: crm.deal.update, crm.lead.update, crm.contact.update, crm.company.update, crm.activity.update)`},
 		{"MethodNotString", dealBinding(`{"method": ["crm.deal.add"], "fields": {"TITLE": {"from": "title"}}}`),
-			`deal.create v1: map.method: must be one of crm.deal.add, crm.lead.add, crm.contact.add, crm.company.add, crm.activity.add`},
+			`deal.create v1: map.method: must be one of crm.deal.add, crm.lead.add, crm.contact.add, crm.company.add, crm.activity.add or crm.deal.update, crm.lead.update, crm.contact.update, crm.company.update, crm.activity.update`},
 		{"NoMethod", dealBinding(`{"fields": {"TITLE": {"from": "title"}}}`),
-			`deal.create v1: map.method: is required: one of crm.deal.add, crm.lead.add, crm.contact.add, crm.company.add, crm.activity.add`},
+			`deal.create v1: map.method: is required: one of crm.deal.add, crm.lead.add, crm.contact.add, crm.company.add, crm.activity.add or crm.deal.update, crm.lead.update, crm.contact.update, crm.company.update, crm.activity.update`},
 		{"NoFields", dealBinding(`{"method": "crm.deal.add"}`), `deal.create v1: map.fields: is required`},
 		{"UnknownMapKey", dealBinding(`{"method": "crm.deal.add", "entity": "deal", "fields": {"TITLE": {"from": "title"}}}`),
-			`deal.create v1: map.entity: unknown key (want method and fields)`},
+			`deal.create v1: map.entity: unknown key (want method and fields, and id for an update)`},
 		{"OriginID", dealBinding(deal(`"TITLE": {"from": "title"}, "ORIGIN_ID": {"from": "customer_id"}`)),
 			`deal.create v1: map.fields.ORIGIN_ID: carries the operation key, which the gateway writes; no mapping may set it`},
 		{"OriginatorID", dealBinding(deal(`"ORIGINATOR_ID": {"value": "erp"}`)),

@@ -12,6 +12,8 @@ type entity struct {
 	noun     string // how a refusal names its records
 	add      string // "crm.deal.add"
 	list     string // "crm.deal.list"
+	update   string // "crm.deal.update"
+	get      string // "crm.deal.get"
 	typeID   int    // CRM object type: OWNER_TYPE_ID, ENTITY_TYPE_ID
 	fields   map[string]bool
 	userFlds bool // takes user fields UF_CRM_*
@@ -62,6 +64,19 @@ var entities = map[string]*entity{
 		fields: set("OWNER_ID TYPE_ID SUBJECT DESCRIPTION DESCRIPTION_TYPE START_TIME END_TIME DEADLINE COMPLETED PRIORITY " +
 			"RESPONSIBLE_ID DIRECTION LOCATION NOTIFY_TYPE NOTIFY_VALUE")},
 }
+
+func init() {
+	for _, e := range entities {
+		e.update, e.get = "crm."+e.name+".update", "crm."+e.name+".get"
+		updates[e.update] = e
+	}
+}
+
+// updates are the entities by their update method (update.go).
+var updates = map[string]*entity{}
+
+// updateMethods lists the updates a mapping may name, for refusals.
+const updateMethods = "crm.deal.update, crm.lead.update, crm.contact.update, crm.company.update, crm.activity.update"
 
 // addMethods lists the methods a mapping may name, for refusals.
 const addMethods = "crm.deal.add, crm.lead.add, crm.contact.add, crm.company.add, crm.activity.add"

@@ -101,10 +101,10 @@ func (c *Client) probeFields(ctx context.Context) (string, error) {
 				}
 			}
 			if len(absent) > 0 {
-				missing = append(missing, fmt.Sprintf("%s maps %s, which %s does not have", name, strings.Join(absent, ", "), e.add))
+				missing = append(missing, fmt.Sprintf("%s maps %s, which %s does not have", name, strings.Join(absent, ", "), d.method()))
 				continue
 			}
-			checked = append(checked, name+" ("+e.add+")")
+			checked = append(checked, name+" ("+d.method()+")")
 		}
 	}
 	if len(missing) > 0 {

@@ -119,6 +119,11 @@ const (
 	// check: a required field, negative stock, a closed period); the
 	// message is 1C's, trimmed and safe.
 	PostingRefused = "POSTING_REFUSED"
+	// ChangeRefused: 1C refused to change an object (mark it for
+	// deletion, cancel its posting, set its fields) by its
+	// configuration's check, e.g. a closed period; the message is 1C's,
+	// trimmed and safe.
+	ChangeRefused = "CHANGE_REFUSED"
 	// TargetIgnoresKeys: the 1C base answered a create with a key of its
 	// own choosing instead of the one the gateway sent, so it cannot
 	// refuse a second document for one operation; creates there are
@@ -199,6 +204,7 @@ var catalogue = map[string]info{
 	PaymentCanceled:        {http.StatusUnprocessableEntity, false},
 	RefundCanceled:         {http.StatusUnprocessableEntity, false},
 	PostingRefused:         {http.StatusUnprocessableEntity, false},
+	ChangeRefused:          {http.StatusUnprocessableEntity, false},
 	TargetIgnoresKeys:      {http.StatusUnprocessableEntity, false},
 	TargetChangedValue:     {http.StatusOK, false},
 

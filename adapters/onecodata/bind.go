@@ -33,7 +33,10 @@ type binding struct {
 	fields  *mapping.Fields // create
 	post    bool            // post: {entity, document}
 	read    bool            // read: {entity, document}
-	docPath string          // the payload field holding the document's Ref_Key (post, read)
+	docPath string          // the payload field holding the document's Ref_Key (post, read, change)
+	// change is a change's action (actionMarkDeleted, actionUnpost,
+	// actionUpdate; change.go), "" for a create, a posting or a read.
+	change string
 	// keyField is the document's string attribute that carries the
 	// operation's key (its Ref_Key, derived from the key) and finds the
 	// document by $filter where 1C does not keep client keys; "" when
@@ -49,6 +52,9 @@ type mapSpec struct {
 	KeyField *string  `json:"key_field"`
 	Post     *docSpec `json:"post"`
 	Read     *docSpec `json:"read"`
+	// Action and Document make a change of an existing object (change.go).
+	Action   *string `json:"action"`
+	Document *string `json:"document"`
 }
 
 // docSpec names an existing document: its entity set and the payload
@@ -96,7 +102,10 @@ func (c *Client) parseBinding(bd adapters.Binding) (*binding, error) {
 	dec := json.NewDecoder(bytes.NewReader(bd.Map))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return nil, &mapping.Error{Path: "map", Msg: "unknown key or wrong type (want entity and fields, post: {entity, document} or read: {entity, document}): " + err.Error()}
+		return nil, &mapping.Error{Path: "map", Msg: "unknown key or wrong type (want entity and fields, entity, action and document, post: {entity, document} or read: {entity, document}): " + err.Error()}
+	}
+	if spec.Action != nil || spec.Document != nil {
+		return c.parseChange(bd, spec, b)
 	}
 	for _, d := range []struct {
 		key  string
@@ -223,6 +232,20 @@ func (c *Client) bindingOf(op adapters.Op) (*binding, error) {
 // $metadata declares (Double as a JSON number, Int64 as a string), each
 // tabular row numbered, and the Ref_Key derived from the operation key.
 func (c *Client) body(ctx context.Context, b *binding, et *entityType, op adapters.Op) (map[string]any, error) {
+	out, err := c.mapped(ctx, b, et, op)
+	if err != nil {
+		return nil, err
+	}
+	out["Ref_Key"] = RefKey(c.instance, op.Intent, op.Key)
+	if b.keyField != "" {
+		out[b.keyField] = out["Ref_Key"]
+	}
+	return out, nil
+}
+
+// mapped computes the binding's mapped properties from op's payload, as
+// body sends them, without the gateway's own (Ref_Key, key_field).
+func (c *Client) mapped(ctx context.Context, b *binding, et *entityType, op adapters.Op) (map[string]any, error) {
 	// Every reference is resolved, so one answer names each that 1C
 	// lacks; a target that cannot be asked stops at once.
 	var refused adapters.Refusals
@@ -258,10 +281,6 @@ func (c *Client) body(ctx context.Context, b *binding, et *entityType, op adapte
 			continue
 		}
 		out[name] = edmValue(et.props[name], v)
-	}
-	out["Ref_Key"] = RefKey(c.instance, op.Intent, op.Key)
-	if b.keyField != "" {
-		out[b.keyField] = out["Ref_Key"]
 	}
 	return out, nil
 }

@@ -41,6 +41,9 @@ func (c *Client) CheckObject(ctx context.Context, op adapters.Op, id string) (ad
 	if b.post {
 		return c.checkPosted(ctx, b, op, id)
 	}
+	if b.change != "" {
+		return c.checkChanged(ctx, b, op, id)
+	}
 	doc, err := c.checkRead(ctx, b, id)
 	if err != nil {
 		return adapters.Result{}, err

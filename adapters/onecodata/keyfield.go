@@ -72,7 +72,7 @@ func (c *Client) keyFieldBinding() bool {
 // Ref_Key alone.
 func (c *Client) keylessBinding() bool {
 	for _, b := range c.bindings {
-		if !b.post && !b.read && b.keyField == "" {
+		if !b.post && !b.read && b.change == "" && b.keyField == "" {
 			return true
 		}
 	}

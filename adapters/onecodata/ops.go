@@ -23,7 +23,8 @@ var jsonQuery = url.Values{"$format": {"json"}}
 
 // Execute implements adapters.Target: a create POSTs the mapped object
 // with the Ref_Key derived from the operation key; a posting posts the
-// document the payload names unless it is posted already.
+// document the payload names unless it is posted already; a change
+// (change.go) marks, unposts or updates it unless that is done already.
 func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, error) {
 	b, err := c.bindingOf(op)
 	if err != nil {
@@ -34,6 +35,13 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 	}
 	if b.read {
 		return adapters.Result{}, readOnly(b)
+	}
+	if b.change != "" {
+		et, err := c.published(ctx, b)
+		if err != nil {
+			return adapters.Result{}, err
+		}
+		return c.executeChange(ctx, b, et, op)
 	}
 	if c.ignored.Load() && b.keyField == "" {
 		return adapters.Result{}, c.ignoringError()
@@ -51,17 +59,22 @@ func (c *Client) Execute(ctx context.Context, op adapters.Op) (adapters.Result, 
 
 // Validate runs every check of op at 1C, writing nothing: the binding,
 // the published properties, every reference; its plan is the exact body
-// a create will send (or the document a posting will post).
+// a create will send (or the document a posting will post, or what a
+// change sets on which object).
 func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, error) {
 	b, err := c.bindingOf(op)
 	if err != nil {
 		return adapters.Plan{}, err
 	}
-	if _, err := c.published(ctx, b); err != nil {
+	et, err := c.published(ctx, b)
+	if err != nil {
 		return adapters.Plan{}, err
 	}
 	if b.read {
 		return adapters.Plan{}, readOnly(b)
+	}
+	if b.change != "" {
+		return c.validateChange(ctx, b, et, op)
 	}
 	if b.post {
 		id, doc, err := c.postTarget(ctx, b, op)
@@ -73,7 +86,6 @@ func (c *Client) Validate(ctx context.Context, op adapters.Op) (adapters.Plan, e
 	if c.ignored.Load() && b.keyField == "" {
 		return adapters.Plan{}, c.ignoringError()
 	}
-	et, _ := c.published(ctx, b)
 	body, err := c.body(ctx, b, et, op)
 	if err != nil {
 		return adapters.Plan{}, err
@@ -139,7 +151,8 @@ func (c *Client) create(ctx context.Context, b *binding, et *entityType, body ma
 }
 
 // Lookup implements adapters.Target: one GET by the Ref_Key derived from
-// the operation key. A 404 with code 9 is "not found"; right after a
+// the operation key (of the named document, for a posting or a change,
+// done when it is posted or holds what the change sets). A 404 with code 9 is "not found"; right after a
 // timeout it is no proof of absence (the first request may still
 // commit): the engine trusts it only once the target's settle time has
 // passed, and 1C's own key refuses a second document in any case.
@@ -150,6 +163,9 @@ func (c *Client) Lookup(ctx context.Context, op adapters.Op) (adapters.Result, e
 	}
 	if b.read {
 		return adapters.Result{}, adapters.LookupFailure(readOnly(b))
+	}
+	if b.change != "" {
+		return c.lookupChange(ctx, b, op)
 	}
 	if b.post {
 		id, doc, err := c.postTarget(ctx, b, op)
@@ -205,16 +221,7 @@ func (c *Client) Read(ctx context.Context, op adapters.Op) (adapters.Result, err
 	case !found:
 		return adapters.Result{}, notFound(b)
 	}
-	r := result(id, doc)
-	switch {
-	case doc["DeletionMark"] == true:
-		r.Data["state"] = "marked_for_deletion"
-	case doc["Posted"] == true:
-		r.Data["state"] = "posted"
-	default:
-		r.Data["state"] = "draft"
-	}
-	return r, nil
+	return changeResult(id, doc), nil
 }
 
 // readOnly is the refusal of a write through a read binding.
@@ -232,16 +239,24 @@ func notFound(b *binding) *adapters.Error {
 
 // document reads the document whose Ref_Key is the payload's docPath.
 func (c *Client) document(ctx context.Context, b *binding, op adapters.Op) (string, map[string]any, bool, error) {
+	id, err := b.documentID(op)
+	if err != nil {
+		return "", nil, false, err
+	}
+	doc, found, err := c.get(ctx, b.entity, id)
+	return id, doc, found, err
+}
+
+// documentID is the Ref_Key the payload's docPath holds, lower-cased.
+func (b *binding) documentID(op adapters.Op) (string, error) {
 	var p map[string]any
 	json.Unmarshal(op.Payload, &p)
 	id, _ := p[b.docPath].(string)
 	if !guidPattern.MatchString(id) {
-		return "", nil, false, &adapters.Error{Class: adapters.Final, Code: codes.Validation, Field: b.docPath,
+		return "", &adapters.Error{Class: adapters.Final, Code: codes.Validation, Field: b.docPath,
 			Message: "must be the document's id in 1C (its Ref_Key, the target_object_id of the operation that created it)"}
 	}
-	id = strings.ToLower(id)
-	doc, found, err := c.get(ctx, b.entity, id)
-	return id, doc, found, err
+	return strings.ToLower(id), nil
 }
 
 // get reads the entity of set with key; found is false on 404 code 9.

@@ -19,7 +19,7 @@ package sim
 //
 // Methods: crm.activity.add, crm.activity.list, crm.activity.get,
 // crm.activity.fields, the add, get, list and fields of leads, deals, contacts and companies
-// (bitrix24_entities.go), crm.requisite.list and crm.requisite.add (bitrix24_requisites.go),
+// (bitrix24_entities.go), the update of each of them and of activities (bitrix24_update.go), crm.requisite.list and crm.requisite.add (bitrix24_requisites.go),
 // user.admin. Contacts are seeded from Customers (ids 1, 2, 3, … in
 // the order of their external ids; names of b24SeedNames) with ORIGINATOR_ID "oncegate" and
 // ORIGIN_ID = the external id; a Blocked customer has the boolean user
@@ -30,8 +30,8 @@ package sim
 // case-insensitive collation does, and filter keys naming no field are
 // ignored, as Bitrix24 ignores them.
 //
-// Faults: the add methods take execute faults, the list and get methods
-// take lookup faults.
+// Faults: the add and update methods take execute faults, the list and
+// get methods take lookup faults.
 
 import (
 	"encoding/json"
@@ -167,7 +167,7 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		handle, kind = b.entityList(entity), OnLookup
 	case isEntity && op == "get":
 		handle, kind = b.entityGet(entity), OnLookup
-	case isEntity && op == "add":
+	case isEntity && (op == "add" || op == "update"):
 		handle, kind = nil, OnExecute
 	case isEntity && op == "fields":
 		handle, kind = b24Describe(entity.fields, entity.multiple, Bitrix24UserFields[entity.name]), OnLookup
@@ -177,7 +177,7 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		handle, kind = b.activityList, OnLookup
 	case method == "crm.activity.get":
 		handle, kind = b.activityGet, OnLookup
-	case method == "crm.activity.add":
+	case method == "crm.activity.add" || method == "crm.activity.update":
 		handle, kind = nil, OnExecute
 	case method == "user.admin":
 		handle, kind = b.userAdmin, OnLookup
@@ -235,6 +235,10 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if isEntity && op == "add" {
 		b.entityAdd(entity, w, params, c, f)
+		return
+	}
+	if isEntity && op == "update" || method == "crm.activity.update" {
+		b.update(entity, w, params, c, f)
 		return
 	}
 	if method == "crm.requisite.add" {

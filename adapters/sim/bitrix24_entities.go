@@ -107,7 +107,7 @@ func b24EntityMethod(method string) (*b24Entity, string, bool) {
 		return nil, "", false
 	}
 	switch parts[2] {
-	case "add", "get", "list", "fields":
+	case "add", "get", "list", "fields", "update":
 		return e, parts[2], true
 	}
 	return nil, "", false

@@ -544,45 +544,6 @@ func odataScalar(typ string, v any) any {
 	return fmt.Sprint(v)
 }
 
-// post posts (or unposts) a document: a refusal is 500 with code -1 and
-// the configuration's Russian message; a document without a counterparty
-// is refused the way БП 3.0's check of filling refuses it.
-func (o *odata) post(w http.ResponseWriter, r *http.Request, t *odataType, key string, post bool) {
-	o.s.Call(OneCOData, key)
-	f := o.s.TakeFault(OneCOData, OnExecute)
-	if f != nil && f.Fault == FaultLateCommit {
-		f = nil
-	}
-	if f.Before(w) {
-		return
-	}
-	o.mu.Lock()
-	e, found := o.data[t.Set][key]
-	refusal := ""
-	switch {
-	case !found:
-	case post && o.settings.RefusePosting != "":
-		refusal = o.settings.RefusePosting
-	case post && e["Контрагент_Key"] == odataEmptyRef:
-		refusal = "Не удалось провести \"" + t.Set + "\"!\nПоле \"Контрагент\" не заполнено"
-	default:
-		e["Posted"] = post
-		e["DataVersion"] = odataVersion()
-	}
-	o.mu.Unlock()
-	if f.After(w) {
-		return
-	}
-	switch {
-	case !found:
-		odataFail(w, r, http.StatusNotFound, odataCodeNotFound, fmt.Sprintf("Экземпляр сущности \"%s\" не найден по переданному ключу.", t.Set))
-	case refusal != "":
-		odataFail(w, r, http.StatusInternalServerError, odataCodeBusiness, refusal)
-	default:
-		w.WriteHeader(http.StatusOK)
-	}
-}
-
 // odataNewRef is a Ref_Key chosen by the base (1C's own are version 1).
 func odataNewRef() string {
 	b := make([]byte, 16)

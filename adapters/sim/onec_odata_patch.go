@@ -12,7 +12,10 @@ import (
 // those the type lacks ignored, a tabular section sent replaced whole;
 // answered 200 with the object, as a live client reads it
 // (hacker-cb/1c-odata, its live CRUD test). It is how a document is
-// marked for deletion (DeletionMark: true) instead of deleted.
+// marked for deletion (DeletionMark: true) instead of deleted. It takes
+// execute faults, applied around the write as a create's are, so a lost
+// answer after the change is applied can be played (onec_odata_change.go
+// for the refusals and how changes are counted).
 func (o *odata) handlePatch(w http.ResponseWriter, r *http.Request) {
 	if !o.authorized(w, r) || !literalSyntax(w, r) {
 		return
@@ -49,10 +52,22 @@ func (o *odata) handlePatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o.s.Call(OneCOData, key)
+	f := o.s.TakeFault(OneCOData, OnExecute)
+	if f != nil && f.Fault == FaultLateCommit {
+		f = nil
+	}
+	if f.Before(w) {
+		return
+	}
 	o.mu.Lock()
 	e, found := o.data[t.Set][key]
 	var body map[string]any
+	refusal := ""
 	if found {
+		refusal = o.patchRefusal(t, e, in)
+	}
+	if found && refusal == "" {
+		before := snapshot(e)
 		for k, v := range in {
 			p, ok := t.prop(k)
 			if !ok || k == "Ref_Key" || k == "DataVersion" || k == "Posted" {
@@ -66,14 +81,70 @@ func (o *odata) handlePatch(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		e["DataVersion"] = odataVersion()
+		if changedSince(before, e) {
+			o.s.Effect(OneCODataChanges, key)
+		}
 		body = odataJSON(t, e, nil)
 	}
 	o.mu.Unlock()
-	if !found {
+	if f.After(w) {
+		return
+	}
+	switch {
+	case !found:
 		odataFail(w, r, http.StatusNotFound, odataCodeNotFound, fmt.Sprintf("Экземпляр сущности \"%s\" не найден по переданному ключу.", t.Set))
+		return
+	case refusal != "":
+		odataFail(w, r, http.StatusInternalServerError, odataCodeBusiness, refusal)
 		return
 	}
 	o.answerEntity(w, r, http.StatusOK, t, body)
+}
+
+// post posts (or unposts) a document: a refusal is 500 with code -1 and
+// the configuration's Russian message; a document without a counterparty
+// is refused the way БП 3.0's check of filling refuses it, and any in the
+// closed period (ODataSettings.ClosedUntil). An unposting of a posted
+// document counts as a change.
+func (o *odata) post(w http.ResponseWriter, r *http.Request, t *odataType, key string, post bool) {
+	o.s.Call(OneCOData, key)
+	f := o.s.TakeFault(OneCOData, OnExecute)
+	if f != nil && f.Fault == FaultLateCommit {
+		f = nil
+	}
+	if f.Before(w) {
+		return
+	}
+	o.mu.Lock()
+	e, found := o.data[t.Set][key]
+	refusal := ""
+	switch {
+	case !found:
+	case o.closedRefusal(t, e) != "":
+		refusal = o.closedRefusal(t, e)
+	case post && o.settings.RefusePosting != "":
+		refusal = o.settings.RefusePosting
+	case post && e["Контрагент_Key"] == odataEmptyRef:
+		refusal = "Не удалось провести \"" + t.Set + "\"!\nПоле \"Контрагент\" не заполнено"
+	default:
+		if !post && e["Posted"] == true {
+			o.s.Effect(OneCODataChanges, key) // an unposting is a change; a repeat changes nothing
+		}
+		e["Posted"] = post
+		e["DataVersion"] = odataVersion()
+	}
+	o.mu.Unlock()
+	if f.After(w) {
+		return
+	}
+	switch {
+	case !found:
+		odataFail(w, r, http.StatusNotFound, odataCodeNotFound, fmt.Sprintf("Экземпляр сущности \"%s\" не найден по переданному ключу.", t.Set))
+	case refusal != "":
+		odataFail(w, r, http.StatusInternalServerError, odataCodeBusiness, refusal)
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
 }
 
 // odataInternalError is 1C's message when the OData service itself fails

@@ -3,6 +3,7 @@ package sim
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 )
 
 // Duplicate answers: the status and body of a create whose Ref_Key exists
@@ -45,6 +46,11 @@ type ODataSettings struct {
 	// 201 or 200 all the same, as a live base was seen doing; otherwise
 	// the whole string is kept.
 	Truncate bool `json:"truncate"`
+	// ClosedUntil, a date (2026-11-30), closes the period up to and
+	// including it: a document dated then is not changed, posted or
+	// unposted (500, code -1, the configuration's message), as a base with
+	// a date of prohibition of changes refuses it.
+	ClosedUntil string `json:"closed_until"`
 }
 
 func defaultODataSettings() ODataSettings {
@@ -86,6 +92,10 @@ func (o *odata) handleSettings(w http.ResponseWriter, r *http.Request) {
 	case "", DupUnique, DupKeyExists, DupEmpty:
 	default:
 		WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "duplicate_body must be unique, key_exists or empty"})
+		return
+	}
+	if _, err := time.Parse(time.DateOnly, st.ClosedUntil); st.ClosedUntil != "" && err != nil {
+		WriteJSON(w, http.StatusBadRequest, map[string]string{"error": "closed_until must be a date, e.g. 2026-11-30"})
 		return
 	}
 	if st.DuplicateStatus != 0 && (st.DuplicateStatus < 400 || st.DuplicateStatus > 599) {

@@ -235,7 +235,7 @@ func (s *Server) Reset() {
 
 func (s *Server) clear() {
 	s.faults = nil
-	s.effects = map[string]map[string]int{OneC: {}, Bitrix24: {}, YooKassa: {}, OneCOData: {}}
+	s.effects = map[string]map[string]int{OneC: {}, Bitrix24: {}, YooKassa: {}, OneCOData: {}, OneCODataChanges: {}, Bitrix24Changes: {}}
 	s.calls = map[string]map[string]int{OneC: {}, Bitrix24: {}, YooKassa: {}, OneCOData: {}}
 }
 

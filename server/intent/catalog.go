@@ -202,7 +202,8 @@ func (def *Intent) Binding() adapters.Binding {
 // Bind gives each target that serves declared intents (adapters.Binder)
 // the bindings of every definition naming it, before the gateway serves.
 // A definition with a map at a target that takes none, or any target's
-// refusal, is an error naming the target; the gateway does not start.
+// refusal, is an error naming the target, and the file and line of each
+// definition it refuses (located); the gateway does not start.
 func (c *Catalog) Bind(targets map[string]adapters.Target) error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(targets)) {
@@ -222,6 +223,16 @@ func (c *Catalog) Bind(targets map[string]adapters.Target) error {
 			continue
 		}
 		if err := b.Bind(bindings); err != nil {
+			var files []*Intent
+			for _, def := range c.defs {
+				if def.Target == name && def.Source != BuiltIn {
+					files = append(files, def)
+				}
+			}
+			if where := located(b, files); len(where) > 0 {
+				errs = append(errs, fmt.Errorf("target %s refused its intents:\n  %s", name, strings.Join(where, "\n  ")))
+				continue
+			}
 			errs = append(errs, fmt.Errorf("target %s refused its intents: %s", name, indent(err.Error())))
 		}
 	}

@@ -317,7 +317,7 @@ func TestBind(t *testing.T) {
 	}
 	// A target's refusal stops the start, naming the target.
 	onec.err = errors.New("purchase_order.create_draft v1: map.intent: not published")
-	if err := cat.Bind(map[string]adapters.Target{"onec": onec, "crm": crm, "payments": plain{}}); err == nil || !strings.Contains(err.Error(), "target onec refused its intents: purchase_order.create_draft v1: map.intent") {
+	if err := cat.Bind(map[string]adapters.Target{"onec": onec, "crm": crm, "payments": plain{}}); err == nil || !strings.Contains(err.Error(), "target onec refused its intents:\n  ") || !strings.Contains(err.Error(), "po.yaml: purchase_order.create_draft v1: map.intent") {
 		t.Fatalf("err = %v", err)
 	}
 	// A declared intent at a target that serves only its built-ins.
