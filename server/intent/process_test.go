@@ -68,22 +68,6 @@ steps:
     compensate: none
 `
 
-// markDeleted is the change intent orderFulfil's compensation runs.
-const markDeleted = `name: shop.invoice.mark_deleted
-version: 1
-target: onec
-scope: write
-title: { ru: Пометка счёта на удаление, en: Invoice marked for deletion }
-labels: { invoice_id: { ru: Счёт, en: Invoice } }
-description: Mark an invoice for deletion in 1C.
-schema:
-  type: object
-  additionalProperties: false
-  required: [invoice_id]
-  properties: { invoice_id: { type: string, minLength: 1, maxLength: 64 } }
-map: { intent: shop.invoice.mark_deleted }
-`
-
 func loadProcess(t *testing.T, process string) (*intent.Catalog, error) {
 	t.Helper()
 	dir := configtest.Dir(t, map[string]string{"mark.v1.yaml": markDeleted, "order.v1.yaml": process})
