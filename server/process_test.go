@@ -490,3 +490,39 @@ func TestProcessCompensatedWebhook(t *testing.T) {
 		t.Fatal("the process's delivery is not signed")
 	}
 }
+
+// mode validate checks every step the process's payload alone fills at
+// its intent (and its target), writing nothing: a customer the CRM does
+// not know is refused naming the step; a step reading an earlier one's
+// result is left to the run.
+func TestProcessValidated(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	plain := strings.Replace(invoiceCall, `comment:     { template: "Счёт {steps.invoice.result.number}: позвонить" }`, `comment:     { value: "позвонить по счёту" }`, 1)
+	cfg.IntentsDir = configtest.Dir(t, map[string]string{"order.invoice_call.v1.yaml": plain, "order.fulfil.v1.yaml": strings.Replace(fulfil, "UNDO", "manual", 1)})
+	g := setupWith(t, cfg)
+	tok := g.MustToken("shop-agent", "write", "pay")
+	validate := func(intentName, payload string) reply {
+		return g.do("POST", "/v1/operations", tok, nil, []byte(`{"schema_version":"1.0","intent":"`+intentName+`","mode":"validate","payload":`+payload+`}`))
+	}
+	r := validate("order.invoice_call", `{"order_id":"order-v1","customer_id":"customer-1042"}`)
+	if r.Code != http.StatusOK || r.str("state") != "valid" {
+		t.Fatalf("a valid process: %s", r.Raw)
+	}
+	steps, _ := r.Body["plan"].(map[string]any)["steps"].([]any)
+	if len(steps) != 2 || steps[0].(map[string]any)["checked"] != true || steps[1].(map[string]any)["checked"] != true {
+		t.Fatalf("the plan's steps: %s", r.Raw)
+	}
+	r = validate("order.invoice_call", `{"order_id":"order-v2","customer_id":"customer-404"}`)
+	if r.Code != http.StatusUnprocessableEntity || r.errCode() != "REFERENCE_NOT_FOUND" || !strings.HasPrefix(r.errMessage(), "step call (crm.callback.create): ") {
+		t.Fatalf("an unknown customer: %s", r.Raw)
+	}
+	r = validate("order.fulfil", `{"order_id":"order-v3","amount_minor":5000}`)
+	steps, _ = r.Body["plan"].(map[string]any)["steps"].([]any)
+	if r.Code != http.StatusOK || len(steps) != 2 || steps[1].(map[string]any)["checked"] != false {
+		t.Fatalf("a step reading an earlier one: %s", r.Raw)
+	}
+	if ps, err := g.store.ListProcesses(context.Background(), "", 10); err != nil || len(ps) != 0 {
+		t.Fatalf("validate journaled processes: %v %v", ps, err)
+	}
+}

@@ -107,7 +107,7 @@ func (e *Engine) submitProcess(ctx context.Context, tok store.Token, r request, 
 		}
 	}
 	if r.env.Mode == contract.ModeValidate {
-		return *out, codes.New(codes.Validation, "mode", "mode validate is not served for a process yet; send it in mode execute")
+		return e.validateProcess(ctx, tok, r, out)
 	}
 	p, created, err := e.store.BeginProcess(ctx, store.Process{
 		Key: r.key, Intent: def.Name, IntentVersion: def.Version, IntentDigest: def.Digest, Fingerprint: r.norm.Fingerprint,
@@ -504,4 +504,69 @@ func (e *Engine) driveProcesses(ctx context.Context, next map[string]pace) {
 type pace struct {
 	at   time.Time
 	wait time.Duration
+}
+
+// validateProcess answers a process in mode validate: every step whose
+// payload the process's alone fills is validated as its intent's own
+// request in mode validate (at its target where the target checks), in
+// order; a step that reads what an earlier one makes is checked when it
+// runs. Nothing is journaled. The plan lists each step.
+func (e *Engine) validateProcess(ctx context.Context, tok store.Token, r request, out *Outcome) (Outcome, error) {
+	def := r.def
+	var values map[string]any
+	dec := json.NewDecoder(bytes.NewReader(r.norm.Payload))
+	dec.UseNumber()
+	if err := dec.Decode(&values); err != nil {
+		return *out, err
+	}
+	type stepPlan struct {
+		Name    string          `json:"name"`
+		Intent  string          `json:"intent"`
+		Checked bool            `json:"checked"`
+		Note    string          `json:"note,omitempty"`
+		Plan    json.RawMessage `json:"plan,omitempty"`
+	}
+	var plan []stepPlan
+	for _, s := range def.Steps {
+		sp := stepPlan{Name: s.Name, Intent: s.Intent}
+		if readsSteps(s.Payload) {
+			sp.Note = "reads what an earlier step makes: checked when the process runs"
+			plan = append(plan, sp)
+			continue
+		}
+		payload, err := intent.Fill(s.Payload, values, nil)
+		if err != nil {
+			return *out, err
+		}
+		body, err := json.Marshal(map[string]any{"schema_version": contract.SchemaVersion, "intent": s.Intent, "mode": contract.ModeValidate, "payload": payload})
+		if err != nil {
+			return *out, err
+		}
+		o, err := e.Submit(ctx, Submission{Token: tok, Body: body, step: true})
+		if err != nil {
+			var ref *codes.Refusal
+			if errors.As(err, &ref) {
+				ref.Message = "step " + s.Name + " (" + s.Intent + "): " + ref.Message
+			}
+			return *out, err
+		}
+		sp.Checked, sp.Plan = true, o.Plan
+		plan = append(plan, sp)
+	}
+	raw, err := json.Marshal(map[string]any{"operation": def.Name, "steps": plan})
+	if err != nil {
+		return *out, err
+	}
+	return Outcome{Intent: def, Key: r.key, Fingerprint: r.norm.Fingerprint, RequestID: r.env.RequestID, Kind: KindValidated, Plan: raw}, nil
+}
+
+// readsSteps reports whether a step's mapping reads what an earlier step
+// made.
+func readsSteps(fields []intent.Field) bool {
+	for _, f := range fields {
+		if f.Step != "" || strings.Contains(f.Template, "{steps.") {
+			return true
+		}
+	}
+	return false
 }
