@@ -354,3 +354,38 @@ func (s *Store) ProcessOfStep(ctx context.Context, stepKey string) (string, erro
 	}
 	return key, err
 }
+
+// PurgeProcesses deletes up to batch final processes completed before
+// cutoff, with their steps' keys (the steps are operations, purged as
+// such); a process not final never expires.
+func (s *Store) PurgeProcesses(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		rows, err := tx.QueryContext(ctx, `SELECT key FROM processes WHERE state IN (?, ?, ?) AND completed_at < ? ORDER BY completed_at, key LIMIT ?`,
+			ProcessSucceeded, ProcessCompensated, ProcessRejected, formatTime(cutoff), batch)
+		if err != nil {
+			return fmt.Errorf("purge processes: %w", err)
+		}
+		var keys []string
+		for rows.Next() {
+			var k string
+			if err := rows.Scan(&k); err != nil {
+				rows.Close()
+				return err
+			}
+			keys = append(keys, k)
+		}
+		rows.Close()
+		for _, k := range keys {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM process_steps WHERE process_key = ?`, k); err != nil {
+				return fmt.Errorf("purge processes: %w", err)
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM processes WHERE key = ?`, k); err != nil {
+				return fmt.Errorf("purge processes: %w", err)
+			}
+		}
+		n = int64(len(keys))
+		return rows.Err()
+	})
+	return int(n), err
+}

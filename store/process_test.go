@@ -81,5 +81,15 @@ func TestProcessJournal(t *testing.T) {
 		if err != nil || len(left) != 0 {
 			t.Errorf("unfinished after the end: %+v %v", left, err)
 		}
+		// Retention: a final process goes with its steps' keys.
+		if n, err := s.PurgeProcesses(ctx, time.Now().Add(-time.Hour), 10); err != nil || n != 0 {
+			t.Fatalf("purged a process completed after the cutoff: %d %v", n, err)
+		}
+		if n, err := s.PurgeProcesses(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+			t.Fatalf("purged %d, %v; want the final process", n, err)
+		}
+		if _, err := s.ProcessOfStep(ctx, "step-key-1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a purged process's step: %v", err)
+		}
 	})
 }

@@ -45,8 +45,16 @@ type OutboxEndpoint struct {
 func (s *Store) SetOutbox(o *Outbox) { s.outbox.Store(o) }
 
 // DeliveriesQueued receives after a batch of this gateway wrote
-// deliveries (the dispatcher's wake).
+// deliveries, or made some due at once (the dispatcher's wake).
 func (s *Store) DeliveriesQueued() <-chan struct{} { return s.queuedDeliveries }
+
+// deliveriesQueued wakes the dispatcher, once however often it is told.
+func (s *Store) deliveriesQueued() {
+	select {
+	case s.queuedDeliveries <- struct{}{}:
+	default:
+	}
+}
 
 // queueDeliveries writes, in the batch's transaction, a delivery for each
 // endpoint that hears an event of the batch's audit events; it reports
@@ -300,4 +308,100 @@ func (s *Store) Deliveries(ctx context.Context, endpoint string, limit int) ([]D
 		out = append(out, d)
 	}
 	return out, rows.Err()
+}
+
+// ErrNoSuchDelivery refuses sending again a delivery that is not in the
+// journal.
+var ErrNoSuchDelivery = errors.New("no such delivery")
+
+// ResendDelivery has a delivery sent again at once, as a person asked:
+// pending again, its attempts from nought, under the same webhook-id (a
+// receiver that had it drops the copy). The audit names who.
+func (s *Store) ResendDelivery(ctx context.Context, id int64, user string) (Delivery, error) {
+	var got Delivery
+	ctx = WithActor(ctx, Actor{Kind: ActorUser, Name: user})
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		d, err := scanDelivery(tx.QueryRowContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoSuchDelivery
+		}
+		if err != nil {
+			return fmt.Errorf("resend delivery: %w", err)
+		}
+		now := s.now()
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET state = 'pending', attempts = 0, next_at = ?, lease_until = NULL,
+			delivered_at = NULL WHERE id = ?`, formatTime(now), id); err != nil {
+			return fmt.Errorf("resend delivery: %w", err)
+		}
+		d.State, d.Attempts, d.NextAt, d.DeliveredAt = DeliveryPending, 0, now, time.Time{}
+		got = d
+		return s.appendAudit(ctx, tx, "webhook.delivery_resent", d.OperationKey,
+			map[string]any{"endpoint": d.Endpoint, "webhook_id": d.WebhookID, "event": d.Event, "user": user})
+	})
+	if err == nil {
+		s.deliveriesQueued()
+	}
+	return got, err
+}
+
+// ResumeEndpoint sends to an endpoint that answered 410 Gone or was
+// paused again, as a person asked: its pending deliveries are due at once,
+// their attempts from nought. One still failing after five days pauses it
+// again at its next failure. The audit names who.
+func (s *Store) ResumeEndpoint(ctx context.Context, endpoint, user string) error {
+	ctx = WithActor(ctx, Actor{Kind: ActorUser, Name: user})
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		var was string
+		err := tx.QueryRowContext(ctx, `SELECT state FROM webhook_endpoints WHERE endpoint = ?`, endpoint).Scan(&was)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // not stopped: nothing to resume
+		}
+		if err != nil {
+			return fmt.Errorf("resume endpoint: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM webhook_endpoints WHERE endpoint = ?`, endpoint); err != nil {
+			return fmt.Errorf("resume endpoint: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE webhook_deliveries SET attempts = 0, next_at = ? WHERE endpoint = ? AND state = 'pending'`,
+			formatTime(s.now()), endpoint); err != nil {
+			return fmt.Errorf("resume endpoint: %w", err)
+		}
+		return s.appendAudit(ctx, tx, "webhook.endpoint_resumed", "", map[string]any{"endpoint": endpoint, "was": was, "user": user})
+	})
+	if err == nil {
+		s.deliveriesQueued()
+	}
+	return err
+}
+
+// StoppedEndpoints are the endpoints gone or paused, by name: state and
+// why.
+func (s *Store) StoppedEndpoints(ctx context.Context) (map[string][2]string, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT endpoint, state, reason FROM webhook_endpoints`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][2]string{}
+	for rows.Next() {
+		var name, state, reason string
+		if err := rows.Scan(&name, &state, &reason); err != nil {
+			return nil, err
+		}
+		out[name] = [2]string{state, reason}
+	}
+	return out, rows.Err()
+}
+
+// PurgeDelivered deletes up to batch deliveries delivered before cutoff:
+// delivered ones are kept as long as the journal keeps operations; a
+// delivery not delivered never expires.
+func (s *Store) PurgeDelivered(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+	res, err := s.exec(ctx, `DELETE FROM webhook_deliveries WHERE id IN (
+		SELECT id FROM webhook_deliveries WHERE state = 'delivered' AND delivered_at < ? ORDER BY id LIMIT ?)`, formatTime(cutoff), batch)
+	if err != nil {
+		return 0, fmt.Errorf("purge deliveries: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
 }

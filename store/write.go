@@ -417,10 +417,7 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 	t.audit = t.audit[:0]
 	s.committedBatch()
 	if queued {
-		select {
-		case s.queuedDeliveries <- struct{}{}:
-		default:
-		}
+		s.deliveriesQueued()
 	}
 	// A batch that committed does not clear failing: one that changed
 	// nothing (a claim finding its key in progress) commits on a full

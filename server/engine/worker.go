@@ -190,6 +190,30 @@ func (e *Engine) purge(ctx context.Context) {
 		}
 		e.signals.Purged.signal(Purge{System: system, Count: total})
 	}
+	// Delivered webhooks and final processes are kept as long as the
+	// longest-kept operations they may name.
+	var longest time.Duration
+	for _, system := range e.Systems() {
+		longest = max(longest, e.retention(system))
+	}
+	cutoff := e.store.Now().Add(-longest)
+	for name, purge := range map[string]func(context.Context, time.Time, int) (int, error){
+		"delivered webhooks": e.store.PurgeDelivered, "final processes": e.store.PurgeProcesses,
+	} {
+		for ctx.Err() == nil {
+			n, err := purge(store.WithActor(ctx, retentionCtx), cutoff, 500)
+			if err != nil {
+				e.log.Error("retention: purge", "what", name, "err", err)
+				break
+			}
+			if n > 0 {
+				e.log.Info("retention: purged", "what", name, "count", n, "before", cutoff)
+			}
+			if n < 500 {
+				break
+			}
+		}
+	}
 }
 
 // ReconcileNow looks one unknown operation up at its target at once, as a
