@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/oncegate/oncegate/server/admin"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/webhook"
 	"github.com/oncegate/oncegate/store"
@@ -81,4 +82,13 @@ func (s *Server) SetWebhookSecrets(secrets [][][]byte) error {
 	}
 	s.webhooks = webhook.New(s.store, eps, s.log)
 	return nil
+}
+
+// adminWebhooks are the endpoints as the admin UI shows them.
+func adminWebhooks(ws []config.Webhook) []admin.WebhookEndpoint {
+	var out []admin.WebhookEndpoint
+	for _, w := range ws {
+		out = append(out, admin.WebhookEndpoint{Name: w.EndpointName(), URL: w.URL, Events: w.Events})
+	}
+	return out
 }

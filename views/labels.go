@@ -116,6 +116,7 @@ type Labels struct {
 	Records
 	Cards
 	ProcessTexts
+	WebhookTexts
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.

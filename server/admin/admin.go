@@ -80,6 +80,9 @@ type Deps struct {
 	// TargetKinds are the kinds (onec, onec_odata, bitrix24, yookassa) of
 	// the target instances, by name, for the intents page.
 	TargetKinds map[string]string
+	// Webhooks are the configured webhook endpoints, for the webhooks
+	// page; none: the page is not shown.
+	Webhooks []WebhookEndpoint
 	// Contour is the gateway's contour (test, prod), shown in the header.
 	Contour string
 	// Now is the clock; the store's clock when nil.
@@ -160,6 +163,10 @@ func (h *Handler) Register(e *echo.Echo) {
 	s.GET("/processes", h.handleProcessList)
 	s.GET("/processes/:key", h.handleProcessShow)
 	s.POST("/processes/:key/resolve", h.handleProcessResolve, review...)
+
+	s.GET("/webhooks", h.handleWebhooks)
+	s.POST("/webhooks/deliveries/:id/resend", h.handleWebhookResend, review...)
+	s.POST("/webhooks/:name/resume", h.handleWebhookResume, review...)
 
 	s.GET("/operations", h.handleOperationList)
 	s.GET("/operations/:key", h.handleOperationShow)

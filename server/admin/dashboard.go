@@ -2,8 +2,11 @@ package admin
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,6 +31,10 @@ func (h *Handler) handleDashboard(c echo.Context) error {
 	l := labels(c)
 	v := views.DashboardView{Page: h.page(c, "dashboard", l.DashboardTitle)}
 	v.Page.Refresh = 30
+	if stopped, err := h.d.Store.StoppedEndpoints(c.Request().Context()); err == nil && len(stopped) > 0 {
+		names := slices.Sorted(maps.Keys(stopped))
+		v.Alerts = append(v.Alerts, views.Link{Href: "/admin/webhooks", Label: fmt.Sprintf(l.WebhookBannerFmt, strings.Join(names, ", "))})
+	}
 
 	unknown := sum.ByStatus[store.StatusUnknown]
 	// Flagged rows that are still unknown: the review page's list. (A
