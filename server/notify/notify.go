@@ -72,14 +72,21 @@ func Notifier(cfg config.NotifyConfig, catalog *intent.Catalog, r *redact.Redact
 		Render: func(event string, op store.Operation, _ string) (store.NoticeText, error) {
 			return Render(cfg.AdminURL, catalog, r, event, op), nil
 		},
-	}
-	if cfg.EmailOn() {
-		n.Channels = append(n.Channels, store.ChannelEmail)
-	}
-	if cfg.TelegramOn() {
-		n.Channels = append(n.Channels, store.ChannelTelegram)
+		Channels: Channels(cfg),
 	}
 	return n
+}
+
+// Channels are the channels cfg configures, as the journal names them.
+func Channels(cfg config.NotifyConfig) []string {
+	var out []string
+	if cfg.EmailOn() {
+		out = append(out, store.ChannelEmail)
+	}
+	if cfg.TelegramOn() {
+		out = append(out, store.ChannelTelegram)
+	}
+	return out
 }
 
 // heads are each event's words, in Russian then English.
