@@ -85,96 +85,100 @@ func TestNoticesWrittenWithTheApproval(t *testing.T) {
 // window, then gets the rest in one digest.
 func TestNoticesDigest(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := storetest.Open(t)
-	c := pinClock(s)
-	addPerson(t, s, "anna", store.RoleAccountant, "anna@firm.example", "")
-	addPerson(t, s, "boris", store.RoleAccountant, "", "2002")
-	s.SetNotifier(&store.Notifier{Channels: []string{store.ChannelEmail}, Event: testNotifier().Event, Render: testNotifier().Render})
-	for i := range 50 {
-		MustClaim(t, s, moneyReq(fmt.Sprintf("test:payment.charge:d-%d:v1", i)), store.DecisionAwaitingApproval)
-	}
-	d := store.Digest{After: 10, Window: 10 * time.Minute}
-	sends, err := s.TakeNotices(ctx, d, 64, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(sends) != 1 || len(sends[0].Notices) != 50 || !sends[0].IsDigest() {
-		t.Fatalf("%d messages for fifty notices, want one digest of 50", len(sends))
-	}
-	if err := s.RecordNotices(ctx, []store.NoticeTry{{Send: sends[0], Sent: true}}); err != nil {
-		t.Fatal(err)
-	}
-
-	// Nine more, within the window: each alone, the digest counting one.
-	for i := range 9 {
-		c.Advance(time.Second)
-		MustClaim(t, s, moneyReq(fmt.Sprintf("test:payment.charge:e-%d:v1", i)), store.DecisionAwaitingApproval)
+	storetest.Each(t, func(t *testing.T, j storetest.Journal) {
+		ctx := context.Background()
+		s := j.Open(t)
+		c := pinClock(s)
+		addPerson(t, s, "anna", store.RoleAccountant, "anna@firm.example", "")
+		addPerson(t, s, "boris", store.RoleAccountant, "", "2002")
+		s.SetNotifier(&store.Notifier{Channels: []string{store.ChannelEmail}, Event: testNotifier().Event, Render: testNotifier().Render})
+		for i := range 50 {
+			MustClaim(t, s, moneyReq(fmt.Sprintf("test:payment.charge:d-%d:v1", i)), store.DecisionAwaitingApproval)
+		}
+		d := store.Digest{After: 10, Window: 10 * time.Minute}
 		sends, err := s.TakeNotices(ctx, d, 64, time.Minute)
-		if err != nil || len(sends) != 1 || sends[0].IsDigest() {
-			t.Fatalf("notice %d: %v, %v", i, sends, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sends) != 1 || len(sends[0].Notices) != 50 || !sends[0].IsDigest() {
+			t.Fatalf("%d messages for fifty notices, want one digest of 50", len(sends))
 		}
 		if err := s.RecordNotices(ctx, []store.NoticeTry{{Send: sends[0], Sent: true}}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	// The address had its ten: three more wait for the window.
-	for i := range 3 {
-		MustClaim(t, s, moneyReq(fmt.Sprintf("test:payment.charge:f-%d:v1", i)), store.DecisionAwaitingApproval)
-	}
-	if sends, err := s.TakeNotices(ctx, d, 64, time.Minute); err != nil || len(sends) != 0 {
-		t.Fatalf("sent %v (%v) past the address's share of the window", sends, err)
-	}
-	// Once the digest leaves the window, nine messages are in it: the
-	// three go as one.
-	c.Advance(10*time.Minute - 9*time.Second)
-	sends, err = s.TakeNotices(ctx, d, 64, time.Minute)
-	if err != nil || len(sends) != 1 || len(sends[0].Notices) != 3 {
-		t.Fatalf("after the window: %v, %v; want one digest of 3", sends, err)
-	}
+
+		// Nine more, within the window: each alone, the digest counting one.
+		for i := range 9 {
+			c.Advance(time.Second)
+			MustClaim(t, s, moneyReq(fmt.Sprintf("test:payment.charge:e-%d:v1", i)), store.DecisionAwaitingApproval)
+			sends, err := s.TakeNotices(ctx, d, 64, time.Minute)
+			if err != nil || len(sends) != 1 || sends[0].IsDigest() {
+				t.Fatalf("notice %d: %v, %v", i, sends, err)
+			}
+			if err := s.RecordNotices(ctx, []store.NoticeTry{{Send: sends[0], Sent: true}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The address had its ten: three more wait for the window.
+		for i := range 3 {
+			MustClaim(t, s, moneyReq(fmt.Sprintf("test:payment.charge:f-%d:v1", i)), store.DecisionAwaitingApproval)
+		}
+		if sends, err := s.TakeNotices(ctx, d, 64, time.Minute); err != nil || len(sends) != 0 {
+			t.Fatalf("sent %v (%v) past the address's share of the window", sends, err)
+		}
+		// Once the digest leaves the window, nine messages are in it: the
+		// three go as one.
+		c.Advance(10*time.Minute - 9*time.Second)
+		sends, err = s.TakeNotices(ctx, d, 64, time.Minute)
+		if err != nil || len(sends) != 1 || len(sends[0].Notices) != 3 {
+			t.Fatalf("after the window: %v, %v; want one digest of 3", sends, err)
+		}
+	})
 }
 
 // A message that failed is tried again when its attempt said, and once
 // sent is never taken again; a message given up is failed.
 func TestNoticesRetried(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := storetest.Open(t)
-	c := pinClock(s)
-	addPerson(t, s, "anna", store.RoleAccountant, "anna@firm.example", "")
-	s.SetNotifier(testNotifier())
-	MustClaim(t, s, moneyReq("test:payment.charge:r-1:v1"), store.DecisionAwaitingApproval)
-	d := store.Digest{After: 10, Window: time.Minute}
-	sends, err := s.TakeNotices(ctx, d, 64, time.Minute)
-	if err != nil || len(sends) != 1 {
-		t.Fatalf("%v, %v", sends, err)
-	}
-	// Leased: another dispatcher does not take it meanwhile.
-	if again, _ := s.TakeNotices(ctx, d, 64, time.Minute); len(again) != 0 {
-		t.Fatalf("a leased notice was taken twice: %v", again)
-	}
-	if err := s.RecordNotices(ctx, []store.NoticeTry{{Send: sends[0], Error: "the mail server did not answer", Next: c.Now().Add(30 * time.Second)}}); err != nil {
-		t.Fatal(err)
-	}
-	if again, _ := s.TakeNotices(ctx, d, 64, time.Minute); len(again) != 0 {
-		t.Fatal("a failed notice was tried again before its time")
-	}
-	c.Advance(31 * time.Second)
-	sends, err = s.TakeNotices(ctx, d, 64, time.Minute)
-	if err != nil || len(sends) != 1 {
-		t.Fatalf("not tried again: %v, %v", sends, err)
-	}
-	if err := s.RecordNotices(ctx, []store.NoticeTry{{Send: sends[0], Sent: true}}); err != nil {
-		t.Fatal(err)
-	}
-	c.Advance(time.Hour)
-	if again, _ := s.TakeNotices(ctx, d, 64, time.Minute); len(again) != 0 {
-		t.Fatal("a sent notice was taken again")
-	}
-	ns, _ := s.Notices(ctx, "anna", 10)
-	if len(ns) != 1 || ns[0].State != store.NoticeSent || ns[0].Attempts != 2 || ns[0].LastError == "" {
-		t.Fatalf("notice %+v", ns)
-	}
+	storetest.Each(t, func(t *testing.T, j storetest.Journal) {
+		ctx := context.Background()
+		s := j.Open(t)
+		c := pinClock(s)
+		addPerson(t, s, "anna", store.RoleAccountant, "anna@firm.example", "")
+		s.SetNotifier(testNotifier())
+		MustClaim(t, s, moneyReq("test:payment.charge:r-1:v1"), store.DecisionAwaitingApproval)
+		d := store.Digest{After: 10, Window: time.Minute}
+		sends, err := s.TakeNotices(ctx, d, 64, time.Minute)
+		if err != nil || len(sends) != 1 {
+			t.Fatalf("%v, %v", sends, err)
+		}
+		// Leased: another dispatcher does not take it meanwhile.
+		if again, _ := s.TakeNotices(ctx, d, 64, time.Minute); len(again) != 0 {
+			t.Fatalf("a leased notice was taken twice: %v", again)
+		}
+		if err := s.RecordNotices(ctx, []store.NoticeTry{{Send: sends[0], Error: "the mail server did not answer", Next: c.Now().Add(30 * time.Second)}}); err != nil {
+			t.Fatal(err)
+		}
+		if again, _ := s.TakeNotices(ctx, d, 64, time.Minute); len(again) != 0 {
+			t.Fatal("a failed notice was tried again before its time")
+		}
+		c.Advance(31 * time.Second)
+		sends, err = s.TakeNotices(ctx, d, 64, time.Minute)
+		if err != nil || len(sends) != 1 {
+			t.Fatalf("not tried again: %v, %v", sends, err)
+		}
+		if err := s.RecordNotices(ctx, []store.NoticeTry{{Send: sends[0], Sent: true}}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(time.Hour)
+		if again, _ := s.TakeNotices(ctx, d, 64, time.Minute); len(again) != 0 {
+			t.Fatal("a sent notice was taken again")
+		}
+		ns, _ := s.Notices(ctx, "anna", 10)
+		if len(ns) != 1 || ns[0].State != store.NoticeSent || ns[0].Attempts != 2 || ns[0].LastError == "" {
+			t.Fatalf("notice %+v", ns)
+		}
+	})
 }
 
 // A contact that notices could not reach is refused, naming what is
