@@ -260,3 +260,81 @@ func TestFiftyApprovalsAreADigest(t *testing.T) {
 	}
 	r.noSecrets()
 }
+
+// claim claims an invoice of order for run-1 (executing it), held instead
+// when an earlier operation has the same business key.
+func (r *rig) invoice(order string, hold bool) (store.Decision, string) {
+	r.t.Helper()
+	key := "test:invoice.create:" + order + ":v1"
+	payload, _ := json.Marshal(map[string]any{"order_id": order, "customer_id": "customer-1042", "amount_minor": 990000, "currency": "RUB"})
+	req := store.ClaimRequest{
+		Key: key, Intent: "invoice.create", Fingerprint: strings.Repeat("2", 64), TargetSystem: "onec", Agent: "agent-a",
+		Payload: payload, Owner: "run-1", Lease: 30 * time.Second,
+	}
+	if hold {
+		req.Duplicates = &store.DuplicateCheck{BusinessKey: strings.Repeat("b", 64), Window: time.Hour, Action: store.DuplicateHold}
+	}
+	d, _, err := r.st.Claim(context.Background(), req)
+	if err != nil {
+		r.t.Fatalf("claim %s: %v", key, err)
+	}
+	return d, key
+}
+
+// A suspected duplicate held reaches whoever may settle it (admins,
+// operators, accountants); an operation the reconciler gave up on reaches
+// whoever may review it (admins, operators). An auditor hears of neither.
+func TestHeldDuplicateAndReviewReachTheirRoles(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.person("adm", store.RoleAdmin, "adm@firm.example", "")
+	r.person("acc", store.RoleAccountant, "acc@firm.example", "")
+	r.person("ops", store.RoleOperator, "ops@firm.example", "")
+	r.person("aud", store.RoleAuditor, "aud@firm.example", "")
+	r.start()
+	ctx := context.Background()
+
+	// The first invoice of the business event runs, and its outcome is
+	// lost: unknown, then flagged after one failed look-up.
+	if d, _ := r.invoice("inv-1", true); d != store.DecisionExecute {
+		t.Fatalf("the first invoice: %v", d)
+	}
+	if d, _ := r.invoice("inv-2", true); d != store.DecisionAwaitingApproval {
+		t.Fatalf("the second invoice of the same business event: %v, want held", d)
+	}
+	key := "test:invoice.create:inv-1:v1"
+	if err := r.st.MarkUnknown(ctx, key, "run-1", "", store.Failure{Code: "TARGET_TIMEOUT", Message: "no answer"}, r.st.Now()); err != nil {
+		t.Fatal(err)
+	}
+	op, err := r.st.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.st.TakeForReconcile(ctx, op, "run-2", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if flagged, err := r.st.LookupFailed(ctx, key, "run-2", "", "", 1, r.st.Now().Add(time.Hour)); err != nil || !flagged {
+		t.Fatalf("look-up failed: flagged %v, %v", flagged, err)
+	}
+	r.settle()
+
+	subjects := func(addr string) []string {
+		var out []string
+		for _, m := range r.mailsTo(addr) {
+			out = append(out, strings.SplitN(m.Subject, ":", 2)[0])
+		}
+		return out
+	}
+	const held, review = "Задержано как возможный дубль", "Исход не установлен, нужна проверка"
+	for addr, want := range map[string]string{
+		"adm@firm.example": fmt.Sprint([]string{held, review}),
+		"ops@firm.example": fmt.Sprint([]string{held, review}),
+		"acc@firm.example": fmt.Sprint([]string{held}),
+		"aud@firm.example": fmt.Sprint([]string(nil)),
+	} {
+		if got := fmt.Sprint(subjects(addr)); got != want {
+			t.Errorf("%s was told %s, want %s", addr, got, want)
+		}
+	}
+	r.noSecrets()
+}
