@@ -37,11 +37,16 @@ type SMTPSim struct {
 
 // Mail is one message the SMTP simulator took.
 type Mail struct {
-	From    string    `json:"from"`
-	To      []string  `json:"to"`
-	Subject string    `json:"subject"` // decoded
-	Body    string    `json:"body"`    // decoded text
-	Raw     string    `json:"raw"`     // as it came over the wire
+	From    string   `json:"from"`
+	To      []string `json:"to"`
+	Subject string   `json:"subject"` // decoded
+	Body    string   `json:"body"`    // decoded text
+	Raw     string   `json:"raw"`     // as it came over the wire
+	// TLS: the message, and the credentials before it, came over TLS.
+	TLS bool `json:"tls"`
+	// AuthTLS: the client signed in (AUTH) over TLS; false when it signed
+	// in over plain text or not at all.
+	AuthTLS bool      `json:"auth_tls"`
 	At      time.Time `json:"at"`
 }
 
@@ -52,6 +57,9 @@ type SMTPOptions struct {
 	User, Password string
 	// TLS, when set, makes it offer STARTTLS with this certificate.
 	TLS *tls.Config
+	// ImplicitTLS makes it speak TLS from the first byte (smtps://), with
+	// TLS's certificate.
+	ImplicitTLS bool
 }
 
 // StartSMTP serves an SMTP simulator on addr ("127.0.0.1:0" picks a port).
@@ -60,10 +68,19 @@ func StartSMTP(addr string, o SMTPOptions) (*SMTPSim, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.ImplicitTLS {
+		if o.TLS == nil {
+			ln.Close()
+			return nil, errors.New("implicit TLS needs a certificate (SMTPOptions.TLS)")
+		}
+		ln = tls.NewListener(ln, o.TLS)
+	}
 	m := &SMTPSim{ln: ln, user: o.User, password: o.Password}
 	m.srv = smtp.NewServer(m)
 	m.srv.Domain = "sim.oncegate.local"
-	m.srv.TLSConfig = o.TLS
+	if !o.ImplicitTLS {
+		m.srv.TLSConfig = o.TLS
+	}
 	// Credentials over plain text on loopback: the simulator's and the
 	// client's own tests, never a real server.
 	m.srv.AllowInsecureAuth = true
@@ -131,12 +148,16 @@ func (m *SMTPSim) Reset() {
 }
 
 // NewSession implements smtp.Backend.
-func (m *SMTPSim) NewSession(*smtp.Conn) (smtp.Session, error) { return &smtpSession{m: m}, nil }
+func (m *SMTPSim) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	return &smtpSession{m: m, c: c}, nil
+}
 
 // smtpSession is one client's session.
 type smtpSession struct {
 	m        *SMTPSim
+	c        *smtp.Conn
 	authed   bool
+	authTLS  bool
 	from     string
 	to       []string
 	username string
@@ -151,7 +172,8 @@ func (s *smtpSession) Auth(string) (sasl.Server, error) {
 		if s.m.user == "" || user != s.m.user || password != s.m.password {
 			return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
 		}
-		s.authed, s.username = true, user
+		_, isTLS := s.c.TLSConnectionState()
+		s.authed, s.username, s.authTLS = true, user, isTLS
 		return nil
 	}), nil
 }
@@ -177,7 +199,8 @@ func (s *smtpSession) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	msg := Mail{From: s.from, To: append([]string(nil), s.to...), Raw: string(raw), At: time.Now()}
+	_, isTLS := s.c.TLSConnectionState()
+	msg := Mail{From: s.from, To: append([]string(nil), s.to...), Raw: string(raw), At: time.Now(), TLS: isTLS, AuthTLS: s.authTLS}
 	if parsed, err := mail.ReadMessage(bytes.NewReader(raw)); err == nil {
 		msg.Subject, _ = new(mime.WordDecoder).DecodeHeader(parsed.Header.Get("Subject"))
 		body, _ := io.ReadAll(parsed.Body)
