@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -49,6 +50,9 @@ type Notifier struct {
 	// Channels are the configured channels (ChannelEmail, ChannelTelegram):
 	// a user is reached on each of them they gave an address for.
 	Channels []string
+	// Audits are the audit events that may tell anyone: the others cost
+	// the writer nothing.
+	Audits []string
 	// Event is what the audit event audit of op tells; kind is the kind of
 	// op's pending approval ("" when none).
 	Event func(audit string, op Operation, kind string) NoticeEvent
@@ -104,7 +108,7 @@ func (s *Store) queueNotices(ctx context.Context, t *txn) (bool, error) {
 	queued := false
 	done := map[string]bool{}
 	for _, e := range t.audit {
-		if e.OperationKey == "" {
+		if e.OperationKey == "" || !slices.Contains(h.n.Audits, e.Event) {
 			continue
 		}
 		op, err := getOperation(ctx, t, e.OperationKey)

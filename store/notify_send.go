@@ -176,3 +176,21 @@ func (s *Store) RecordNotices(ctx context.Context, tries []NoticeTry) error {
 		return nil
 	})
 }
+
+// PurgeNotices deletes up to batch notices sent or failed before cutoff,
+// oldest first, and says how many: they told their people, and a digest
+// looks back only its window.
+func (s *Store) PurgeNotices(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
+		res, err := tx.ExecContext(ctx, `
+			DELETE FROM notices WHERE id IN (
+				SELECT id FROM notices WHERE state <> 'pending' AND next_at < ? ORDER BY id LIMIT ?)`, formatTime(cutoff), batch)
+		if err != nil {
+			return fmt.Errorf("purge notices: %w", err)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}

@@ -16,6 +16,7 @@ import (
 func testNotifier() *store.Notifier {
 	return &store.Notifier{
 		Channels: []string{store.ChannelEmail, store.ChannelTelegram},
+		Audits:   []string{"operation.awaiting_approval"},
 		Event: func(audit string, op store.Operation, kind string) store.NoticeEvent {
 			if audit == "operation.awaiting_approval" {
 				return store.NoticeEvent{Event: "approval.waiting", Roles: []string{store.RoleAccountant}}
@@ -91,7 +92,9 @@ func TestNoticesDigest(t *testing.T) {
 		c := pinClock(s)
 		addPerson(t, s, "anna", store.RoleAccountant, "anna@firm.example", "")
 		addPerson(t, s, "boris", store.RoleAccountant, "", "2002")
-		s.SetNotifier(&store.Notifier{Channels: []string{store.ChannelEmail}, Event: testNotifier().Event, Render: testNotifier().Render})
+		n := testNotifier()
+		n.Channels = []string{store.ChannelEmail}
+		s.SetNotifier(n)
 		for i := range 50 {
 			MustClaim(t, s, moneyReq(fmt.Sprintf("test:payment.charge:d-%d:v1", i)), store.DecisionAwaitingApproval)
 		}
@@ -177,6 +180,18 @@ func TestNoticesRetried(t *testing.T) {
 		ns, _ := s.Notices(ctx, "anna", 10)
 		if len(ns) != 1 || ns[0].State != store.NoticeSent || ns[0].Attempts != 2 || ns[0].LastError == "" {
 			t.Fatalf("notice %+v", ns)
+		}
+		// Purged once older than the cutoff, a pending one never.
+		MustClaim(t, s, moneyReq("test:payment.charge:r-2:v1"), store.DecisionAwaitingApproval)
+		if n, err := s.PurgeNotices(ctx, c.Now().Add(-2*time.Hour), 100); err != nil || n != 0 {
+			t.Fatalf("purged %d, %v before the cutoff", n, err)
+		}
+		c.Advance(48 * time.Hour)
+		if n, err := s.PurgeNotices(ctx, c.Now().Add(-24*time.Hour), 100); err != nil || n != 1 {
+			t.Fatalf("purged %d, %v; want the sent one", n, err)
+		}
+		if ns, _ := s.Notices(ctx, "", 10); len(ns) != 1 || ns[0].State != store.NoticePending {
+			t.Fatalf("left %+v", ns)
 		}
 	})
 }

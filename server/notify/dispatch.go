@@ -29,6 +29,10 @@ const lease = 2 * time.Minute
 // digestItems bounds the notices a digest lists one by one.
 const digestItems = 20
 
+// keep is how long sent and failed notices stay in the journal; purged
+// hourly, a batch at a time.
+const keep = 30 * 24 * time.Hour
+
 // Dispatcher sends the journal's due notices.
 type Dispatcher struct {
 	store    *store.Store
@@ -76,9 +80,16 @@ func New(st *store.Store, cfg config.NotifyConfig, secrets config.NotifySecrets,
 	return d, nil
 }
 
-// Run sends notices until ctx is done.
+// Run sends notices until ctx is done, and purges old ones hourly.
 func (d *Dispatcher) Run(ctx context.Context) {
+	var purged time.Time
 	for ctx.Err() == nil {
+		if now := d.store.Now(); now.Sub(purged) > time.Hour {
+			purged = now
+			if _, err := d.store.PurgeNotices(ctx, now.Add(-keep), 1000); err != nil && ctx.Err() == nil {
+				d.log.Warn("notices: old notices could not be purged", "err", err)
+			}
+		}
 		batch, err := d.store.TakeNotices(ctx, d.digest, 32, lease)
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("notices: the outbox could not be read", "err", err)
@@ -148,7 +159,9 @@ func (d *Dispatcher) compose(m store.NoticeSend) message {
 	}
 	count := len(m.Notices)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Ждут вашего внимания — уведомлений: %d / Waiting for you — notices: %d\n\n", count, count)
+	fmt.Fprintf(&b, "Ждут вашего внимания — уведомлений: %d / Waiting for you — notices: %d\n", count, count)
+	// The list's link first: a channel that cuts a long text keeps it.
+	fmt.Fprintf(&b, "Все / All: %s\n\n", d.adminURL+listPath(m.Notices))
 	for i, n := range m.Notices {
 		if i == digestItems {
 			fmt.Fprintf(&b, "… и ещё %d / … and %d more\n", count-i, count-i)
@@ -156,7 +169,6 @@ func (d *Dispatcher) compose(m store.NoticeSend) message {
 		}
 		fmt.Fprintf(&b, "• %s\n  %s\n", n.Text.Subject, n.Text.Link)
 	}
-	fmt.Fprintf(&b, "\nВсе / All: %s\n", d.adminURL+listPath(m.Notices))
 	return message{
 		Subject: fmt.Sprintf("oncegate: уведомлений — %d / %d notices wait for you", count, count),
 		Text:    d.redact.Own(b.String()),

@@ -41,6 +41,9 @@ var Roles = map[string][]string{
 	EventNeedsReview:     {store.RoleAdmin, store.RoleOperator},
 }
 
+// Audits are the journal's audit events Event may make a notice of.
+var Audits = []string{"operation.awaiting_approval", "approval.pending", "operation.flagged_for_review"}
+
 // Event is the notice an audit event of op is, given the kind of op's
 // pending approval; "" for none.
 func Event(audit string, op store.Operation, kind string) string {
@@ -73,6 +76,7 @@ func Notifier(cfg config.NotifyConfig, catalog *intent.Catalog, r *redact.Redact
 			return Render(cfg.AdminURL, catalog, r, event, op), nil
 		},
 		Channels: Channels(cfg),
+		Audits:   Audits,
 	}
 	return n
 }

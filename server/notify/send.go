@@ -165,6 +165,10 @@ func (e *emailSender) compose(to string, m message) []byte {
 	return b.Bytes()
 }
 
+// telegramMax is the longest text the Bot API takes, in characters;
+// a longer one is cut, not refused over and over.
+const telegramMax = 4096
+
 // telegramSender sends notices through the Bot API.
 type telegramSender struct {
 	base   string // the Bot API's address, without the token
@@ -175,7 +179,11 @@ type telegramSender struct {
 // send posts m's text to chat. The request's URL holds the token, so no
 // error of the HTTP client is shown as it is.
 func (t *telegramSender) send(ctx context.Context, chat string, m message) error {
-	body, _ := json.Marshal(map[string]any{"chat_id": chat, "text": m.Text, "disable_web_page_preview": true})
+	text := m.Text
+	if r := []rune(text); len(r) > telegramMax {
+		text = string(r[:telegramMax-1]) + "…"
+	}
+	body, _ := json.Marshal(map[string]any{"chat_id": chat, "text": text, "disable_web_page_preview": true})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+"/bot"+t.token+"/sendMessage", bytes.NewReader(body))
 	if err != nil {
 		return &sendError{msg: "the Bot API's address is not usable"}

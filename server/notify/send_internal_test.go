@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"math/big"
 	"net"
+	"net/http/httptest"
 	"net/mail"
 	"strings"
 	"testing"
@@ -73,5 +74,21 @@ func TestEmailTLS(t *testing.T) {
 				t.Fatalf("messages %+v", got)
 			}
 		})
+	}
+}
+
+// A text longer than the Bot API takes is cut to fit and sent, not
+// refused on every try.
+func TestTelegramLongTextCut(t *testing.T) {
+	t.Parallel()
+	bot := sim.NewTelegram("1:token-of-the-long-text-test")
+	hs := httptest.NewServer(bot)
+	defer hs.Close()
+	ts := &telegramSender{base: hs.URL, token: "1:token-of-the-long-text-test", client: hs.Client()}
+	if err := ts.send(context.Background(), "1001", message{Text: strings.Repeat("ж", 5000)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := bot.Messages(); len(got) != 1 || len([]rune(got[0].Text)) != 4096 || !strings.HasSuffix(got[0].Text, "…") {
+		t.Fatalf("sent %d messages", len(got))
 	}
 }
