@@ -311,6 +311,13 @@ func (g *gateway) startNotices(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if name := g.cfg.Notify.Bitrix24.Target; name != "" {
+		portal, ok := g.targets[name].(notify.Portal)
+		if !ok {
+			return fmt.Errorf("notify.bitrix24.target: the target %s does not send the portal's notifications", name)
+		}
+		d.SetPortal(portal)
+	}
 	g.st.SetNotifier(notify.Notifier(g.cfg.Notify, g.catalog, redact.New(append(masked, notify.Secrets(secrets)...)...)))
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

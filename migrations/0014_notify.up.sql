@@ -8,8 +8,8 @@ CREATE TABLE notices (
     id            INTEGER PRIMARY KEY AUTOINCREMENT,
     event_id      TEXT NOT NULL,              -- the event told of: its type, operation and moment
     recipient     TEXT NOT NULL,              -- the user's name
-    channel       TEXT NOT NULL CHECK (channel IN ('email', 'telegram')),
-    address       TEXT NOT NULL,              -- the e-mail address or chat id at the time
+    channel       TEXT NOT NULL CHECK (channel IN ('email', 'telegram', 'bitrix24')),
+    address       TEXT NOT NULL,              -- the e-mail address (for bitrix24 too) or chat id at the time
     event_type    TEXT NOT NULL,
     operation_key TEXT NOT NULL,
     subject       TEXT NOT NULL,

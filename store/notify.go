@@ -22,6 +22,9 @@ import (
 const (
 	ChannelEmail    = "email"
 	ChannelTelegram = "telegram"
+	// ChannelBitrix24 is the portal's own notifications, to the portal's
+	// user with the person's e-mail address.
+	ChannelBitrix24 = "bitrix24"
 )
 
 // Notice states.
@@ -172,6 +175,8 @@ func (p person) address(channel string) string {
 		return p.email
 	case ChannelTelegram:
 		return p.chat
+	case ChannelBitrix24:
+		return p.email
 	}
 	return ""
 }

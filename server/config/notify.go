@@ -17,6 +17,7 @@ type NotifyConfig struct {
 	AdminURL string         `yaml:"admin_url"`
 	Email    NotifyEmail    `yaml:"email"`
 	Telegram NotifyTelegram `yaml:"telegram"`
+	Bitrix24 NotifyBitrix24 `yaml:"bitrix24"`
 	// DigestAfter is how many messages one person gets on a channel
 	// within DigestWindow before the rest wait and go as one digest
 	// (default 10 within 10m).
@@ -41,6 +42,13 @@ type NotifyTelegram struct {
 	BaseURL     string `yaml:"base_url"`
 }
 
+// NotifyBitrix24 is notify.bitrix24: the portal's own notifications,
+// through the inbound webhook of Target (a target of kind bitrix24), to
+// the portal's user with the person's e-mail address.
+type NotifyBitrix24 struct {
+	Target string `yaml:"target"`
+}
+
 // TelegramAPI is the Bot API's default address.
 const TelegramAPI = "https://api.telegram.org"
 
@@ -56,8 +64,11 @@ func (n NotifyConfig) EmailOn() bool { return n.Email.SMTPURLEnv != "" }
 // TelegramOn reports whether notices go to Telegram.
 func (n NotifyConfig) TelegramOn() bool { return n.Telegram.BotTokenEnv != "" }
 
+// Bitrix24On reports whether notices go to the Bitrix24 portal.
+func (n NotifyConfig) Bitrix24On() bool { return n.Bitrix24.Target != "" }
+
 // On reports whether any channel is configured.
-func (n NotifyConfig) On() bool { return n.EmailOn() || n.TelegramOn() }
+func (n NotifyConfig) On() bool { return n.EmailOn() || n.TelegramOn() || n.Bitrix24On() }
 
 // Digest is how many messages one person gets within how long before the
 // rest go as one digest.
@@ -109,6 +120,11 @@ func (c Config) validateNotify(bad func(key, format string, args ...any)) {
 	}
 	if n.Telegram.BaseURL != "" && !n.TelegramOn() {
 		bad("notify.telegram.bot_token_env", "name the environment variable holding the bot's token")
+	}
+	if name := n.Bitrix24.Target; name != "" {
+		if t, ok := c.Targets[name]; !ok || t.Kind != KindBitrix24 {
+			bad("notify.bitrix24.target", "%q is no target of kind bitrix24; name the portal's target, e.g. crm", name)
+		}
 	}
 	if n.On() || n.AdminURL != "" {
 		u, err := url.Parse(n.AdminURL)

@@ -22,6 +22,7 @@ func TestNotifyRefused(t *testing.T) {
 		{"NoAdminURL", "notify:\n  telegram: {bot_token_env: BOT}\n", "notify.admin_url: give the address people open the admin UI at"},
 		{"AdminURLNotURL", "notify:\n  admin_url: oncegate.firm.example\n  telegram: {bot_token_env: BOT}\n", "notify.admin_url: \"oncegate.firm.example\" must be an https:// URL"},
 		{"PlainBotAPI", "notify:\n" + admin + "  telegram: {bot_token_env: BOT, base_url: 'http://bot.firm.example'}\n", "notify.telegram.base_url: is plain HTTP outside this machine"},
+		{"Bitrix24NotAPortal", "notify:\n" + admin + "  bitrix24: {target: onec}\n", `notify.bitrix24.target: "onec" is no target of kind bitrix24`},
 		{"Digest", "notify:\n" + admin + "  telegram: {bot_token_env: BOT}\n  digest_window: 5s\n", "notify.digest_window: 5s must be between 1m and 24h"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

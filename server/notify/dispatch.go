@@ -38,6 +38,7 @@ type Dispatcher struct {
 	store    *store.Store
 	email    *emailSender
 	telegram *telegramSender
+	portal   Portal
 	digest   store.Digest
 	adminURL string
 	redact   *redact.Redactor
@@ -79,6 +80,16 @@ func New(st *store.Store, cfg config.NotifyConfig, secrets config.NotifySecrets,
 	}
 	return d, nil
 }
+
+// Portal is the Bitrix24 portal's own notifications: the target of
+// notify.bitrix24 (adapters/bitrix24's Client).
+type Portal interface {
+	Notify(ctx context.Context, email, message string) error
+}
+
+// SetPortal gives notify.bitrix24's notices their portal; without one
+// they wait, kept.
+func (d *Dispatcher) SetPortal(p Portal) { d.portal = p }
 
 // Run sends notices until ctx is done, and purges old ones hourly.
 func (d *Dispatcher) Run(ctx context.Context) {
@@ -123,6 +134,10 @@ func (d *Dispatcher) try(ctx context.Context, m store.NoticeSend) store.NoticeTr
 		err = d.email.send(ctx, m.Address, msg)
 	case m.Channel == store.ChannelTelegram && d.telegram != nil:
 		err = d.telegram.send(ctx, m.Address, msg)
+	case m.Channel == store.ChannelBitrix24 && d.portal != nil:
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = d.portal.Notify(pctx, m.Address, msg.Text)
+		cancel()
 	default:
 		// A channel no longer configured: kept, and sent should it come
 		// back.

@@ -90,6 +90,9 @@ func Channels(cfg config.NotifyConfig) []string {
 	if cfg.TelegramOn() {
 		out = append(out, store.ChannelTelegram)
 	}
+	if cfg.Bitrix24On() {
+		out = append(out, store.ChannelBitrix24)
+	}
 	return out
 }
 

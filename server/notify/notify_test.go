@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
@@ -337,4 +339,53 @@ func TestHeldDuplicateAndReviewReachTheirRoles(t *testing.T) {
 		}
 	}
 	r.noSecrets()
+}
+
+// With notify.bitrix24, an approval waiting is the portal's own
+// notification to the portal's user with the accountant's e-mail, once;
+// someone the portal does not know gets none, and the journal says why.
+func TestPortalNotified(t *testing.T) {
+	t.Parallel()
+	s := sim.New()
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	if resp, err := http.Post(hs.URL+"/_sim/bitrix24/users", "application/json", strings.NewReader(`{"email": "anna@firm.example"}`)); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	portal, err := bitrix24.New(bitrix24.Config{WebhookURL: hs.URL + "/bitrix24" + sim.Bitrix24WebhookPath(), Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.NotifyConfig{AdminURL: adminURL, Bitrix24: config.NotifyBitrix24{Target: "crm"}}
+	st := storetest.Open(t)
+	st.SetNotifier(notify.Notifier(cfg, intent.Builtin(), nil))
+	d, err := notify.New(st, cfg, config.NotifySecrets{}, portal.Secrets(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetPortal(portal)
+	d.Idle, d.Schedule = 20*time.Millisecond, []time.Duration{20 * time.Millisecond}
+	r := &rig{t: t, st: st, d: d}
+	r.person("anna", store.RoleAccountant, "anna@firm.example", "1001")
+	r.person("boris", store.RoleAccountant, "boris@firm.example", "")
+	r.start()
+	key := r.approval("o-31")
+	r.settle()
+
+	resp, err := http.Get(hs.URL + "/_sim/bitrix24/notifications")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct{ Notifications []sim.Bitrix24Notification }
+	json.NewDecoder(resp.Body).Decode(&got)
+	if len(got.Notifications) != 1 || !strings.Contains(got.Notifications[0].Message, strings.ReplaceAll(key, ":", "%3A")) {
+		t.Fatalf("portal notifications %+v, want one with the card's link", got.Notifications)
+	}
+	ns, _ := st.Notices(context.Background(), "boris", 10)
+	if len(ns) != 1 || ns[0].State != store.NoticeFailed || !strings.Contains(ns[0].LastError, "no active user") {
+		t.Fatalf("boris's notice %+v", ns)
+	}
 }
