@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/binary"
 	"fmt"
 	"time"
 )
@@ -44,6 +46,11 @@ func (s *Store) TakeNotices(ctx context.Context, d Digest, limit int, lease time
 			if len(out) >= limit {
 				break
 			}
+			// Gateways sharing the journal count an address's messages one
+			// at a time: another's lease, once committed, counts here.
+			if err := tx.lock(ctx, int32(noticeLockClass), addressLock(g[0].Channel, g[0].Address)); err != nil {
+				return fmt.Errorf("take notices: %w", err)
+			}
 			sent, oldest, err := sentWithin(ctx, tx, g[0].Channel, g[0].Address, now.Add(-d.Window), now)
 			if err != nil {
 				return fmt.Errorf("take notices: %w", err)
@@ -84,6 +91,17 @@ func (s *Store) TakeNotices(ctx context.Context, d Digest, limit int, lease time
 		return nil
 	})
 	return out, err
+}
+
+// noticeLockClass is the first half of the PostgreSQL advisory lock of
+// an address's messages; the second is taken from the address
+// (addressLock).
+const noticeLockClass = 0x6f6e6e74 // "onnt"
+
+// addressLock is the second half of an address's lock.
+func addressLock(channel, address string) int32 {
+	sum := sha256.Sum256([]byte(channel + "\x00" + address))
+	return int32(binary.BigEndian.Uint32(sum[:4]))
 }
 
 // dueNotices are the pending notices due at now and not leased, grouped

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,5 +218,68 @@ func TestContact(t *testing.T) {
 	}
 	if err := s.SetContact(ctx, "nobody", store.Contact{Email: "x@firm.example"}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown user: %v", err)
+	}
+}
+
+// Two gateways on one journal count an address's messages one at a
+// time: while one holds ten notices for anna, leased but not committed,
+// the other, taking the eleventh, waits for it and then holds the
+// eleventh back, not sending anna an eleventh message in the window.
+func TestNoticesCountedAcrossGateways(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("ONCEGATE_TEST_PG") == "" {
+		t.Skip("needs PostgreSQL (ONCEGATE_TEST_PG): the embedded journal has one gateway")
+	}
+	ctx := context.Background()
+	where := storetest.PostgreSQL.Location(t)
+	open := func() *store.Store {
+		s, err := store.Open(ctx, where)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		n := testNotifier()
+		n.Channels = []string{store.ChannelEmail}
+		s.SetNotifier(n)
+		return s
+	}
+	g1, g2 := open(), open()
+	addPerson(t, g1, "anna", store.RoleAccountant, "anna@firm.example", "")
+	for i := range 10 {
+		MustClaim(t, g1, moneyReq(fmt.Sprintf("test:payment.charge:g-%d:v1", i)), store.DecisionAwaitingApproval)
+	}
+	d := store.Digest{After: 10, Window: 10 * time.Minute}
+	holding, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	g1.SetBeforeCommit(func() error {
+		once.Do(func() { close(holding); <-release })
+		return nil
+	})
+	first := make(chan []store.NoticeSend, 1)
+	go func() {
+		sends, err := g1.TakeNotices(ctx, d, 64, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		first <- sends
+	}()
+	<-holding
+	g1.SetBeforeCommit(nil)
+	MustClaim(t, g2, moneyReq("test:payment.charge:g-10:v1"), store.DecisionAwaitingApproval)
+	second := make(chan []store.NoticeSend, 1)
+	go func() {
+		sends, err := g2.TakeNotices(ctx, d, 64, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- sends
+	}()
+	time.Sleep(300 * time.Millisecond) // the second gateway is at the address's lock by now
+	close(release)
+	if n := len(<-first); n != 10 {
+		t.Fatalf("the first gateway took %d messages, want 10", n)
+	}
+	if sends := <-second; len(sends) != 0 {
+		t.Fatalf("the second gateway sent %d more messages within the window, want none", len(sends))
 	}
 }
