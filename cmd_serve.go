@@ -15,10 +15,12 @@ import (
 	"syscall"
 
 	"github.com/oncegate/oncegate/adapters"
+	"github.com/oncegate/oncegate/adapters/redact"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/intent"
+	"github.com/oncegate/oncegate/server/notify"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -275,6 +277,9 @@ func (g *gateway) startServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := g.startNotices(ctx); err != nil {
+		return err
+	}
 	g.srv = server.New(g.cfg, g.st, g.targets, g.catalog, g.log)
 	if len(secrets) > 0 {
 		if err := g.srv.SetWebhookSecrets(secrets); err != nil {
@@ -283,6 +288,44 @@ func (g *gateway) startServer(ctx context.Context) error {
 		g.log.Info("webhooks: deliveries go to the configured endpoints", "endpoints", len(secrets))
 	}
 	return g.srv.Start(ctx)
+}
+
+// startNotices, when notify: names a channel, has every later batch
+// journal its notices and sends them until serve stops, before the
+// journal closes.
+func (g *gateway) startNotices(ctx context.Context) error {
+	if !g.cfg.Notify.On() {
+		return nil
+	}
+	secrets, err := g.cfg.NotifySecrets(g.env)
+	if err != nil {
+		return err
+	}
+	var masked []redact.Secret
+	for _, t := range g.targets {
+		if s, ok := t.(adapters.Secretive); ok {
+			masked = append(masked, s.Secrets()...)
+		}
+	}
+	d, err := notify.New(g.st, g.cfg.Notify, secrets, masked, g.log)
+	if err != nil {
+		return err
+	}
+	if name := g.cfg.Notify.Bitrix24.Target; name != "" {
+		portal, ok := g.targets[name].(notify.Portal)
+		if !ok {
+			return fmt.Errorf("notify.bitrix24.target: the target %s does not send the portal's notifications", name)
+		}
+		d.SetPortal(portal)
+	}
+	g.st.SetNotifier(notify.Notifier(g.cfg.Notify, g.catalog, redact.New(append(masked, notify.Secrets(secrets)...)...)))
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); d.Run(runCtx) }()
+	g.undo = append(g.undo, func() { cancel(); <-done })
+	g.log.Info("notices: people are told by "+strings.Join(notify.Channels(g.cfg.Notify), " and ")+" when something waits for them",
+		"admin_url", g.cfg.Notify.AdminURL)
+	return nil
 }
 
 // listen takes the address. It is taken before the first run makes its

@@ -24,12 +24,14 @@ import (
 
 var userAddCommand = command{
 	name:    "user add",
-	args:    "--role " + strings.Join(store.Roles, "|") + " NAME",
+	args:    "--role " + strings.Join(store.Roles, "|") + " [--email ADDR] [--telegram CHAT_ID] NAME",
 	summary: "add an admin UI user (password from $ONCEGATE_PASSWORD or stdin)",
 	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		var c configFlags
 		c.flags(fs)
 		role := fs.String("role", "", "the new user's `ROLE`: "+strings.Join(store.Roles, ", "))
+		var contact store.Contact
+		contactFlags(fs, &contact)
 		return func(inv invocation, args []string) error {
 			if len(args) != 1 {
 				return badUsage("user add", "name one user")
@@ -41,6 +43,9 @@ var userAddCommand = command{
 			if err := store.CheckNewUser(args[0], *role); err != nil {
 				return fmt.Errorf("user add: %w", err)
 			}
+			if err := store.CheckContact(contact); err != nil {
+				return fmt.Errorf("user add: %w", err)
+			}
 			password, err := readUserPassword(inv.stdin, inv.stderr, inv.env)
 			if err != nil {
 				return fmt.Errorf("user add: %w", err)
@@ -49,6 +54,11 @@ var userAddCommand = command{
 				u, err := st.CreateUser(ctx, args[0], *role, password)
 				if err != nil {
 					return err
+				}
+				if contact != (store.Contact{}) {
+					if err := st.SetContact(ctx, u.Name, contact); err != nil {
+						return err
+					}
 				}
 				fmt.Fprintf(inv.stdout, "user %d %q added with role %s; they choose their own password when they first sign in\n", u.ID, u.Name, u.Role)
 				return nil

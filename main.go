@@ -58,6 +58,7 @@ var commands = []command{
 	userDisableCommand,
 	userEnableCommand,
 	userListCommand,
+	userContactCommand,
 	auditVerifyCommand,
 	backupCommand,
 	restoreCommand,

@@ -63,6 +63,7 @@ type Store struct {
 	queued       atomic.Int64                 // writes waiting for the writer
 	watch        watchers                     // Watch
 	outbox       atomic.Pointer[Outbox]       // SetOutbox
+	notify       atomic.Pointer[notifyHook]   // SetNotifier
 	// queuedDeliveries receives when a batch wrote deliveries.
 	queuedDeliveries chan struct{}
 }

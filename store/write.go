@@ -395,6 +395,11 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 			return
 		}
 	}
+	noticed, err := s.queueNotices(bg, t)
+	if err != nil {
+		abort("notices", err)
+		return
+	}
 	if hook := s.beforeCommit.Load(); hook != nil {
 		if err := (*hook)(); err != nil {
 			abort("commit", err)
@@ -418,6 +423,9 @@ func (s *Store) finish(bg context.Context, t *txn, errs []error, landed int, abo
 	s.committedBatch()
 	if queued {
 		s.deliveriesQueued()
+	}
+	if noticed {
+		s.wakeNotices()
 	}
 	// A batch that committed does not clear failing: one that changed
 	// nothing (a claim finding its key in progress) commits on a full

@@ -251,3 +251,11 @@ func marshalPlain(v any) string {
 
 // actorText names who caused an audit event.
 func actorText(kind, name string) string { return fmt.Sprintf("%s: %s", kind, name) }
+
+// Money is an amount as the pages show it (formatMoney), for what speaks
+// of an operation away from them: the notices people are sent.
+func Money(minor int64, currency, lang string) string { return formatMoney(minor, currency, lang) }
+
+// OperationHref is the path of an operation's card, for the notices'
+// links.
+func OperationHref(key string) string { return operationHref(key) }

@@ -73,6 +73,8 @@ type Config struct {
 	BuiltinIntents BuiltinIntents `yaml:"builtin_intents"`
 	// Webhooks are the endpoints told of operations' outcomes.
 	Webhooks []Webhook `yaml:"webhooks"`
+	// Notify tells people when something waits for them (notify.go).
+	Notify NotifyConfig `yaml:"notify"`
 }
 
 // BuiltinIntents is builtin_intents: nil or [all] for every built-in,
@@ -400,6 +402,7 @@ func (c Config) validate(currencies []string) error {
 	c.validateListener(bad)
 	c.validateLimits(bad, currencies)
 	c.validateWebhooks(bad)
+	c.validateNotify(bad)
 	if c.Reconciler.MaxBackoffMS < c.Reconciler.IntervalMS {
 		bad("reconciler.max_backoff_ms", "must be at least interval_ms")
 	}

@@ -1,0 +1,3 @@
+DROP TABLE notices;
+ALTER TABLE users DROP COLUMN telegram_chat_id;
+ALTER TABLE users DROP COLUMN email;
