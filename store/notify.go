@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -115,6 +116,14 @@ func (s *Store) queueNotices(ctx context.Context, t *txn) (bool, error) {
 			continue
 		}
 		op, err := getOperation(ctx, t, e.OperationKey)
+		if errors.Is(err, ErrNotFound) {
+			// A process's key: told in its words (its name and payload).
+			p, perr := scanProcess(t.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, e.OperationKey))
+			if perr != nil {
+				return false, fmt.Errorf("notices: %w", perr)
+			}
+			op, err = Operation{Key: p.Key, Intent: p.Intent, Payload: p.Payload, Agent: p.Agent}, nil
+		}
 		if err != nil {
 			return false, fmt.Errorf("notices: %w", err)
 		}

@@ -25,6 +25,10 @@ var processStates = []store.ProcessState{
 // processHref is the page of the process key.
 func processHref(key string) string { return "/admin/processes/" + url.PathEscape(key) }
 
+// ProcessHref is the admin UI's page of the process key, for links sent
+// to people.
+func ProcessHref(key string) string { return processHref(key) }
+
 // handleProcessList serves GET /admin/processes: the processes, the most
 // recently moved first, filtered by state (?state=).
 func (h *Handler) handleProcessList(c echo.Context) error {

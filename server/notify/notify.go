@@ -31,6 +31,8 @@ const (
 	// EventNeedsReview: the reconciler could not settle an operation's
 	// outcome; a person looks it up or resolves it.
 	EventNeedsReview = "operation.needs_review"
+	// EventProcessNeedsReview: undoing a process's step needs a person.
+	EventProcessNeedsReview = "process.needs_review"
 )
 
 // Roles are who is told of each event: whoever the admin UI lets act on
@@ -39,10 +41,12 @@ var Roles = map[string][]string{
 	EventApprovalWaiting: {store.RoleAccountant},
 	EventDuplicateHeld:   {store.RoleAdmin, store.RoleOperator, store.RoleAccountant},
 	EventNeedsReview:     {store.RoleAdmin, store.RoleOperator},
+	// Admins and operators finish a process in needs_review.
+	EventProcessNeedsReview: {store.RoleAdmin, store.RoleOperator},
 }
 
 // Audits are the journal's audit events Event may make a notice of.
-var Audits = []string{"operation.awaiting_approval", "approval.pending", "operation.flagged_for_review"}
+var Audits = []string{"operation.awaiting_approval", "approval.pending", "operation.flagged_for_review", "process.needs_review"}
 
 // Event is the notice an audit event of op is, given the kind of op's
 // pending approval; "" for none.
@@ -58,6 +62,8 @@ func Event(audit string, op store.Operation, kind string) string {
 		}
 	case "operation.flagged_for_review":
 		return EventNeedsReview
+	case "process.needs_review":
+		return EventProcessNeedsReview
 	}
 	return ""
 }
@@ -98,9 +104,10 @@ func Channels(cfg config.NotifyConfig) []string {
 
 // heads are each event's words, in Russian then English.
 var heads = map[string][2]string{
-	EventApprovalWaiting: {"Ждёт вашего решения", "Awaiting your decision"},
-	EventDuplicateHeld:   {"Задержано как возможный дубль", "Held as a possible duplicate"},
-	EventNeedsReview:     {"Исход не установлен, нужна проверка", "Outcome unknown, needs review"},
+	EventApprovalWaiting:    {"Ждёт вашего решения", "Awaiting your decision"},
+	EventDuplicateHeld:      {"Задержано как возможный дубль", "Held as a possible duplicate"},
+	EventNeedsReview:        {"Исход не установлен, нужна проверка", "Outcome unknown, needs review"},
+	EventProcessNeedsReview: {"Процессу нужен человек: отмену шага нужно завершить", "A process needs a person to finish undoing a step"},
 }
 
 // Render is the notice of event about op: the intent's title and the
@@ -110,12 +117,17 @@ var heads = map[string][2]string{
 // token) never go in; r masks what might still look like a secret.
 func Render(adminURL string, catalog *intent.Catalog, r *redact.Redactor, event string, op store.Operation) store.NoticeText {
 	link := strings.TrimSuffix(adminURL, "/") + admin.OperationHref(op.Key)
+	if event == EventProcessNeedsReview {
+		link = strings.TrimSuffix(adminURL, "/") + admin.ProcessHref(op.Key)
+	}
 	p := payloadOf(op.Payload)
 	var lines [2][]string
 	var what [2]string
 	for i, lang := range []string{"ru", "en"} {
 		title := views.LabelsFor(lang).IntentLabel(op.Intent)
 		if def, ok := catalog.Lookup(op.Intent); ok && def.Title.In(lang) != "" {
+			title = def.Title.In(lang)
+		} else if def, ok := catalog.Process(op.Intent); ok && def.Title.In(lang) != "" {
 			title = def.Title.In(lang)
 		}
 		what[i] = title

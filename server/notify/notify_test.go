@@ -389,3 +389,31 @@ func TestPortalNotified(t *testing.T) {
 		t.Fatalf("boris's notice %+v", ns)
 	}
 }
+
+// A process waiting for a person to finish undoing a step reaches the
+// admins and operators, linking the process's page.
+func TestProcessNeedsReviewReachesOperators(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.person("olga", store.RoleOperator, "olga@firm.example", "")
+	r.person("anna", store.RoleAccountant, "anna@firm.example", "")
+	r.start()
+	ctx := context.Background()
+	const key = "test:order.fulfil:order-n1:v1"
+	if _, _, err := r.st.BeginProcess(ctx, store.Process{Key: key, Intent: "order.fulfil", IntentVersion: 1, IntentDigest: "d", Fingerprint: "f",
+		Agent: "agent-a", Scopes: []string{"write"}, Payload: []byte(`{"order_id":"order-n1"}`)}, "run-1", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.st.MoveProcess(ctx, key, "run-1", store.ProcessNeedsReview, "invoice", "APPROVAL_DENIED", "denied"); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	mails := r.mailsTo("olga@firm.example")
+	if len(mails) != 1 || !strings.Contains(mails[0].Body, adminURL+"/admin/processes/test:order.fulfil:order-n1:v1") || !strings.Contains(mails[0].Body, "order-n1") {
+		t.Fatalf("the operator's mails: %+v", mails)
+	}
+	if n := len(r.mailsTo("anna@firm.example")); n != 0 {
+		t.Errorf("%d mails to an accountant", n)
+	}
+	r.noSecrets()
+}
