@@ -161,7 +161,7 @@ func processBody(order, customer string) string {
 		`"account_id":"merchant-account-17","amount_minor":125000,"items":[{"product_id":"product-778","quantity":2,"unit":"pcs","price_minor":62500}]}}`
 }
 
-// kill -9 while agents start processes: after the restart every process
+// kill -9 while agents start 50 processes: after the restart every process
 // that reached the journal goes on by itself, and every process ends
 // succeeded, or compensated where its second step is refused (an unknown
 // customer), each step's and each compensation's effect exactly once at
@@ -169,7 +169,7 @@ func processBody(order, customer string) string {
 func TestProcessesSurviveKill9(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withSettings(""), withIntents(intentsDir(t, "order.fulfil.v1.yaml", invoiceThenCall)))
-	const n = 40
+	const n = 50
 	customer := func(i int) string {
 		if i%2 == 0 {
 			return "customer-1042"

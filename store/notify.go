@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -112,10 +113,27 @@ func (s *Store) queueNotices(ctx context.Context, t *txn) (bool, error) {
 	queued := false
 	done := map[string]bool{}
 	for _, e := range t.audit {
-		if e.OperationKey == "" || !slices.Contains(h.n.Audits, e.Event) {
+		if !slices.Contains(h.n.Audits, e.Event) {
 			continue
 		}
-		op, err := getOperation(ctx, t, e.OperationKey)
+		if e.OperationKey == "" {
+			// An event of no operation (a webhook endpoint stopped): told
+			// of what its detail names.
+			var d struct {
+				Endpoint string `json:"endpoint"`
+			}
+			if json.Unmarshal(e.Detail, &d) != nil || d.Endpoint == "" {
+				continue
+			}
+			e.OperationKey = EndpointKey(d.Endpoint)
+		}
+		var op Operation
+		var err error
+		if name, ok := strings.CutPrefix(e.OperationKey, endpointKeyPrefix); ok {
+			op = Operation{Key: e.OperationKey, Intent: name}
+		} else {
+			op, err = getOperation(ctx, t, e.OperationKey)
+		}
 		if errors.Is(err, ErrNotFound) {
 			// A process's key: told in its words (its name and payload).
 			p, perr := scanProcess(t.QueryRowContext(ctx, `SELECT `+processColumns+` FROM processes WHERE key = ?`, e.OperationKey))
@@ -349,3 +367,12 @@ func (s *Store) Notices(ctx context.Context, recipient string, limit int) ([]Not
 	}
 	return out, rows.Err()
 }
+
+// endpointKeyPrefix marks the key a notice about a webhook endpoint is
+// filed under: no operation's key starts so (a key starts with its
+// contour, a word without a slash).
+const endpointKeyPrefix = "webhook/"
+
+// EndpointKey is the key notices about the webhook endpoint name are
+// filed under; Operation.Intent then holds the endpoint's name.
+func EndpointKey(name string) string { return endpointKeyPrefix + name }

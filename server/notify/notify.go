@@ -33,6 +33,9 @@ const (
 	EventNeedsReview = "operation.needs_review"
 	// EventProcessNeedsReview: undoing a process's step needs a person.
 	EventProcessNeedsReview = "process.needs_review"
+	// EventWebhookStopped: a webhook endpoint was paused after five days
+	// of failures, or answered 410 Gone; an admin resumes it.
+	EventWebhookStopped = "webhook.stopped"
 )
 
 // Roles are who is told of each event: whoever the admin UI lets act on
@@ -43,10 +46,12 @@ var Roles = map[string][]string{
 	EventNeedsReview:     {store.RoleAdmin, store.RoleOperator},
 	// Admins and operators finish a process in needs_review.
 	EventProcessNeedsReview: {store.RoleAdmin, store.RoleOperator},
+	EventWebhookStopped:     {store.RoleAdmin},
 }
 
 // Audits are the journal's audit events Event may make a notice of.
-var Audits = []string{"operation.awaiting_approval", "approval.pending", "operation.flagged_for_review", "process.needs_review"}
+var Audits = []string{"operation.awaiting_approval", "approval.pending", "operation.flagged_for_review", "process.needs_review",
+	"webhook.endpoint_paused", "webhook.endpoint_gone"}
 
 // Event is the notice an audit event of op is, given the kind of op's
 // pending approval; "" for none.
@@ -64,6 +69,8 @@ func Event(audit string, op store.Operation, kind string) string {
 		return EventNeedsReview
 	case "process.needs_review":
 		return EventProcessNeedsReview
+	case "webhook.endpoint_paused", "webhook.endpoint_gone":
+		return EventWebhookStopped
 	}
 	return ""
 }
@@ -108,6 +115,7 @@ var heads = map[string][2]string{
 	EventDuplicateHeld:      {"Задержано как возможный дубль", "Held as a possible duplicate"},
 	EventNeedsReview:        {"Исход не установлен, нужна проверка", "Outcome unknown, needs review"},
 	EventProcessNeedsReview: {"Процессу нужен человек: отмену шага нужно завершить", "A process needs a person to finish undoing a step"},
+	EventWebhookStopped:     {"Вебхуки не доходят до получателя", "Webhooks are not reaching their receiver"},
 }
 
 // Render is the notice of event about op: the intent's title and the
@@ -117,8 +125,19 @@ var heads = map[string][2]string{
 // token) never go in; r masks what might still look like a secret.
 func Render(adminURL string, catalog *intent.Catalog, r *redact.Redactor, event string, op store.Operation) store.NoticeText {
 	link := strings.TrimSuffix(adminURL, "/") + admin.OperationHref(op.Key)
-	if event == EventProcessNeedsReview {
+	switch event {
+	case EventProcessNeedsReview:
 		link = strings.TrimSuffix(adminURL, "/") + admin.ProcessHref(op.Key)
+	case EventWebhookStopped:
+		link = strings.TrimSuffix(adminURL, "/") + "/admin/webhooks"
+		text := store.NoticeText{
+			Subject: fmt.Sprintf("%s: %s / %s: %s", heads[event][0], op.Intent, heads[event][1], op.Intent),
+			Body: fmt.Sprintf("%s: %s\nВозобновите его в разделе «Вебхуки»: %s\n\n%s: %s\nResume it on the Webhooks page: %s\n",
+				heads[event][0], op.Intent, link, heads[event][1], op.Intent, link),
+			Link: link,
+		}
+		text.Subject, text.Body = r.Own(text.Subject), r.Own(text.Body)
+		return text
 	}
 	p := payloadOf(op.Payload)
 	var lines [2][]string

@@ -417,3 +417,25 @@ func TestProcessNeedsReviewReachesOperators(t *testing.T) {
 	}
 	r.noSecrets()
 }
+
+// A webhook endpoint paused after failing for days reaches the admins,
+// linking the webhooks page; no one else.
+func TestPausedWebhookReachesAdmins(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.person("ivan", store.RoleAdmin, "ivan@firm.example", "")
+	r.person("olga", store.RoleOperator, "olga@firm.example", "")
+	r.start()
+	if err := r.st.StopEndpoint(context.Background(), "erp", "paused", "every delivery failed for five days"); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	mails := r.mailsTo("ivan@firm.example")
+	if len(mails) != 1 || !strings.Contains(mails[0].Body, adminURL+"/admin/webhooks") || !strings.Contains(mails[0].Subject, "erp") {
+		t.Fatalf("the admin's mails: %+v", mails)
+	}
+	if n := len(r.mailsTo("olga@firm.example")); n != 0 {
+		t.Errorf("%d mails to an operator", n)
+	}
+	r.noSecrets()
+}
