@@ -51,6 +51,7 @@ var benchCommand = command{
 		quota := fs.Float64("cpu-quota", 0, "run each gateway as a process of its own (oncegate serve) capped at `F` CPUs in a control group of its own (Linux, as root); CPU/req of its paths is then the gateways' own")
 		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
 		webhooks := fs.Bool("webhooks", false, "also load new operations on a gateway whose every success is a webhook to a local receiver, and report the deliveries' rate")
+		waiters := fs.Int("waiters", 0, "also load new operations while `N` agents long-poll charges awaiting approval (GET ?wait=60s), and report the memory it took")
 		processes := fs.Bool("processes", false, "also load a process of two steps (an invoice, then a sales order in 1C) beside the same two operations sent one by one (--only steps: just those)")
 		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
@@ -85,7 +86,7 @@ var benchCommand = command{
 			if *webhooks && (*quota > 0 || journal != "") {
 				return badUsage("bench", "--webhooks runs in one process on SQLite: not with --cpu-quota or --journal-url-env")
 			}
-			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile, webhooks: *webhooks, processes: *processes})
+			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile, webhooks: *webhooks, processes: *processes, waiters: *waiters})
 		}
 	},
 }
@@ -119,6 +120,7 @@ type benchSetup struct {
 	profile   string  // with quota: where the gateways write their CPU profiles (FILE.gateway-N)
 	webhooks  bool    // also load a gateway whose every success is a webhook
 	processes bool    // also load a process of two steps beside its steps sent one by one
+	waiters   int     // also load new operations while so many agents long-poll
 }
 
 // bench runs the gateway in this process on a journal in a new temporary
@@ -149,6 +151,9 @@ func bench(stdout io.Writer, b benchSetup) error {
 		}
 	}
 	cfg.RateLimit.PerSecond, cfg.RateLimit.Burst = 1e9, 1e9 // the limiter is not what is measured
+	if b.waiters > 0 {
+		cfg.MaxConnections = b.waiters + 2*b.conns + 64 // the waiting agents, the load, and room
+	}
 	journal, journalName := b.journal, store.Redact(b.journal)
 	if journal == "" {
 		journal = filepath.Join(dir, "journal.db")
@@ -233,6 +238,20 @@ func bench(stdout io.Writer, b benchSetup) error {
 	}
 	if b.processes {
 		paths = append(paths, processPaths(gw.urls, run, &seq)...)
+	}
+	if b.waiters > 0 {
+		w := &waiterBench{n: b.waiters, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: b.waiters, MaxConnsPerHost: b.waiters}}}
+		defer w.report(stdout)
+		defer w.stop()
+		paths = append(paths, benchPath{name: fmt.Sprintf("new operation, %d agents long-polling", b.waiters), urls: gw.urls, key: newKey, kind: benchGatewayPath,
+			before: func() error {
+				if err := w.prepare(gw.urls[0], token, run); err != nil {
+					return err
+				}
+				w.start(gw.urls[0], token)
+				return nil
+			},
+			after: func(loadResult) { w.stop() }})
 	}
 	if b.webhooks {
 		hooks, err := startWebhookBench(ctx, cfg, simURL, dir)

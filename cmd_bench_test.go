@@ -19,8 +19,13 @@ import (
 // path with its rate and latencies, and for new operations the journal's
 // batches per second and writes per batch.
 func TestBenchCommand(t *testing.T) {
-	out := runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4", "--fill", "3000", "--processes")
+	out := runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4", "--fill", "3000", "--processes", "--waiters", "20")
 	checkBenchRows(t, out)
+	// New operations while agents long-poll, and what their waiting took.
+	if !regexp.MustCompile(`new operation, 20 agents long-polling\s+[1-9][0-9]*\s`).MatchString(out) ||
+		!regexp.MustCompile(`20 agents long-polling: RSS [0-9.]+ MB before they waited, [0-9.]+ MB while they waited .*; [0-9]+ polls answered early, 0 failed`).MatchString(out) {
+		t.Errorf("no row or memory line of the long-polling agents:\n%s", out)
+	}
 	// A process of two steps beside its steps sent one by one.
 	for _, path := range []string{"two steps sent one by one (invoice, sales order)", "the same two steps as one process"} {
 		if !regexp.MustCompile(regexp.QuoteMeta(path) + `\s+[1-9][0-9]*\s`).MatchString(out) {
