@@ -52,6 +52,11 @@ func TestProcessFinishedInBrowser(t *testing.T) {
 	if n := b.count(`[data-testid="process-row"]`); n != 1 {
 		t.Fatalf("%d processes needing a person listed, want 1", n)
 	}
+	// By intent, it is listed; not moved for an hour, it is not.
+	b.open("/admin/processes?intent=order.fulfil")
+	b.do(chromedp.WaitVisible(row("process-row", key)))
+	b.open("/admin/processes?idle=1h")
+	b.do(chromedp.WaitVisible(tid("processes-empty")))
 	b.open("/admin/processes/" + url.PathEscape(key))
 	b.do(chromedp.WaitVisible(tid("process-review")))
 	if got := b.count(`[data-testid="process-step"]`); got != 2 {

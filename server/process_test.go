@@ -522,7 +522,7 @@ func TestProcessValidated(t *testing.T) {
 	if r.Code != http.StatusOK || len(steps) != 2 || steps[1].(map[string]any)["checked"] != false {
 		t.Fatalf("a step reading an earlier one: %s", r.Raw)
 	}
-	if ps, err := g.store.ListProcesses(context.Background(), "", 10); err != nil || len(ps) != 0 {
+	if ps, err := g.store.ListProcesses(context.Background(), store.ProcessFilter{Limit: 10}); err != nil || len(ps) != 0 {
 		t.Fatalf("validate journaled processes: %v %v", ps, err)
 	}
 }

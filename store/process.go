@@ -217,15 +217,32 @@ func (s *Store) GetProcess(ctx context.Context, key string) (Process, error) {
 	return p, err
 }
 
-// ListProcesses lists processes in state ("" for any), the most recently
-// moved first, at most limit.
-func (s *Store) ListProcesses(ctx context.Context, state ProcessState, limit int) ([]Process, error) {
-	q, args := `SELECT `+processColumns+` FROM processes`, []any{}
-	if state != "" {
-		q += ` WHERE state = ?`
-		args = append(args, state)
+// ProcessFilter says which processes ListProcesses lists.
+type ProcessFilter struct {
+	State  ProcessState // "" for any
+	Intent string       // the process's name; "" for any
+	// Before: only processes not moved since; zero for any.
+	Before time.Time
+	Limit  int
+}
+
+// ListProcesses lists the processes f names, the most recently moved
+// first, at most f.Limit.
+func (s *Store) ListProcesses(ctx context.Context, f ProcessFilter) ([]Process, error) {
+	q, args := `SELECT `+processColumns+` FROM processes WHERE 1=1`, []any{}
+	if f.State != "" {
+		q += ` AND state = ?`
+		args = append(args, f.State)
 	}
-	args = append(args, limit)
+	if f.Intent != "" {
+		q += ` AND intent = ?`
+		args = append(args, f.Intent)
+	}
+	if !f.Before.IsZero() {
+		q += ` AND updated_at < ?`
+		args = append(args, formatTime(f.Before))
+	}
+	args = append(args, f.Limit)
 	return queryProcesses(s.rdb.QueryContext(ctx, q+` ORDER BY updated_at DESC, key LIMIT ?`, args...))
 }
 

@@ -14,6 +14,8 @@ type ProcessTexts struct {
 	// %[3]s system, %[4]s when); OnDenyFmt what a denial undoes (%s the
 	// undoings, joined), OnDenyNothing when it undoes nothing.
 	StepOfFmt, MadeFmt, OnDenyFmt, OnDenyNothing, UndoOfFmt string
+	// IdleFor heads the filter of processes not moved for so long.
+	IdleFor string
 	// ProcessStates names the states of a process.
 	ProcessStates map[string]string
 }
@@ -37,6 +39,7 @@ func init() {
 		ErrNoteRequired:  "Напишите, что сделано и почему.",
 		ErrNotInReview:   "Процесс уже не ждёт человека.",
 		StepOfFmt:        "шаг «%s»",
+		IdleFor:          "Без движения не меньше",
 		MadeFmt:          "%[1]s: %[2]s в %[3]s, %[4]s",
 		OnDenyFmt:        "Если отклонить: %s.",
 		OnDenyNothing:    "Если отклонить, отменять нечего.",
@@ -62,6 +65,7 @@ func init() {
 		ErrNoteRequired:  "Write what was done and why.",
 		ErrNotInReview:   "The process no longer waits for a person.",
 		StepOfFmt:        "step «%s»",
+		IdleFor:          "Not moved for at least",
 		MadeFmt:          "%[1]s: %[2]s in %[3]s, %[4]s",
 		OnDenyFmt:        "If denied: %s.",
 		OnDenyNothing:    "If denied, there is nothing to undo.",

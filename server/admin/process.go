@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
@@ -22,6 +24,13 @@ var processStates = []store.ProcessState{
 	store.ProcessCompensating, store.ProcessCompensated, store.ProcessSucceeded, store.ProcessRejected,
 }
 
+// processAges are the ages the processes page filters by: not moved for
+// at least so long.
+var processAges = []struct {
+	value string
+	d     time.Duration
+}{{"1h", time.Hour}, {"1d", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}}
+
 // processHref is the page of the process key.
 func processHref(key string) string { return "/admin/processes/" + url.PathEscape(key) }
 
@@ -33,17 +42,33 @@ func ProcessHref(key string) string { return processHref(key) }
 // recently moved first, filtered by state (?state=).
 func (h *Handler) handleProcessList(c echo.Context) error {
 	l := labels(c)
+	f := store.ProcessFilter{Limit: h.d.PageSize}
 	state := store.ProcessState(c.QueryParam("state"))
 	v := views.ProcessListView{Page: h.page(c, "processes", l.ProcessesTitle)}
-	known := false
 	for _, s := range processStates {
 		v.States = append(v.States, views.Option{Value: string(s), Label: l.ProcessStateLabel(string(s)), Selected: s == state})
-		known = known || s == state
+		if s == state {
+			f.State = s
+		}
 	}
-	if !known {
-		state = ""
+	name := c.QueryParam("intent")
+	for _, def := range h.d.Catalog.Processes() {
+		if !slices.ContainsFunc(v.Intents, func(o views.Option) bool { return o.Value == def.Name }) {
+			v.Intents = append(v.Intents, views.Option{Value: def.Name, Label: def.Title.In(lang(c)), Selected: def.Name == name})
+		}
+		if def.Name == name {
+			f.Intent = name
+		}
 	}
-	list, err := h.d.Store.ListProcesses(c.Request().Context(), state, h.d.PageSize)
+	// Age: not moved for so long (stuck ones first to a person's eye).
+	age := c.QueryParam("idle")
+	for _, a := range processAges {
+		v.Ages = append(v.Ages, views.Option{Value: a.value, Label: formatDuration(a.d, l), Selected: a.value == age})
+		if a.value == age {
+			f.Before = h.now().Add(-a.d)
+		}
+	}
+	list, err := h.d.Store.ListProcesses(c.Request().Context(), f)
 	if err != nil {
 		return fmt.Errorf("processes: %w", err)
 	}
