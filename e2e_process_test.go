@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/server/config/configtest"
+	"github.com/oncegate/oncegate/store/storetest"
 )
 
 // invoiceThenCharge is a process over the built-ins: an invoice in 1C,
@@ -256,4 +257,40 @@ func (r *rig) getProcess(key string) (int, map[string]any) {
 		return resp.StatusCode, nil
 	}
 	return resp.StatusCode, m
+}
+
+// Two gateways (two binaries) on one PostgreSQL journal, each sent every
+// process at once, as a load balancer would: every process ends as it
+// should, each step and compensation made once at the simulators.
+func TestProcessesOnTwoGateways(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withSettings(""), withIntents(intentsDir(t, "order.fulfil.v1.yaml", invoiceThenCall)), onJournal(storetest.Database(t)))
+	r.addInstance(t)
+	const n = 16
+	customer := func(i int) string { return []string{"customer-1042", "customer-404"}[i%2] }
+	key := func(i int) string { return "test:order.fulfil:order-two-" + strconv.Itoa(i) + ":v1" }
+	var wg sync.WaitGroup
+	for i := range n {
+		for _, addr := range []string{r.addr, r.others[0].addr} {
+			wg.Go(func() { postTo(t, addr, r.token, key(i), processBody("order-two-"+strconv.Itoa(i), customer(i))) })
+		}
+	}
+	wg.Wait()
+	for i := range n {
+		want := []string{"succeeded", "compensated"}[i%2]
+		answer := untilState(t, r, key(i), want)
+		effects := r.simJSON("/_sim/effects")
+		steps := answer["steps"].([]any)
+		invoice, call := steps[0].(map[string]any), steps[1].(map[string]any)
+		if got := effects["onec"][invoice["operation_key"].(string)]; got != 1 {
+			t.Errorf("process %d: %d invoices, want 1", i, got)
+		}
+		calls := map[string]int{"succeeded": 1, "compensated": 0}[want]
+		if got := effects["bitrix24"][call["operation_key"].(string)]; got != calls {
+			t.Errorf("process %d: %d call-backs, want %d", i, got, calls)
+		}
+		if undo, _ := invoice["compensation"].(map[string]any); want == "compensated" && (undo == nil || effects["bitrix24"][undo["operation_key"].(string)] != 1) {
+			t.Errorf("process %d: its invoice undone %v, want once", i, undo)
+		}
+	}
 }
