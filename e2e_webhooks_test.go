@@ -136,12 +136,17 @@ func TestE2EWebhookAfterKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	attempts := func() (n int, state string) {
-		db.QueryRowContext(context.Background(), `SELECT attempts, state FROM webhook_deliveries WHERE webhook_id = ? AND lease_until IS NULL`, first.Headers["webhook-id"]).Scan(&n, &state)
-		return n, state
+	// The operation's one delivery, once no attempt holds it.
+	journaled := func() (id string, n int, state string) {
+		db.QueryRowContext(context.Background(), `SELECT webhook_id, attempts, state FROM webhook_deliveries
+			WHERE operation_key = ? AND lease_until IS NULL`, key).Scan(&id, &n, &state)
+		return id, n, state
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if n, state := attempts(); n == 1 && state == "pending" {
+		if id, n, state := journaled(); n > 0 {
+			if id != first.Headers["webhook-id"] || n != 1 || state != "pending" {
+				t.Fatalf("the receiver got webhook-id %q; the journal has %q %s after %d attempts, want it pending for its retry", first.Headers["webhook-id"], id, state, n)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -156,7 +161,7 @@ func TestE2EWebhookAfterKill9(t *testing.T) {
 		t.Fatalf("after the restart: webhook-id %q body %s; before: %q %s", got[1].Headers["webhook-id"], got[1].Body, first.Headers["webhook-id"], first.Body)
 	}
 	hooks.quiet(t, 2, "an accepted delivery is sent once")
-	if n, state := attempts(); n != 2 || state != "delivered" {
+	if _, n, state := journaled(); n != 2 || state != "delivered" {
 		t.Fatalf("the journal has the delivery %s after %d attempts, want delivered after 2", state, n)
 	}
 }
