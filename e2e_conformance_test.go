@@ -315,3 +315,42 @@ func versionAtLeast(v string, min [3]int) bool {
 	}
 	return true
 }
+
+// The reference Standard Webhooks library (standardwebhooks, in
+// .ci/conformance/webhooks.mjs) verifies what the real binary sent during
+// a secret rotation: every delivery accepted with each secret, every
+// changed one rejected. The deliveries are an invoice made (its number in
+// Cyrillic), one refused and a callback, recorded at a loopback receiver.
+func TestConformanceWebhooks(t *testing.T) {
+	t.Parallel()
+	node := conformanceNode(t)
+	hooks := newHookReceiver(t, func(int) int { return http.StatusNoContent })
+	r := newRig(t, hookConfig(hooks.url, "operation.succeeded", "operation.failed"), hookEnv())
+	for _, c := range []struct {
+		key, envelope string
+		code          int
+	}{
+		{"test:invoice.create:order-hook-conf:v1", fmt.Sprintf(e2eInvoice, "order-hook-conf", 2), 200},
+		{"test:invoice.create:order-hook-conf-bad:v1", strings.Replace(fmt.Sprintf(e2eInvoice, "order-hook-conf-bad", 1), "customer-1042", "customer-nobody", 1), 422},
+		{"test:crm.callback:create:hook-conf:v1", `{"schema_version":"1.0","intent":"crm.callback.create","payload":{"customer_id":"customer-1042","due_at":"2030-01-15T10:00:00Z","comment":"перезвонить по счёту"}}`, 200},
+	} {
+		if code, body, err := r.post(c.key, c.envelope); err != nil || code != c.code {
+			t.Fatalf("%s: %d %v %v, want %d", c.key, code, body, err, c.code)
+		}
+	}
+	got := hooks.await(t, 3)
+	for _, d := range got {
+		if sigs := strings.Fields(d.Headers["webhook-signature"]); len(sigs) != 2 {
+			t.Fatalf("a delivery during a rotation carries %d signatures, want one per secret: %q", len(sigs), sigs)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "deliveries.json")
+	b, err := json.Marshal(map[string]any{"secrets": []string{hookSecret, hookPreviousSecret}, "deliveries": got})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runConformance(t, append(os.Environ(), "WEBHOOKS_FILE="+file, "NO_COLOR=1"), node, filepath.Join(conformanceDir, "webhooks.mjs"))
+}
