@@ -376,3 +376,29 @@ const endpointKeyPrefix = "webhook/"
 // EndpointKey is the key notices about the webhook endpoint name are
 // filed under; Operation.Intent then holds the endpoint's name.
 func EndpointKey(name string) string { return endpointKeyPrefix + name }
+
+// FailingChannels are the channels whose latest tried notice did not go
+// through, each with what went wrong: what the dashboard warns of. A
+// channel that delivered its latest is not among them.
+func (s *Store) FailingChannels(ctx context.Context) (map[string]string, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT channel, state, coalesce(last_error, '') FROM notices WHERE attempts > 0 ORDER BY id DESC LIMIT 500`)
+	if err != nil {
+		return nil, fmt.Errorf("failing channels: %w", err)
+	}
+	defer rows.Close()
+	seen, out := map[string]bool{}, map[string]string{}
+	for rows.Next() {
+		var channel, state, lastErr string
+		if err := rows.Scan(&channel, &state, &lastErr); err != nil {
+			return nil, err
+		}
+		if seen[channel] {
+			continue
+		}
+		seen[channel] = true
+		if state != NoticeSent {
+			out[channel] = lastErr
+		}
+	}
+	return out, rows.Err()
+}

@@ -31,6 +31,11 @@ func (h *Handler) handleDashboard(c echo.Context) error {
 	l := labels(c)
 	v := views.DashboardView{Page: h.page(c, "dashboard", l.DashboardTitle)}
 	v.Page.Refresh = 30
+	if failing, err := h.d.Store.FailingChannels(c.Request().Context()); err == nil {
+		for _, ch := range slices.Sorted(maps.Keys(failing)) {
+			v.Alerts = append(v.Alerts, views.Link{Label: fmt.Sprintf(l.NoticesFailingFmt, l.ChannelLabel(ch), failing[ch])})
+		}
+	}
 	if stopped, err := h.d.Store.StoppedEndpoints(c.Request().Context()); err == nil && len(stopped) > 0 {
 		names := slices.Sorted(maps.Keys(stopped))
 		v.Alerts = append(v.Alerts, views.Link{Href: "/admin/webhooks", Label: fmt.Sprintf(l.WebhookBannerFmt, strings.Join(names, ", "))})

@@ -439,3 +439,38 @@ func TestPausedWebhookReachesAdmins(t *testing.T) {
 	}
 	r.noSecrets()
 }
+
+// A channel whose latest notice did not go through is named, with its
+// error, for the dashboard's warning; once one goes through it is not.
+func TestFailingChannelShown(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	r.person("anna", store.RoleAccountant, "anna@firm.example", "")
+	r.mail.Down(1000)
+	r.start()
+	r.approval("o-19")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		failing, err := r.st.FailingChannels(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg, ok := failing[store.ChannelEmail]; ok {
+			if !strings.Contains(msg, "421") || strings.Contains(msg, smtpPass) {
+				t.Fatalf("the failing channel's error %q", msg)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the failing mail server is not shown")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.mail.Down(0)
+	r.settle() // the first one sent on a later try, or failed for good
+	r.approval("o-20")
+	r.settle()
+	if failing, err := r.st.FailingChannels(context.Background()); err != nil || len(failing) != 0 {
+		t.Fatalf("after a notice went through: %v %v", failing, err)
+	}
+}
