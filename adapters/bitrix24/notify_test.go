@@ -25,10 +25,13 @@ func TestNotify(t *testing.T) {
 	resp.Body.Close()
 
 	ctx := context.Background()
-	if err := c.Notify(ctx, "ANNA@firm.example", "Ждёт вашего решения"); err != nil {
-		t.Fatal(err)
+	// Sent twice under one tag (an answer lost): one notification.
+	for range 2 {
+		if err := c.Notify(ctx, "ANNA@firm.example", "Ждёт вашего решения", "oncegate-1"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := c.Notify(ctx, "boris@firm.example", "Ждёт вашего решения"); err == nil || !strings.Contains(err.Error(), "no active user") {
+	if err := c.Notify(ctx, "boris@firm.example", "Ждёт вашего решения", "oncegate-2"); err == nil || !strings.Contains(err.Error(), "no active user") {
 		t.Fatalf("a person the portal does not know: %v", err)
 	}
 	resp, err = http.Get(simURL + "/_sim/bitrix24/notifications")
@@ -38,7 +41,7 @@ func TestNotify(t *testing.T) {
 	defer resp.Body.Close()
 	var got struct{ Notifications []sim.Bitrix24Notification }
 	json.NewDecoder(resp.Body).Decode(&got)
-	if len(got.Notifications) != 1 || got.Notifications[0].UserID != added.ID || got.Notifications[0].Message != "Ждёт вашего решения" {
+	if len(got.Notifications) != 1 || got.Notifications[0].UserID != added.ID || got.Notifications[0].Message != "Ждёт вашего решения" || got.Notifications[0].Tag != "oncegate-1" {
 		t.Fatalf("notifications %+v (user %s)", got.Notifications, added.ID)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 type Bitrix24Notification struct {
 	UserID  string    `json:"user_id"`
 	Message string    `json:"message"`
+	Tag     string    `json:"tag,omitempty"`
 	At      time.Time `json:"at"`
 }
 
@@ -122,6 +124,8 @@ func (p *b24People) notify(w http.ResponseWriter, params map[string]json.RawMess
 		id = strings.Trim(string(params["user_id"]), `"`)
 	}
 	json.Unmarshal(params["message"], &msg)
+	var tag string
+	json.Unmarshal(params["tag"], &tag)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	known := false
@@ -136,6 +140,10 @@ func (p *b24People) notify(w http.ResponseWriter, params map[string]json.RawMess
 		b24Error(w, http.StatusBadRequest, "MESSAGE_EMPTY", "Message can't be empty")
 		return
 	}
-	p.sent = append(p.sent, Bitrix24Notification{UserID: id, Message: msg, At: time.Now()})
+	if tag != "" {
+		// The portal's TAG: a notification under a tag it holds replaces it.
+		p.sent = slices.DeleteFunc(p.sent, func(n Bitrix24Notification) bool { return n.Tag == tag })
+	}
+	p.sent = append(p.sent, Bitrix24Notification{UserID: id, Message: msg, Tag: tag, At: time.Now()})
 	WriteJSON(w, http.StatusOK, map[string]any{"result": len(p.sent)})
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/mail"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -84,7 +85,7 @@ func New(st *store.Store, cfg config.NotifyConfig, secrets config.NotifySecrets,
 // Portal is the Bitrix24 portal's own notifications: the target of
 // notify.bitrix24 (adapters/bitrix24's Client).
 type Portal interface {
-	Notify(ctx context.Context, email, message string) error
+	Notify(ctx context.Context, email, message, tag string) error
 }
 
 // SetPortal gives notify.bitrix24's notices their portal; without one
@@ -136,7 +137,9 @@ func (d *Dispatcher) try(ctx context.Context, m store.NoticeSend) store.NoticeTr
 		err = d.telegram.send(ctx, m.Address, msg)
 	case m.Channel == store.ChannelBitrix24 && d.portal != nil:
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = d.portal.Notify(pctx, m.Address, msg.Text)
+		// Tagged by its first notice: sent again after an answer that was
+		// lost, it replaces itself at the portal.
+		err = d.portal.Notify(pctx, m.Address, msg.Text, "oncegate-"+strconv.FormatInt(m.Notices[0].ID, 10))
 		cancel()
 	default:
 		// A channel no longer configured: kept, and sent should it come
