@@ -125,6 +125,11 @@ func TestProcessThroughTheBinary(t *testing.T) {
 			t.Errorf("step %v: %v; effects at %s: %v", s["name"], s, target, effects[target])
 		}
 	}
+	// Read at once, it is what the answer said, whether or not its own
+	// row has followed its steps yet.
+	if _, got := r.getProcess(key); got == nil || got["state"] != "succeeded" {
+		t.Fatalf("read right after its answer: %v", got)
+	}
 	if code, again, err := r.post(key, body); err != nil || code != 200 || again["replayed"] != true {
 		t.Fatalf("the replay: %d %v %v", code, again, err)
 	}

@@ -162,6 +162,10 @@ func (e *Engine) ProcessOfStep(ctx context.Context, stepKey string) (store.Proce
 }
 
 // ProcessOf reads a process and its steps, whoever's it is: for people.
+// A process whose steps have ended it is read as ended, though its own
+// row may not have followed yet (driveProcess writes that end in the
+// background), so a read never shows less than an answer already gave.
+// Any other state is the row's: what a person acts on.
 func (e *Engine) ProcessOf(ctx context.Context, key string) (store.Process, []StepView, error) {
 	p, err := e.store.GetProcess(ctx, key)
 	if err != nil {
@@ -170,6 +174,22 @@ func (e *Engine) ProcessOf(ctx context.Context, key string) (store.Process, []St
 	def, ok := e.cfg.Catalog.Version(p.Intent, p.IntentVersion)
 	if !ok || !def.IsProcess() {
 		return p, nil, nil
+	}
+	if !p.State.Final() && p.State != store.ProcessNeedsReview {
+		d, err := e.newDrive(def, p, true)
+		if err != nil {
+			return p, nil, err
+		}
+		state, step, code, msg := d.forward(ctx)
+		if d.transient == nil || errors.Is(d.transient, errWouldSend) {
+			if d.transient == nil && state.Final() {
+				p.State, p.Step = state, step
+				if code != "" {
+					p.ErrorCode, p.ErrorMessage = code, msg
+				}
+			}
+			return p, d.steps, nil
+		}
 	}
 	steps, err := e.viewSteps(ctx, def, p)
 	return p, steps, err
@@ -222,11 +242,43 @@ func (e *Engine) driveProcess(ctx context.Context, def *intent.Intent, p store.P
 	}
 	d.fresh = fresh
 	state, step, code, msg := d.forward(ctx)
+	if state.Final() && d.transient == nil {
+		// The steps' rows, on disk, hold the outcome: the answer need not
+		// wait for the process's own row to follow them. Until it has,
+		// every read derives the same end from the steps (ProcessOf), and
+		// a crash before it lands leaves a pass to write it again.
+		moved := p
+		moved.State, moved.Step, moved.UpdatedAt = state, step, e.store.Now()
+		moved.CompletedAt = moved.UpdatedAt
+		if code != "" {
+			moved.ErrorCode, moved.ErrorMessage = code, msg
+		}
+		e.moveLater(p.Key, state, step, code, msg)
+		return moved, d.steps, nil
+	}
 	moved, err := e.store.MoveProcess(ctx, p.Key, e.owner, state, step, code, msg)
 	if err != nil {
 		return p, d.steps, err
 	}
 	return moved, d.steps, nil
+}
+
+// moveLater moves a process to its end and gives back this run's lease,
+// in the background; shutdown waits for it (Drain).
+func (e *Engine) moveLater(key string, state store.ProcessState, step, code, msg string) {
+	move := func() {
+		if _, err := e.store.MoveProcess(store.WithActor(context.Background(), processCtx), key, e.owner, state, step, code, msg); err != nil {
+			e.log.Warn("process: its end could not be journaled yet; a later pass writes it", "process", key, "err", err)
+		}
+	}
+	if !e.inflight.start() {
+		move() // stopping: nothing may be left behind the drain
+		return
+	}
+	go func() {
+		defer e.inflight.done()
+		move()
+	}()
 }
 
 // processLease is how long a pass over def may hold its process: every
