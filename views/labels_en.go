@@ -153,6 +153,10 @@ var english = Labels{
 	},
 	Targets: map[string]string{"onec": "1C", "crm": "Bitrix24", "payments": "YooKassa"},
 	Events: map[string]string{
+		"webhook.endpoint_paused":     "webhook endpoint paused",
+		"webhook.endpoint_gone":       "webhook receiver answered 410",
+		"webhook.endpoint_resumed":    "webhook endpoint resumed",
+		"webhook.delivery_resent":     "webhook sent again",
 		"process.started":             "process started",
 		"process.awaiting_approval":   "process waits for approval",
 		"process.unknown":             "a step's outcome unknown",

@@ -153,6 +153,10 @@ var russian = Labels{
 	},
 	Targets: map[string]string{"onec": "1С", "crm": "Битрикс24", "payments": "ЮKassa"},
 	Events: map[string]string{
+		"webhook.endpoint_paused":     "вебхук приостановлен",
+		"webhook.endpoint_gone":       "получатель вебхуков ответил 410",
+		"webhook.endpoint_resumed":    "вебхук возобновлён",
+		"webhook.delivery_resent":     "вебхук отправлен снова",
 		"process.started":             "процесс начат",
 		"process.awaiting_approval":   "процесс ждёт согласования",
 		"process.unknown":             "исход шага неизвестен",
