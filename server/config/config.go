@@ -75,6 +75,11 @@ type Config struct {
 	Webhooks []Webhook `yaml:"webhooks"`
 	// Notify tells people when something waits for them (notify.go).
 	Notify NotifyConfig `yaml:"notify"`
+	// Events are the rules that turn a source's notices into operations
+	// (events.go).
+	Events []EventRule `yaml:"events"`
+
+	file string // the file it was loaded from, for messages with a line
 }
 
 // BuiltinIntents is builtin_intents: nil or [all] for every built-in,
@@ -106,21 +111,29 @@ func (b *BuiltinIntents) UnmarshalYAML(n *yaml.Node) error {
 func (c Config) ProxyNets() ([]*net.IPNet, error) {
 	var nets []*net.IPNet
 	for _, p := range c.TrustedProxies {
-		if ip := net.ParseIP(p); ip != nil {
-			bits := 8 * len(ip.To16())
-			if ip.To4() != nil {
-				ip, bits = ip.To4(), 32
-			}
-			nets = append(nets, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
-			continue
-		}
-		_, n, err := net.ParseCIDR(p)
+		n, err := parseNet(p)
 		if err != nil {
-			return nil, fmt.Errorf("%q is neither an address nor a CIDR range", p)
+			return nil, err
 		}
 		nets = append(nets, n)
 	}
 	return nets, nil
+}
+
+// parseNet parses an address (a range of one) or a CIDR range.
+func parseNet(p string) (*net.IPNet, error) {
+	if ip := net.ParseIP(p); ip != nil {
+		bits := 8 * len(ip.To16())
+		if ip.To4() != nil {
+			ip, bits = ip.To4(), 32
+		}
+		return &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)}, nil
+	}
+	_, n, err := net.ParseCIDR(p)
+	if err != nil {
+		return nil, fmt.Errorf("%q is neither an address nor a CIDR range", p)
+	}
+	return n, nil
 }
 
 // JournalConfig says where the journal is. By default it is the embedded
@@ -245,6 +258,7 @@ func Load(path string, env func(string) string, currencies []string) (Config, er
 		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 			return Config{}, fmt.Errorf("config %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 		}
+		cfg.file = path
 	}
 	cfg.Targets = cfg.Targets.withBuiltIn()
 	if err := applyEnv(reflect.ValueOf(&cfg).Elem(), "ONCEGATE", env); err != nil {
@@ -288,6 +302,9 @@ func applyEnv(v reflect.Value, prefix string, env func(string) string) error {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		name := prefix + "_" + strings.ToUpper(strings.Split(f.Tag.Get("yaml"), ",")[0])
 		fv := v.Field(i)
 		if ts, ok := fv.Interface().(TargetsConfig); ok {
@@ -403,6 +420,7 @@ func (c Config) validate(currencies []string) error {
 	c.validateLimits(bad, currencies)
 	c.validateWebhooks(bad)
 	c.validateNotify(bad)
+	c.validateEvents(bad)
 	if c.Reconciler.MaxBackoffMS < c.Reconciler.IntervalMS {
 		bad("reconciler.max_backoff_ms", "must be at least interval_ms")
 	}

@@ -39,6 +39,9 @@ func (c Config) requiredSecrets() []SecretSetting {
 			}
 		case KindBitrix24:
 			out = append(out, SecretSetting{t.Setting("webhook_url_env"), t.WebhookURLEnv})
+			if t.ApplicationTokenEnv != "" {
+				out = append(out, SecretSetting{t.Setting("application_token_env"), t.ApplicationTokenEnv})
+			}
 		case KindYooKassa:
 			out = append(out, SecretSetting{t.Setting("secret_key_env"), t.SecretKeyEnv})
 		}

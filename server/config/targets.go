@@ -45,8 +45,8 @@ var legacyKeys = map[string]struct{ name, kind string }{
 var kindSettings = map[string][]string{
 	KindOneC:      {"base_url", "username_env", "password_env"},
 	KindOneCOData: {"base_url", "username_env", "password_env", "time_zone", "references", "key_field"},
-	KindBitrix24:  {"webhook_url_env", "rate", "time_zone", "references"},
-	KindYooKassa:  {"base_url", "shop_id", "secret_key_env", "read_timeout_ms", "receipts", "shop_name"},
+	KindBitrix24:  {"webhook_url_env", "rate", "time_zone", "references", "application_token_env", "notices_from"},
+	KindYooKassa:  {"base_url", "shop_id", "secret_key_env", "read_timeout_ms", "receipts", "shop_name", "notices_from"},
 }
 
 var commonSettings = []string{"kind", "timeout_ms", "settle_ms", "retention"}
@@ -112,6 +112,14 @@ type Target struct {
 	// WebhookURLEnv names the variable holding the Bitrix24 inbound
 	// webhook's URL (itself a secret).
 	WebhookURLEnv string `yaml:"webhook_url_env"`
+	// ApplicationTokenEnv names the variable holding the portal's
+	// application token, which its outbound events carry and the gateway
+	// checks (a secret).
+	ApplicationTokenEnv string `yaml:"application_token_env"`
+	// NoticesFrom are the addresses or CIDR ranges the source's notices
+	// may come from (YooKassa publishes its own); none: any. The client's
+	// address is read through trusted_proxies.
+	NoticesFrom []string `yaml:"notices_from"`
 	// Rate is the portal's request rate, which every call of the gateway
 	// (adds, look-ups, checks) waits its turn under: a cloud portal allows
 	// 2 a second with a bucket of 50 (Enterprise: 5 and 250) and refuses
