@@ -28,6 +28,9 @@ func loadCatalog(cfg config.Config) (*intent.Catalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("intent definitions:\n%w", err)
 	}
+	if _, err := c.CheckEvents(cfg.Events, cfg.File()); err != nil {
+		return nil, fmt.Errorf("events:\n%w", err)
+	}
 	return c, nil
 }
 

@@ -281,6 +281,7 @@ func (g *gateway) startServer(ctx context.Context) error {
 		return err
 	}
 	g.srv = server.New(g.cfg, g.st, g.targets, g.catalog, g.log)
+	g.srv.SetEventTokens(eventTokens(g.cfg, g.env, ""))
 	if len(secrets) > 0 {
 		if err := g.srv.SetWebhookSecrets(secrets); err != nil {
 			return err

@@ -190,3 +190,21 @@ func publishAtSimulator(s *sim.Server, simulated []string, targets map[string]ad
 	}
 	return nil
 }
+
+// eventTokens are the credentials the notices of each Bitrix24 portal
+// carry: the application token its variable holds, or, for a portal the
+// built-in simulator plays, simToken, the simulator's own.
+func eventTokens(c config.Config, env func(string) string, simToken string) map[string]string {
+	out := map[string]string{}
+	for _, name := range c.Targets.Names() {
+		t := c.Targets[name]
+		switch {
+		case t.Kind != config.KindBitrix24:
+		case t.Simulated():
+			out[name] = simToken
+		case t.ApplicationTokenEnv != "":
+			out[name] = env(t.ApplicationTokenEnv)
+		}
+	}
+	return out
+}

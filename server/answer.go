@@ -53,6 +53,9 @@ type answer struct {
 
 	// Steps: a process's steps, in order.
 	Steps []stepAnswer `json:"steps,omitempty"`
+	// Event: the notice whose rule ran the operation or process, for one
+	// no agent asked for.
+	Event *eventOfOperation `json:"event,omitempty"`
 
 	// Validate mode only.
 	Plan     json.RawMessage `json:"plan,omitempty"`

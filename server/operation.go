@@ -102,6 +102,7 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 				p, steps = s.awaitProcess(ctx, changed, agent, p, steps, wait)
 			}
 			_, retry, a := processAnswer(p, steps, "")
+			a.Event = s.startedBy(ctx, p.Agent, key)
 			if retry > 0 {
 				c.Response().Header().Set("Retry-After", itoa(retry))
 			}
@@ -122,6 +123,7 @@ func (s *Server) handleOperationGet(c echo.Context) error {
 	_, retry, a := operationAnswer(op, "")
 	s.warn(c, &a, op)
 	s.approvalDue(c, &a, op)
+	a.Event = s.startedBy(ctx, op.Agent, key)
 	if retry > 0 {
 		c.Response().Header().Set("Retry-After", itoa(retry))
 	}

@@ -51,6 +51,10 @@ type Server struct {
 	stopping chan struct{}
 	// webhooks sends the outbox while the gateway serves (SetWebhookSecrets).
 	webhooks *webhook.Dispatcher
+	// events are the rules of events in, and sources the targets whose
+	// notices they run on, by name (events.go).
+	events  []*intent.EventRule
+	sources map[string]*eventSource
 }
 
 // New builds the gateway over an open journal and its targets, keyed by
@@ -76,7 +80,13 @@ func New(cfg config.Config, st *store.Store, targets map[string]adapters.Target,
 	for system, t := range targets {
 		s.targets[system] = instrumented{Target: t, name: system, m: s.metrics}
 	}
-	s.engine = engine.New(engineConfig(cfg, catalog, s.metrics), st, s.targets, log)
+	// serve refuses a configuration whose rules do not check
+	// (loadCatalog); a rule that does not is left out here.
+	s.events, _ = catalog.CheckEvents(cfg.Events, cfg.File())
+	ecfg := engineConfig(cfg, catalog, s.metrics)
+	s.sources, ecfg.Sources = s.eventSources(targets)
+	ecfg.Events = s.events
+	s.engine = engine.New(ecfg, st, s.targets, log)
 	if len(cfg.Webhooks) > 0 {
 		st.SetOutbox(s.outbox())
 	}
@@ -170,6 +180,10 @@ func (s *Server) routes() {
 	admin.New(admin.Deps{Store: s.store, Catalog: s.catalog, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, CheckObject: s.engine.CheckObject, Process: s.engine.ProcessOf, ProcessOfStep: s.engine.ProcessOfStep, Webhooks: adminWebhooks(s.cfg.Webhooks), Contour: s.cfg.Contour,
 		TargetKinds: targetKinds(s.cfg.Targets), ShopNames: shopNames(s.cfg.Targets), Describers: s.describers(), Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor(),
 		Location: s.cfg.Location()}).Register(s.echo)
+
+	// A source's notices come without a bearer token (events.go).
+	s.echo.POST("/v1/events/:source", s.handleEvent)
+	s.only("/v1/events/:source", http.MethodPost)
 
 	v1 := s.echo.Group("/v1", s.authenticate, s.rateLimit)
 	v1.POST("/operations", s.handleOperationCreate)

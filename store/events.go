@@ -49,6 +49,11 @@ type Event struct {
 	ReceivedAt time.Time
 	UpdatedAt  time.Time
 	NextAt     time.Time
+	// Opened reports, of a row ReceiveEvent returns, that this delivery
+	// made it pending: a first delivery, or one of a notice that was
+	// dropped or failed. Its reader reads it back now; a repeated delivery
+	// of one pending already leaves it to the read-back under way.
+	Opened bool
 }
 
 // EventRule is what a notice is journaled for: the rule's run and the key
@@ -79,12 +84,14 @@ func scanEvent(sc scanner) (Event, error) {
 // the row it made. A repeated delivery of a notice that was dropped or
 // failed is pending again, to be read back once more: the source's truth
 // may have changed (a deal that reached the stage a rule waits for). It
-// returns the rows as they are after this delivery.
-func (s *Store) ReceiveEvent(ctx context.Context, source, event, objectID string, rules []EventRule) ([]Event, error) {
+// returns the rows as they are after this delivery. A row this delivery
+// made pending is due at next: the background pass leaves it until then
+// to the reader the caller starts.
+func (s *Store) ReceiveEvent(ctx context.Context, source, event, objectID string, rules []EventRule, next time.Time) ([]Event, error) {
 	var out []Event
 	err := s.write(ctx, func(ctx context.Context, tx *txn) error {
 		out = out[:0]
-		now := formatTime(s.now())
+		now, due := formatTime(s.now()), formatTime(next)
 		for _, r := range rules {
 			row := tx.QueryRowContext(ctx, `
 				INSERT INTO events (source, event, object_id, run, op_key, state, received_at, updated_at, next_at)
@@ -96,11 +103,12 @@ func (s *Store) ReceiveEvent(ctx context.Context, source, event, objectID string
 					next_at    = CASE WHEN events.state IN ('dropped', 'failed') THEN excluded.next_at ELSE events.next_at END,
 					state      = CASE WHEN events.state IN ('dropped', 'failed') THEN 'pending' ELSE events.state END
 				RETURNING `+eventColumns,
-				source, event, objectID, r.Run, r.OpKey, EventPending, now, now, now)
+				source, event, objectID, r.Run, r.OpKey, EventPending, now, now, due)
 			e, err := scanEvent(row)
 			if err != nil {
 				return fmt.Errorf("receive event: %w", err)
 			}
+			e.Opened = e.State == EventPending && formatTime(e.NextAt) == due
 			out = append(out, e)
 		}
 		return nil

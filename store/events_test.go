@@ -19,16 +19,16 @@ func TestEventJournal(t *testing.T) {
 		ctx := context.Background()
 		s := j.Open(t)
 		rules := []store.EventRule{{Run: "buh.receipt.create", OpKey: "test:buh.receipt.create:evt-pay-p1:v1"}, {Run: "crm.note.add", OpKey: "test:crm.note.add:evt-pay-p1:v1"}}
-		got, err := s.ReceiveEvent(ctx, "payments", "payment.succeeded", "p1", rules)
-		if err != nil || len(got) != 2 || got[0].State != store.EventPending || got[0].Deliveries != 1 || got[1].OpKey != rules[1].OpKey {
+		got, err := s.ReceiveEvent(ctx, "payments", "payment.succeeded", "p1", rules, time.Now())
+		if err != nil || len(got) != 2 || got[0].State != store.EventPending || got[0].Deliveries != 1 || !got[0].Opened || got[1].OpKey != rules[1].OpKey {
 			t.Fatalf("first delivery: %+v %v", got, err)
 		}
 		for range 4 {
-			if got, err = s.ReceiveEvent(ctx, "payments", "payment.succeeded", "p1", rules); err != nil {
+			if got, err = s.ReceiveEvent(ctx, "payments", "payment.succeeded", "p1", rules, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got[0].Deliveries != 5 {
+		if got[0].Deliveries != 5 || got[0].Opened {
 			t.Fatalf("five deliveries: %+v", got[0])
 		}
 		all, err := s.ListEvents(ctx, store.EventFilter{Source: "payments"})
@@ -61,13 +61,13 @@ func TestEventJournal(t *testing.T) {
 			t.Fatalf("audit of the drop: %+v %v", audit, err)
 		}
 		// Delivered again: read back again.
-		if got, err = s.ReceiveEvent(ctx, "payments", "payment.succeeded", "p1", rules); err != nil || got[0].State != store.EventPending || got[0].Reason != "" || got[0].Deliveries != 6 {
+		if got, err = s.ReceiveEvent(ctx, "payments", "payment.succeeded", "p1", rules, time.Now()); err != nil || got[0].State != store.EventPending || got[0].Reason != "" || got[0].Deliveries != 6 || !got[0].Opened {
 			t.Fatalf("a dropped notice delivered again: %+v %v", got, err)
 		}
 		if err := s.SettleEvent(ctx, got[0].ID, store.EventRun, ""); err != nil {
 			t.Fatal(err)
 		}
-		if got, _ = s.ReceiveEvent(ctx, "payments", "payment.succeeded", "p1", rules); got[0].State != store.EventRun {
+		if got, _ = s.ReceiveEvent(ctx, "payments", "payment.succeeded", "p1", rules, time.Now()); got[0].State != store.EventRun {
 			t.Fatalf("a run notice delivered again is pending: %+v", got[0])
 		}
 		if of, err := s.EventsOfKey(ctx, rules[0].OpKey); err != nil || len(of) != 1 || of[0].Event != "payment.succeeded" {

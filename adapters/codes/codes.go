@@ -145,6 +145,20 @@ const (
 	ProcessNeedsReview = "PROCESS_NEEDS_REVIEW"
 )
 
+// Events in: a source's notice, refused before anything is journaled
+// (docs/events.md).
+const (
+	// EventSourceUnknown: no source of this gateway is named so.
+	EventSourceUnknown = "EVENT_SOURCE_UNKNOWN"
+	// EventUnknown: no rule of this gateway runs on the notice's event.
+	EventUnknown = "EVENT_UNKNOWN"
+	// EventMalformed: the body is not a notice as the source sends it.
+	EventMalformed = "EVENT_MALFORMED"
+	// EventSenderRefused: the notice came from an address outside the
+	// source's notices_from.
+	EventSenderRefused = "EVENT_SENDER_REFUSED"
+)
+
 // info is what an answer carrying a code is: its HTTP status, and whether
 // the same request may be sent again.
 type info struct {
@@ -155,6 +169,11 @@ type info struct {
 // catalogue holds every code. A target's business refusal is answered 422
 // and final.
 var catalogue = map[string]info{
+	EventSourceUnknown: {http.StatusNotFound, false},
+	EventUnknown:       {http.StatusUnprocessableEntity, false},
+	EventMalformed:     {http.StatusBadRequest, false},
+	EventSenderRefused: {http.StatusForbidden, false},
+
 	KeyMissing:        {http.StatusBadRequest, false},
 	KeyInvalid:        {http.StatusBadRequest, false},
 	IntentNotAllowed:  {http.StatusBadRequest, false},

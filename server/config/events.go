@@ -234,3 +234,6 @@ func (c Config) line(n int) string {
 	}
 	return fmt.Sprintf(" (%s line %d)", c.file, n)
 }
+
+// File is the configuration file it was loaded from, "" for none.
+func (c Config) File() string { return c.file }

@@ -53,6 +53,10 @@ type Config struct {
 	// earlier operation of a new key's business event, with the rule's
 	// action (block, hold, warn).
 	OnDuplicate func(intent, action string)
+	// Events are the rules that turn sources' notices into operations,
+	// and Sources the targets that send them, by name (events.go).
+	Events  []*intent.EventRule
+	Sources map[string]adapters.EventSource
 }
 
 // TargetConfig are one target system's times.

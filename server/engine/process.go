@@ -145,7 +145,7 @@ func (e *Engine) stepKeys(def *intent.Intent, key string) []string {
 // that holds no process of agent's.
 func (e *Engine) Process(ctx context.Context, agent, key string) (store.Process, []StepView, error) {
 	p, steps, err := e.ProcessOf(ctx, key)
-	if err == nil && p.Agent != agent {
+	if err == nil && p.Agent != agent && !strings.HasPrefix(p.Agent, EventAgentPrefix) {
 		return store.Process{}, nil, store.ErrNotFound
 	}
 	return p, steps, err

@@ -25,8 +25,8 @@ type Submission struct {
 	HasKeyHeader bool
 	Body         []byte
 	// step: a process's step, sent by the engine under a derived key,
-	// which no agent may send.
-	step bool
+	// which no agent may send; event: the run of a notice, likewise.
+	step, event bool
 }
 
 // OutcomeKind is what an Outcome reports: a journal row, a validation, or a read.
@@ -175,6 +175,9 @@ func (e *Engine) check(ctx context.Context, sub Submission, out *Outcome) (reque
 			return request{}, codes.Refusef(codes.KeyInvalid, contract.KeyField,
 				"operation keys whose id starts with %s are the keys of processes' steps, which the gateway makes; build your key from a business id, e.g. %s",
 				stepKeyPrefix, contract.ExampleKey(e.cfg.Contour, def.Name))
+		}
+		if isEventKey(r.key) && !sub.event {
+			return request{}, e.eventKeyRefusal(def.Name)
 		}
 		out.Key = r.key
 	}
@@ -463,10 +466,12 @@ func (e *Engine) decided(intent string, d store.Decision) {
 }
 
 // Operation returns the journal row of key as agent may see it: another
-// agent's key is store.ErrNotFound as well, for keys are not shared.
+// agent's key is store.ErrNotFound as well, for keys are not shared. An
+// operation a notice ran is the firm's, not an agent's: every agent may
+// read it.
 func (e *Engine) Operation(ctx context.Context, agent, key string) (store.Operation, error) {
 	op, err := e.store.Get(ctx, key)
-	if err == nil && op.Agent != agent {
+	if err == nil && op.Agent != agent && !strings.HasPrefix(op.Agent, EventAgentPrefix) {
 		return store.Operation{}, fmt.Errorf("operation %q: %w", key, store.ErrNotFound)
 	}
 	return op, err

@@ -24,7 +24,7 @@ var (
 // Run starts the reconciler, the executor and retention; they stop when
 // ctx is done. The returned function waits for them.
 func (e *Engine) Run(ctx context.Context) (wait func()) {
-	done := make(chan struct{}, 4)
+	done := make(chan struct{}, 5)
 	loop := func(every time.Duration, wake <-chan struct{}, tick func(context.Context)) {
 		defer func() { done <- struct{}{} }()
 		t := time.NewTicker(every)
@@ -44,8 +44,9 @@ func (e *Engine) Run(ctx context.Context) (wait func()) {
 	go loop(10*time.Minute, nil, e.purge)
 	paced := map[string]pace{}
 	go loop(processTick, nil, func(ctx context.Context) { e.driveProcesses(ctx, paced) })
+	go loop(eventTick, nil, e.runDueEvents)
 	return func() {
-		for range 4 {
+		for range 5 {
 			<-done
 		}
 	}
@@ -198,7 +199,7 @@ func (e *Engine) purge(ctx context.Context) {
 	}
 	cutoff := e.store.Now().Add(-longest)
 	for name, purge := range map[string]func(context.Context, time.Time, int) (int, error){
-		"delivered webhooks": e.store.PurgeDelivered, "final processes": e.store.PurgeProcesses,
+		"delivered webhooks": e.store.PurgeDelivered, "final processes": e.store.PurgeProcesses, "settled events": e.store.PurgeEvents,
 	} {
 		for ctx.Err() == nil {
 			n, err := purge(store.WithActor(ctx, retentionCtx), cutoff, 500)
