@@ -186,6 +186,37 @@ func openAPIGet(exampleKey string, r openAPIResponses) map[string]any {
 func openAPIMeta(r openAPIResponses) map[string]any {
 	public := []any{}
 	return map[string]any{
+		"/v1/events/{source}": map[string]any{"post": map[string]any{
+			"operationId": "receiveNotice",
+			"tags":        []any{"events"},
+			"summary":     "A source's notice (YooKassa's notifications, Bitrix24's outbound events)",
+			"description": "Not for agents: the URL a source's settings name (docs/events.md). The body is the source's own (JSON for YooKassa, form-encoded for Bitrix24, carrying the portal's application token). Answered 200 once the notice is in the journal; it is then read back from the source and, when the source holds it as the notice says, runs its rule's operation once however often it is delivered.",
+			"security":    public,
+			"parameters":  []any{map[string]any{"name": "source", "in": "path", "required": true, "schema": map[string]any{"type": "string"}, "description": "the source's target instance name"}},
+			"requestBody": map[string]any{"required": true, "content": map[string]any{
+				"application/json":                  map[string]any{"schema": map[string]any{"type": "object"}},
+				"application/x-www-form-urlencoded": map[string]any{"schema": map[string]any{"type": "object"}},
+			}},
+			"responses": map[string]any{
+				"200": jsonResponse("The notice is journaled, one row per rule it is for.", map[string]any{"type": "object", "required": []any{"received", "events"},
+					"properties": map[string]any{
+						"received": map[string]any{"type": "boolean", "const": true},
+						"events": map[string]any{"type": "array", "items": map[string]any{"type": "object", "required": []any{"id", "run", "operation_key", "state"},
+							"properties": map[string]any{
+								"id": map[string]any{"type": "integer"}, "run": map[string]any{"type": "string"},
+								"operation_key": map[string]any{"type": "string"},
+								"state":         map[string]any{"type": "string", "enum": []any{"pending", "run", "dropped", "failed"}},
+							}}},
+					}}),
+				"400": problemResponse("EVENT_MALFORMED: not a notice as this source sends it.", nil),
+				"401": problemResponse("UNAUTHENTICATED: a Bitrix24 notice without the portal's application token.", nil),
+				"403": problemResponse("EVENT_SENDER_REFUSED: from an address outside notices_from.", nil),
+				"404": problemResponse("EVENT_SOURCE_UNKNOWN: no source of this gateway is named so.", nil),
+				"413": problemResponse("PAYLOAD_TOO_LARGE: over 64 KiB.", nil),
+				"422": problemResponse("EVENT_UNKNOWN: no rule runs on this event.", nil),
+				"503": problemResponse("JOURNAL_UNAVAILABLE: the notice could not be journaled; the source sends it again.", nil),
+			},
+		}},
 		"/v1/intents": map[string]any{"get": map[string]any{
 			"operationId": "listIntents",
 			"tags":        []any{"intents"},

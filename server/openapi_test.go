@@ -129,6 +129,7 @@ func TestOpenAPI_Document(t *testing.T) {
 		{"/v1/openapi.json", "get", "getOpenAPI", true},
 		{"/healthz", "get", "getHealth", true},
 		{"/readyz", "get", "getReadiness", true},
+		{"/v1/events/{source}", "post", "receiveNotice", true},
 	}
 	paths := at(t, doc, "paths").(map[string]any)
 	if got, want := len(paths), len(ops); got != want {
@@ -455,7 +456,8 @@ func TestOpenAPI_ResponsesNameTheirCodes(t *testing.T) {
 	post := at(t, doc, "paths", "/v1/operations", "post", "responses").(map[string]any)
 	for _, d := range errorCodes {
 		switch d.name {
-		case codes.OperationNotFound, codes.NotFound, codes.MethodNotAllowed: // not answers of this route
+		case codes.OperationNotFound, codes.NotFound, codes.MethodNotAllowed, // not answers of this route
+			codes.EventSourceUnknown, codes.EventUnknown, codes.EventMalformed, codes.EventSenderRefused:
 			continue
 		}
 		status := strconv.Itoa(codes.Status(d.name))
