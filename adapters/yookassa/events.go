@@ -146,8 +146,8 @@ func jsonContent(contentType string) error {
 // payment's status is pending, not succeeded"). The shop has no such
 // object (404, or 400 naming the id): adapters.ErrNotFound. Any other
 // failure is an *adapters.Error of class Retry: a read changes nothing,
-// so the notice can be read back again later. No error carries the
-// secret key.
+// so the notice can be read back again later. (An event none of Events is
+// a Final refusal, asking nothing.) No error carries the secret key.
 func (c *Client) ReadBack(ctx context.Context, n adapters.Notice) (map[string]any, error) {
 	ev, ok := noticeEvents[n.Event]
 	if !ok {
