@@ -386,3 +386,24 @@ func TestServeNamedTargets(t *testing.T) {
 		t.Errorf("serve with crm configured twice: %v\n%s", err, out)
 	}
 }
+
+// The events a rule may name for a kind of source are the events its
+// adapter reads: the configuration's list and the adapters' are one.
+func TestSourceEventsAreTheAdapters(t *testing.T) {
+	cfg := config.Default()
+	targets, err := buildTargets(cfg, builtInSimulators("http://127.0.0.1:1"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tg := range targets {
+		kind := cfg.Targets[name].Kind
+		src, ok := tg.(adapters.EventSource)
+		if ok != (config.SourceEvents[kind] != nil) {
+			t.Errorf("%s (%s): an event source %v, in config.SourceEvents %v", name, kind, ok, config.SourceEvents[kind] != nil)
+			continue
+		}
+		if ok && strings.Join(src.Events(), " ") != strings.Join(config.SourceEvents[kind], " ") {
+			t.Errorf("%s (%s): the adapter reads %v, the configuration offers %v", name, kind, src.Events(), config.SourceEvents[kind])
+		}
+	}
+}

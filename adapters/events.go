@@ -45,6 +45,20 @@ type EventSource interface {
 	ReadBack(ctx context.Context, n Notice) (map[string]any, error)
 }
 
+// ErrEventNotSent is what ParseNotice's error wraps for a notice of an
+// event the source is not read for (none of Events): the gateway answers
+// it as an event no rule runs on, not as a malformed body.
+var ErrEventNotSent = errors.New("an event this source is not read for")
+
+// EventNotSent is ParseNotice's refusal of a notice of an event the
+// source is not read for: msg, which errors.Is takes for ErrEventNotSent.
+func EventNotSent(msg string) error { return eventNotSent(msg) }
+
+type eventNotSent string
+
+func (e eventNotSent) Error() string        { return string(e) }
+func (e eventNotSent) Is(target error) bool { return target == ErrEventNotSent }
+
 // Mismatch is a read-back that finds the object otherwise than the notice
 // says; the notice is dropped for Reason.
 type Mismatch struct {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -101,6 +102,9 @@ func (s *Server) handleEvent(c echo.Context) error {
 		return codes.New(codes.PayloadTooLarge, "", "the body is larger than 64 KiB")
 	}
 	n, token, err := es.src.ParseNotice(req.Header.Get(echo.HeaderContentType), body)
+	if errors.Is(err, adapters.ErrEventNotSent) {
+		return codes.Refusef(codes.EventUnknown, "event", "no rule of this gateway runs on it: %s", err)
+	}
 	if err != nil {
 		return codes.Refusef(codes.EventMalformed, "", "not a notice of %s: %s", name, err)
 	}

@@ -473,7 +473,7 @@ func answerSchemas(intents, targets []string) map[string]any {
 					"state":            schemaRef("State"),
 					"target_object_id": map[string]any{"description": "The object that operation made, when it made one.", "type": "string"},
 				}, "required": []any{"state"}},
-			"steps":     map[string]any{"description": "A process only: its steps in order, each an operation of its own (docs/processes.md).", "type": "array", "items": schemaRef("Step")},
+			"steps": map[string]any{"description": "A process only: its steps in order, each an operation of its own (docs/processes.md).", "type": "array", "items": schemaRef("Step")},
 			"event": map[string]any{"description": "An operation or process a source's notice ran (docs/events.md): the notice. Such an operation is the firm's, and every agent may read it. Absent otherwise.", "type": "object",
 				"required": []any{"source", "event", "object_id", "id", "received_at", "deliveries"},
 				"properties": map[string]any{

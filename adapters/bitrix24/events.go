@@ -72,7 +72,7 @@ func (c *Client) ParseNotice(contentType string, body []byte) (adapters.Notice, 
 	}
 	event := strings.ToUpper(events[0])
 	if eventEntities[event] == "" {
-		return adapters.Notice{}, "", fmt.Errorf("the notice's event %q is none this source reads (%s)", clip(events[0], 64), strings.Join(c.Events(), ", "))
+		return adapters.Notice{}, "", adapters.EventNotSent(fmt.Sprintf("the notice's event %q is none this source reads (%s)", clip(events[0], 64), strings.Join(c.Events(), ", ")))
 	}
 	ids := form["data[FIELDS][ID]"]
 	switch {

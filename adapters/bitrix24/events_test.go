@@ -128,6 +128,11 @@ func TestParseNoticeRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n, got, err := c.ParseNotice(tc.contentType, []byte(tc.body))
+			// The gateway answers an event the source is not read for as
+			// one no rule runs on (422), anything else as malformed (400).
+			if notSent := strings.Contains(tc.want, "none this source reads"); err != nil && errors.Is(err, adapters.ErrEventNotSent) != notSent {
+				t.Fatalf("errors.Is(%v, ErrEventNotSent) = %v", err, !notSent)
+			}
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("ParseNotice = %+v, %q, %v; want the error %q", n, got, err, tc.want)
 			}

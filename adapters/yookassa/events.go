@@ -78,7 +78,7 @@ func (c *Client) ParseNotice(contentType string, body []byte) (adapters.Notice, 
 	case !ok || event == "":
 		return adapters.Notice{}, "", errors.New("the notice names no event")
 	case noticeEvents[event].noun == "":
-		return adapters.Notice{}, "", fmt.Errorf("the notice's event %q is none this source reads (%s)", truncate(event, 64), strings.Join(c.Events(), ", "))
+		return adapters.Notice{}, "", adapters.EventNotSent(fmt.Sprintf("the notice's event %q is none this source reads (%s)", truncate(event, 64), strings.Join(c.Events(), ", ")))
 	}
 	obj, err := jsonObject(env["object"])
 	if err != nil {
