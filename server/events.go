@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,9 +29,9 @@ import (
 // eventSource is one source the endpoint takes notices of.
 type eventSource struct {
 	src adapters.EventSource
-	// token is what the source's notices must carry ("" for one that
+	// token is what the source's notices must carry (none for one that
 	// sends none: YooKassa).
-	token string
+	token atomic.Pointer[string]
 	// signed: the source's notices carry a token (Bitrix24's); with none
 	// configured, none is taken.
 	signed bool
@@ -38,13 +39,12 @@ type eventSource struct {
 }
 
 // SetEventTokens gives the endpoint the credential each source's notices
-// carry, by source name (Bitrix24: the portal's application token). Call
-// it before Start; a source that sends one and has none configured takes
-// no notice.
+// carry, by source name (Bitrix24: the portal's application token). A
+// source that sends one and has none configured takes no notice.
 func (s *Server) SetEventTokens(tokens map[string]string) {
 	for name, tok := range tokens {
 		if es, ok := s.sources[name]; ok {
-			es.token = tok
+			es.token.Store(&tok)
 		}
 	}
 }
@@ -108,7 +108,7 @@ func (s *Server) handleEvent(c echo.Context) error {
 	if err != nil {
 		return codes.Refusef(codes.EventMalformed, "", "not a notice of %s: %s", name, err)
 	}
-	if es.signed && (es.token == "" || subtle.ConstantTimeCompare([]byte(token), []byte(es.token)) != 1) {
+	if want := es.token.Load(); es.signed && (want == nil || *want == "" || subtle.ConstantTimeCompare([]byte(token), []byte(*want)) != 1) {
 		return codes.New(codes.Unauthenticated, "", "the notice does not carry this source's application token")
 	}
 	evs, err := s.engine.ReceiveNotice(req.Context(), name, n)
