@@ -91,6 +91,7 @@ var ykSims = struct {
 func registerYooKassa(s *Server) {
 	y := &ykSim{s: s, secret: YooKassaSecret()}
 	y.reset()
+	y.registerNotifications()
 	ykSims.Lock()
 	ykSims.m[s] = y
 	ykSims.Unlock()
@@ -119,6 +120,8 @@ type ykSim struct {
 	rOrder   []*ykRefund
 	keys     map[string]ykKeyRecord // Idempotence-Key → what it made
 	mode     YooKassaMode
+	notify   YooKassaNotify // where notifications go (yookassa_notify.go)
+	notices  *notifier
 }
 
 // ykKeyRecord is what one Idempotence-Key bound.
