@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,19 @@ func (rc *receiver) wait(tb testing.TB, n int) []received {
 			tb.Fatalf("the receiver got %d requests, want %d", len(got), n)
 		}
 	}
+}
+
+// event waits for n requests and returns the one that names event: the
+// simulators post each notice on its own, so two may land in either order.
+func (rc *receiver) event(tb testing.TB, n int, event string) received {
+	tb.Helper()
+	for _, got := range rc.wait(tb, n) {
+		if strings.Contains(got.body, `"event":"`+event+`"`) || strings.HasPrefix(got.body, "event="+event+"&") {
+			return got
+		}
+	}
+	tb.Fatalf("none of the %d requests is of %s", n, event)
+	return received{}
 }
 
 // count is how many requests came so far.

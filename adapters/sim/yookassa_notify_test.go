@@ -70,7 +70,7 @@ func TestYooKassaNotify(t *testing.T) {
 		}
 		f.wantNotification(t, rc.wait(t, 1)[0], sim.YooKassaWaitingForCapture, "/payments/"+held["id"].(string))
 		poor := f.mustPay(t, "n-poor", "1000000.00")
-		obj := f.wantNotification(t, rc.wait(t, 2)[1], sim.YooKassaPaymentCanceled, "/payments/"+poor["id"].(string))
+		obj := f.wantNotification(t, rc.event(t, 2, sim.YooKassaPaymentCanceled), sim.YooKassaPaymentCanceled, "/payments/"+poor["id"].(string))
 		if obj["cancellation_details"].(map[string]any)["reason"] != "insufficient_funds" {
 			t.Fatalf("object = %v", obj)
 		}
@@ -86,12 +86,7 @@ func TestYooKassaNotify(t *testing.T) {
 		if status != http.StatusOK {
 			t.Fatalf("refund = %d %v", status, ref)
 		}
-		got := rc.wait(t, 2)
-		// Two goroutines post the two notices; either may land first.
-		if strings.Contains(got[0].body, sim.YooKassaRefundSucceeded) {
-			got[0], got[1] = got[1], got[0]
-		}
-		f.wantNotification(t, got[1], sim.YooKassaRefundSucceeded, "/refunds/"+ref["id"].(string))
+		f.wantNotification(t, rc.event(t, 2, sim.YooKassaRefundSucceeded), sim.YooKassaRefundSucceeded, "/refunds/"+ref["id"].(string))
 		if n := f.sim.YooKassaNotices(); len(n) != 2 || n[0].Event != sim.YooKassaPaymentSucceeded || n[1].Event != sim.YooKassaRefundSucceeded {
 			t.Fatalf("notices = %+v", n)
 		}
@@ -241,4 +236,46 @@ func getJSON(tb testing.TB, url string, v any) {
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		tb.Fatalf("GET %s: %v", url, err)
 	}
+}
+
+// TestYooKassaCapture: a payment waiting for capture is captured (in part)
+// or canceled once per key, and each is notified.
+func TestYooKassaCapture(t *testing.T) {
+	t.Parallel()
+	f, rc := ykSetup(t), newReceiver(t)
+	f.sim.SetYooKassaNotify(sim.YooKassaNotify{URL: rc.url, Retry: fast})
+	hold := func(key string) string {
+		body := ykPaymentBody("100.00")
+		body["capture"] = false
+		status, p := f.call(t, http.MethodPost, "/payments", key, "", body)
+		if status != http.StatusOK || p["status"] != "waiting_for_capture" {
+			t.Fatalf("payment = %d %v", status, p)
+		}
+		return p["id"].(string)
+	}
+	id := hold("c-pay")
+	part := map[string]any{"amount": map[string]any{"value": "60.00", "currency": "RUB"}}
+	status, p := f.call(t, http.MethodPost, "/payments/"+id+"/capture", "c-cap", "", part)
+	if status != http.StatusOK || p["status"] != "succeeded" || p["amount"].(map[string]any)["value"] != "60.00" || p["captured_at"] == nil {
+		t.Fatalf("capture = %d %v", status, p)
+	}
+	if status, again := f.call(t, http.MethodPost, "/payments/"+id+"/capture", "c-cap", "", part); status != http.StatusOK || again["id"] != id {
+		t.Fatalf("repeat of the capture = %d %v", status, again)
+	}
+	status, got := f.call(t, http.MethodPost, "/payments/"+id+"/capture", "c-cap-2", "", map[string]any{})
+	wantYKError(t, status, got, http.StatusBadRequest, "invalid_request", "payment_id")
+	f.wantNotification(t, rc.event(t, 2, sim.YooKassaPaymentSucceeded), sim.YooKassaPaymentSucceeded, "/payments/"+id)
+	if f.sim.Effects(sim.YooKassa, "c-cap") != 1 {
+		t.Fatalf("capture effects = %d", f.sim.Effects(sim.YooKassa, "c-cap"))
+	}
+
+	other := hold("c-pay-2")
+	status, p = f.call(t, http.MethodPost, "/payments/"+other+"/cancel", "c-cancel", "", map[string]any{})
+	if status != http.StatusOK || p["status"] != "canceled" || p["paid"] != false ||
+		!reflect.DeepEqual(p["cancellation_details"], map[string]any{"party": "merchant", "reason": "canceled_by_merchant"}) {
+		t.Fatalf("cancel = %d %v", status, p)
+	}
+	f.wantNotification(t, rc.event(t, 4, sim.YooKassaPaymentCanceled), sim.YooKassaPaymentCanceled, "/payments/"+other)
+	status, got = f.call(t, http.MethodPost, "/payments/2f3b588d-000f-5000-8000-1d6e87c7fbde/cancel", "c-none", "", map[string]any{})
+	wantYKError(t, status, got, http.StatusNotFound, "not_found", "payment_id")
 }
