@@ -209,3 +209,24 @@ func TestBitrix24Events(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsFromEnvironment: what `oncegate sim` and serve's built-in
+// simulators are told by their environment: where YooKassa notifies, the
+// handler of every Bitrix24 event, and the token it carries.
+func TestEventsFromEnvironment(t *testing.T) {
+	pay, crm := newReceiver(t), newReceiver(t)
+	t.Setenv(sim.YooKassaNotifyURLEnv, pay.url)
+	t.Setenv(sim.Bitrix24EventHandlerEnv, crm.url)
+	t.Setenv(sim.Bitrix24ApplicationTokenEnv, "token-from-env")
+	s, base := b24Setup(t)
+	hooks := s.Bitrix24OutboundWebhooks()
+	if len(hooks) != 1 || hooks[0].Handler != crm.url || !reflect.DeepEqual(hooks[0].Events, sim.Bitrix24Events) || hooks[0].ApplicationToken != "token-from-env" {
+		t.Fatalf("outbound webhooks = %+v", hooks)
+	}
+	b24Must(t, base+"crm.deal.add", map[string]any{"fields": map[string]any{"TITLE": "Order"}}, http.StatusOK)
+	wantEvent(t, crm.wait(t, 1)[0], "ONCRMDEALADD", hooks[0].HandlerIDs["ONCRMDEALADD"], "1", base)
+
+	f := &ykFixture{sim: s, url: strings.Replace(base, "/bitrix24/rest/1/sim-webhook/", "/yookassa/v3", 1)}
+	p := f.mustPay(t, "env-pay", "5.00")
+	f.wantNotification(t, pay.wait(t, 1)[0], sim.YooKassaPaymentSucceeded, "/payments/"+p["id"].(string))
+}
