@@ -51,6 +51,9 @@ func TestYooKassaNotify(t *testing.T) {
 		if obj["status"] != "succeeded" || obj["id"] != pay["id"] {
 			t.Fatalf("object = %v", obj)
 		}
+		// The attempt is recorded once its answer is back, after the
+		// receiver saw the request.
+		waitFor(t, func() bool { n := f.sim.YooKassaNotices(); return len(n) == 1 && len(n[0].Attempts) == 1 })
 		notices := f.sim.YooKassaNotices()
 		if len(notices) != 1 || !notices[0].Delivered || !reflect.DeepEqual(notices[0].Attempts, []int{200}) ||
 			notices[0].Event != sim.YooKassaPaymentSucceeded || notices[0].URL != rc.url {
@@ -147,7 +150,7 @@ func TestYooKassaNotify(t *testing.T) {
 		t.Parallel()
 		f, rc := ykSetup(t), newReceiver(t)
 		f.sim.SetYooKassaNotify(sim.YooKassaNotify{URL: rc.url, Retry: fast})
-		f.sim.SetYooKassaMode(sim.YooKassaMode{PendingMS: 50})
+		f.sim.SetYooKassaMode(sim.YooKassaMode{PendingMS: 400}) // long enough to look before it settles
 		pay := f.mustPay(t, "n-pending", "5.00")
 		if pay["status"] != "pending" || len(f.sim.YooKassaNotices()) != 0 {
 			t.Fatalf("payment %v, notices %+v", pay, f.sim.YooKassaNotices())
