@@ -74,12 +74,14 @@ type bitrix24Sim struct {
 	nextRequisite int
 	records       map[string][]b24Record // leads, deals, companies by entity
 	next          map[string]int         // the next ID of each entity but activities
+	events        *b24Events             // outbound webhooks (bitrix24_events.go)
 }
 
 func registerBitrix24(s *Server) {
 	b := &bitrix24Sim{s: s}
 	b.portal = DefaultBitrix24Portal()
 	b.reset()
+	b.registerEvents()
 	s.b24 = b
 	s.Handle("POST /bitrix24/rest/{user}/{secret}/{method}", b.serve)
 	s.Handle("GET /_sim/bitrix24/refusals", s.handleBitrix24Refusals)
@@ -134,13 +136,15 @@ func (b *bitrix24Sim) reset() {
 	b.resetLimits()
 }
 
-// b24Req is one call being served: its method, the webhook's user, and
-// when it started.
+// b24Req is one call being served: its method, the webhook's user, when
+// it started, and where it reached the simulator (for the events it
+// causes).
 type b24Req struct {
 	b       *bitrix24Sim
 	method  string
 	user    int
 	started time.Time
+	origin  string
 }
 
 // time is the "time" block of the call's answer, accounting the call's
@@ -185,6 +189,9 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		handle, kind = b.requisiteList, OnLookup
 	case method == "crm.requisite.add":
 		handle, kind = nil, OnExecute
+	case method == "event.bind" || method == "event.get" || method == "event.unbind":
+		// Only faults injected "on": "any" apply: binding is neither.
+		handle, kind = b.eventMethod, OnAny
 	default:
 		b24Error(w, http.StatusNotFound, "ERROR_METHOD_NOT_FOUND", "Method not found!")
 		return
@@ -206,7 +213,7 @@ func (b *bitrix24Sim) serve(w http.ResponseWriter, r *http.Request) {
 		b24Error(w, status, code, "Method is blocked due to operation time limit.")
 		return
 	}
-	c := b24Req{b: b, method: method, user: user, started: started}
+	c := b24Req{b: b, method: method, user: user, started: started, origin: b24Origin(r)}
 	f := b.s.TakeFault(Bitrix24, kind)
 	var body []byte
 	var readErr error

@@ -280,6 +280,7 @@ func (b *bitrix24Sim) entityAdd(e *b24Entity, w http.ResponseWriter, params map[
 	}
 	b.s.Effect(Bitrix24, originID) // under b.mu: a record a lookup sees is always counted
 	b.mu.Unlock()
+	b.changed(e, "ADD", id, c.origin)
 	if f.After(w) {
 		return
 	}

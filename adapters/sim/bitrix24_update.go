@@ -78,6 +78,9 @@ func (b *bitrix24Sim) update(e *b24Entity, w http.ResponseWriter, params map[str
 		b24Error(w, http.StatusBadRequest, "", "Access denied.")
 		return
 	}
+	// The portal fires the update event for every update saved, whether
+	// or not it changed a value.
+	b.changed(e, "UPDATE", key, c.origin)
 	if f.After(w) {
 		return
 	}

@@ -107,6 +107,7 @@ type Server struct {
 	b24     *bitrix24Sim              // the Bitrix24 simulator, for its portal settings
 	odata   *odata                    // the OData simulator, for its settings
 	onec    *onec                     // the 1C simulator, for the intents it publishes
+	closers []func()                  // stop background work (notice.go)
 }
 
 // New returns simulators with seeded reference data and no faults.
@@ -144,6 +145,7 @@ func Start(addr string) (*Server, *http.Server, string, error) {
 	}
 	s := New()
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(s.Close) // the notices still being sent stop with it
 	go hs.Serve(ln)
 	return s, hs, "http://" + ln.Addr().String(), nil
 }

@@ -20,7 +20,8 @@ package sim
 //     or a card saved during an earlier payment (YooKassaSavedCard), whose
 //     id is that payment's id and which GET /payment_methods/{id} does not
 //     know (404), as YooKassa documents that endpoint for bindings only. capture:true succeeds at once,
-//     capture:false waits for capture; an amount of at least
+//     capture:false waits for capture (POST /payments/{id}/capture or
+//     /cancel, yookassa_capture.go); an amount of at least
 //     YooKassaInsufficientFundsMinor minor units is canceled by the payment
 //     network with reason insufficient_funds. Redirect confirmations are not
 //     modelled: a payment without payment_method_id is refused.
@@ -34,7 +35,8 @@ package sim
 //     created_at.gte/gt/lte/lt, status, and payment_id for refunds.
 //
 // Effects are counted by the Idempotence-Key received, once per payment or
-// refund made (a payment canceled for insufficient funds is a payment made).
+// refund made (a payment canceled for insufficient funds is a payment made)
+// and once per capture or cancel (yookassa_capture.go).
 
 import (
 	"crypto/rand"
@@ -91,6 +93,8 @@ var ykSims = struct {
 func registerYooKassa(s *Server) {
 	y := &ykSim{s: s, secret: YooKassaSecret()}
 	y.reset()
+	y.registerNotifications()
+	y.registerCapture() // yookassa_capture.go
 	ykSims.Lock()
 	ykSims.m[s] = y
 	ykSims.Unlock()
@@ -119,6 +123,8 @@ type ykSim struct {
 	rOrder   []*ykRefund
 	keys     map[string]ykKeyRecord // Idempotence-Key → what it made
 	mode     YooKassaMode
+	notify   YooKassaNotify // where notifications go (yookassa_notify.go)
+	notices  *notifier
 }
 
 // ykKeyRecord is what one Idempotence-Key bound.
@@ -145,6 +151,7 @@ type ykPayment struct {
 	created      time.Time
 	captured     time.Time
 	cancelReason string
+	cancelParty  string // "" is payment_network
 	shopID       string
 	savedCard    bool      // it saved the payer's card; its id is the method's
 	settleAt     time.Time // a pending payment succeeds then
@@ -315,7 +322,11 @@ func (y *ykSim) paymentView(p *ykPayment) ykPaymentView {
 		v.RefundedAmount = &ykAmount{Value: ykFormatValue(p.refunded), Currency: p.currency}
 	}
 	if p.status == "canceled" {
-		v.CancellationDetails = &ykCancellation{Party: "payment_network", Reason: p.cancelReason}
+		party := p.cancelParty
+		if party == "" {
+			party = "payment_network"
+		}
+		v.CancellationDetails = &ykCancellation{Party: party, Reason: p.cancelReason}
 	}
 	return v
 }

@@ -206,6 +206,10 @@ func (y *ykSim) createPayment(shop string, raw []byte) (string, any, *ykFailure)
 	}
 	y.payments[p.id] = p
 	y.pOrder = append(y.pOrder, p)
+	if p.status == "pending" {
+		y.settleOnTime(p.settleAt, p, nil)
+	}
+	y.paymentNotice(p)
 	return p.id, y.paymentView(p), nil
 }
 
@@ -252,13 +256,16 @@ func (y *ykSim) createRefund(shop string, raw []byte) (string, any, *ykFailure) 
 		description: req.Description, metadata: meta, created: time.Now().UTC().Truncate(time.Millisecond),
 		status: "succeeded", cancel: y.mode.CancelRefunds,
 	}
-	if y.mode.PendingMS > 0 || y.mode.CancelRefunds {
-		ref.status, ref.settleAt = "pending", ref.created.Add(time.Duration(y.mode.PendingMS)*time.Millisecond)
-		y.settleRefund(ref)
-	}
 	p.refunded += minor
 	y.refunds[ref.id] = ref
 	y.rOrder = append(y.rOrder, ref)
+	if y.mode.PendingMS > 0 || y.mode.CancelRefunds {
+		ref.status, ref.settleAt = "pending", ref.created.Add(time.Duration(y.mode.PendingMS)*time.Millisecond)
+		y.settleOnTime(ref.settleAt, nil, ref)
+		y.settleRefund(ref)
+	} else {
+		y.refundNotice(ref)
+	}
 	return ref.id, y.refundView(ref), nil
 }
 

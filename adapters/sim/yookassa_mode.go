@@ -76,6 +76,7 @@ func (s *Server) YooKassaSavedCard() string {
 	p.methodID = p.id
 	y.payments[p.id] = p
 	y.pOrder = append(y.pOrder, p)
+	y.paymentNotice(p)
 	return p.id
 }
 
@@ -92,6 +93,7 @@ func (s *Server) YooKassaBusy(n int) {
 			methodID: "merchant-account-17", metadata: map[string]string{"source": "web-shop"}, created: now, captured: now, shopID: "sim"}
 		y.payments[p.id] = p
 		y.pOrder = append(y.pOrder, p)
+		y.paymentNotice(p)
 	}
 }
 
@@ -143,6 +145,7 @@ func take(n *int) bool {
 func (y *ykSim) settlePayment(p *ykPayment) {
 	if p.status == "pending" && !p.settleAt.IsZero() && !time.Now().Before(p.settleAt) {
 		p.status, p.paid, p.captured = "succeeded", true, p.settleAt.UTC().Truncate(time.Millisecond)
+		y.paymentNotice(p)
 	}
 }
 
@@ -155,5 +158,6 @@ func (y *ykSim) settleRefund(r *ykRefund) {
 				p.refunded -= r.minor
 			}
 		}
+		y.refundNotice(r)
 	}
 }
