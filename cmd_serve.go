@@ -236,7 +236,7 @@ func (g *gateway) startTargets() error {
 		if err != nil {
 			return fmt.Errorf("the built-in simulators (sim_listen, --sim-listen): %w", err)
 		}
-		g.undo = append(g.undo, func() { hs.Close() })
+		g.undo = append(g.undo, func() { srv.Close(); hs.Close() })
 		// The simulated 1C's numbers go on from the last run's, as a real
 		// base's do: a demo's invoices are never numbered twice.
 		if err := srv.KeepOneCNumbers(filepath.Join(g.cfg.DataDir, simNumbersFile)); err != nil {
@@ -281,7 +281,7 @@ func (g *gateway) startServer(ctx context.Context) error {
 		return err
 	}
 	g.srv = server.New(g.cfg, g.st, g.targets, g.catalog, g.log)
-	g.srv.SetEventTokens(eventTokens(g.cfg, g.env, ""))
+	g.srv.SetEventTokens(eventTokens(g.cfg, g.env, sim.Bitrix24ApplicationToken()))
 	if len(secrets) > 0 {
 		if err := g.srv.SetWebhookSecrets(secrets); err != nil {
 			return err
