@@ -83,6 +83,7 @@ const (
 	odataContracts  = "Catalog_ДоговорыКонтрагентов"
 	odataInvoices   = "Document_СчетНаОплатуПокупателю"
 	odataShipments  = "Document_РеализацияТоваровУслуг"
+	odataReceipts   = "Document_ПоступлениеНаРасчетныйСчет"
 	odataRowsName   = "Товары"
 	odataEmptyRef   = "00000000-0000-0000-0000-000000000000"
 	odataEmptyDate  = "0001-01-01T00:00:00"
@@ -123,6 +124,15 @@ var odataTypes = []*odataType{
 		odataProp{Name: "Комментарий", Type: edmString},
 		odataProp{Name: odataKeyAttr, Type: edmString, Len: odataKeyAttrLen}),
 		Sections: []odataSection{{Name: odataRowsName, Props: rowProps()}}},
+	// A receipt of money to the firm's bank account: what a payment the
+	// shop was paid makes in accounting.
+	{Set: odataReceipts, Document: true, Props: documentProps(
+		odataProp{Name: "Организация_Key", Type: edmGuid, Ref: odataOrgs},
+		odataProp{Name: "Контрагент_Key", Type: edmGuid, Ref: odataParties},
+		odataProp{Name: "СуммаДокумента", Type: edmDouble},
+		odataProp{Name: "НазначениеПлатежа", Type: edmString},
+		odataProp{Name: "Комментарий", Type: edmString},
+		odataProp{Name: odataKeyAttr, Type: edmString, Len: odataKeyAttrLen})},
 }
 
 // odataKeyAttr is a string attribute of the documents that a typical

@@ -95,7 +95,7 @@ func TestOData_MetadataAndServiceDocument(t *testing.T) {
 		t.Fatalf("namespace %q", got)
 	}
 	want := []string{"Catalog_Организации", "Catalog_Контрагенты", "Catalog_Номенклатура", "Catalog_Склады",
-		"Catalog_ДоговорыКонтрагентов", "Document_СчетНаОплатуПокупателю", "Document_РеализацияТоваровУслуг"}
+		"Catalog_ДоговорыКонтрагентов", "Document_СчетНаОплатуПокупателю", "Document_РеализацияТоваровУслуг", "Document_ПоступлениеНаРасчетныйСчет"}
 	if len(edmx.Schema.Sets) != len(want) {
 		t.Fatalf("sets %v", edmx.Schema.Sets)
 	}
