@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -179,7 +180,7 @@ func (s *Server) routes() {
 	s.echo.StaticFS("/static", static.FS)
 	admin.New(admin.Deps{Store: s.store, Catalog: s.catalog, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, CheckObject: s.engine.CheckObject, Process: s.engine.ProcessOf, ProcessOfStep: s.engine.ProcessOfStep, Webhooks: adminWebhooks(s.cfg.Webhooks), Contour: s.cfg.Contour,
 		TargetKinds: targetKinds(s.cfg.Targets), ShopNames: shopNames(s.cfg.Targets), Describers: s.describers(), Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor(),
-		Location: s.cfg.Location()}).Register(s.echo)
+		EventSources: slices.Sorted(maps.Keys(s.sources)), Location: s.cfg.Location()}).Register(s.echo)
 
 	// A source's notices come without a bearer token (events.go).
 	s.echo.POST("/v1/events/:source", s.handleEvent)
