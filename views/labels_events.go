@@ -58,4 +58,13 @@ func init() {
 	russian.Events["event.failed"] = "уведомление не запустило правило"
 	english.Events["event.dropped"] = "notice dropped"
 	english.Events["event.failed"] = "notice ran no rule"
+	// The codes a source's notice is refused with, before it is journaled.
+	for code, text := range map[string][2]string{
+		"EVENT_SOURCE_UNKNOWN": {"нет такого источника уведомлений", "no such source of notices"},
+		"EVENT_UNKNOWN":        {"ни одно правило не срабатывает на это событие", "no rule runs on this event"},
+		"EVENT_MALFORMED":      {"это не уведомление источника", "not a notice of the source"},
+		"EVENT_SENDER_REFUSED": {"уведомление пришло не с адресов источника", "the notice came from outside the source's addresses"},
+	} {
+		russian.Errors[code], english.Errors[code] = text[0], text[1]
+	}
 }

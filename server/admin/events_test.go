@@ -101,7 +101,7 @@ func TestEventsPage(t *testing.T) {
 	}
 
 	// The operation the notice runs says so, and links the source's notices.
-	op := c.get("/admin/operations/" + keyPath(deal.OpKey)).expect(t, http.StatusOK)
+	op := c.get("/admin/operations/"+keyPath(deal.OpKey)).expect(t, http.StatusOK)
 	if op.text("started-by-source") != "crm" || op.text("started-by-object") != "deal-7" || op.text("started-by-event") != "ONCRMDEALUPDATE" {
 		t.Fatalf("started by: source %q, object %q, event %q", op.text("started-by-source"), op.text("started-by-object"), op.text("started-by-event"))
 	}
@@ -109,7 +109,7 @@ func TestEventsPage(t *testing.T) {
 		t.Fatalf("started by links %v", got)
 	}
 	plain := a.claim("test:invoice.create:order-plain:v1", "invoice.create", "onec", false, map[string]any{"order_id": "o-1", "customer_id": "customer-1042"})
-	if c.get("/admin/operations/" + keyPath(plain.Key)).expect(t, http.StatusOK).has("started-by") {
+	if c.get("/admin/operations/"+keyPath(plain.Key)).expect(t, http.StatusOK).has("started-by") {
 		t.Fatal("an agent's operation is said to be started by a notice")
 	}
 
