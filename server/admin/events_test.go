@@ -3,6 +3,7 @@ package admin_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/server/admin"
+	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/store"
 )
 
@@ -192,5 +194,37 @@ func TestEventsPageWithoutSources(t *testing.T) {
 	}
 	if !strings.Contains(p.Body, `<option value="payments" selected>`) {
 		t.Fatal("the source asked for is not among the filter's choices")
+	}
+}
+
+// A process a notice runs says so on its page, and the events page links
+// the process, not an operation.
+func TestEventsStartProcess(t *testing.T) {
+	t.Parallel()
+	var a *app
+	a = newOwnApp(t, func(d *admin.Deps) {
+		d.EventSources = []string{"crm"}
+		d.Process = func(ctx context.Context, key string) (store.Process, []engine.StepView, error) {
+			p, err := a.st.GetProcess(ctx, key)
+			return p, nil, err
+		}
+	})
+	u, err := ownPasswordUser(context.Background(), a.st, "events-pavel", store.RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := a.signInAs(u)
+	ev := receive(t, a.st, "crm", "ONCRMDEALUPDATE", "deal-9", "order.fulfil")[0]
+	if _, _, err := a.st.BeginProcess(context.Background(), store.Process{Key: ev.OpKey, Intent: "order.fulfil", IntentVersion: 1,
+		Fingerprint: strings.Repeat("cd", 32), Agent: "event:crm", Payload: []byte(`{}`)}, "test-run", time.Minute, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := c.get("/admin/events").expect(t, http.StatusOK)
+	if got := p.attrs("event-operation", "href"); len(got) != 1 || got[0] != "/admin/processes/"+url.PathEscape(ev.OpKey) {
+		t.Fatalf("the notice links %v, want its process", got)
+	}
+	pr := c.get("/admin/processes/"+url.PathEscape(ev.OpKey)).expect(t, http.StatusOK)
+	if pr.text("started-by-object") != "deal-9" || pr.text("started-by-deliveries") != "1" {
+		t.Fatalf("the process's page: started by object %q, deliveries %q", pr.text("started-by-object"), pr.text("started-by-deliveries"))
 	}
 }
