@@ -136,7 +136,7 @@ func (h *Handler) eventRow(ctx context.Context, c echo.Context, l *views.Labels,
 		State: string(e.State), StateLabel: l.EventStateLabel(string(e.State)), Tone: string(store.StatusStarted),
 		// The reason may quote what the source answered a read-back.
 		Reason: h.d.Redactor.Foreign(e.Reason), Deliveries: e.Deliveries, Attempts: e.Attempts,
-		Run: h.runTitle(c, e.Run), Key: e.OpKey, KeyHref: h.keyHref(ctx, e.OpKey),
+		Run: h.runTitle(c, e.Run), Key: e.OpKey, KeyHref: h.runHref(ctx, e.Run, e.OpKey),
 	}
 	for _, s := range eventStates {
 		if s.state == e.State {
@@ -156,6 +156,19 @@ func (h *Handler) runTitle(c echo.Context, name string) string {
 		return h.processTitle(c, name)
 	}
 	return h.intentTitle(c, name)
+}
+
+// runHref is the page of what a rule running run made under key: the
+// catalog says whether run is a process or an intent, so a page of rows
+// asks the journal only of a run the catalog no longer serves.
+func (h *Handler) runHref(ctx context.Context, run, key string) string {
+	if _, ok := h.d.Catalog.Process(run); ok {
+		return processHref(key)
+	}
+	if _, ok := h.d.Catalog.Lookup(run); ok {
+		return operationHref(key)
+	}
+	return h.keyHref(ctx, key)
 }
 
 // eventOrigins are the notices whose rule runs the operation or process
