@@ -179,7 +179,7 @@ func (s *Server) routes() {
 	s.echo.StaticFS("/static", static.FS)
 	admin.New(admin.Deps{Store: s.store, Catalog: s.catalog, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, CheckObject: s.engine.CheckObject, Process: s.engine.ProcessOf, ProcessOfStep: s.engine.ProcessOfStep, Webhooks: adminWebhooks(s.cfg.Webhooks), Contour: s.cfg.Contour,
 		TargetKinds: targetKinds(s.cfg.Targets), ShopNames: shopNames(s.cfg.Targets), Describers: s.describers(), Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor(),
-		Location: s.cfg.Location()}).Register(s.echo)
+		EventSources: ruleSources(s.events), Location: s.cfg.Location()}).Register(s.echo)
 
 	// A source's notices come without a bearer token (events.go).
 	s.echo.POST("/v1/events/:source", s.handleEvent)
@@ -355,6 +355,17 @@ func (s *Server) encodeJSON(c echo.Context, v any) error {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// ruleSources are the sources the rules of events run on, each once, in
+// order: the admin UI's events page filters by them.
+func ruleSources(rules []*intent.EventRule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.Source)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
 
 // targetKinds are the configured target instances' kinds, by name.
 func targetKinds(ts config.TargetsConfig) map[string]string {

@@ -117,6 +117,7 @@ type Labels struct {
 	Cards
 	ProcessTexts
 	WebhookTexts
+	EventTexts
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.

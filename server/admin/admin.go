@@ -83,6 +83,10 @@ type Deps struct {
 	// Webhooks are the configured webhook endpoints, for the webhooks
 	// page; none: the page is not shown.
 	Webhooks []WebhookEndpoint
+	// EventSources are the sources whose notices some rule of events runs
+	// on, for the events page's filter; none: the page is not in the
+	// navigation (it still lists what the journal holds).
+	EventSources []string
 	// Contour is the gateway's contour (test, prod), shown in the header.
 	Contour string
 	// Now is the clock; the store's clock when nil.
@@ -167,6 +171,8 @@ func (h *Handler) Register(e *echo.Echo) {
 	s.GET("/webhooks", h.handleWebhooks)
 	s.POST("/webhooks/deliveries/:id/resend", h.handleWebhookResend, review...)
 	s.POST("/webhooks/:name/resume", h.handleWebhookResume, review...)
+
+	s.GET("/events", h.handleEventList)
 
 	s.GET("/operations", h.handleOperationList)
 	s.GET("/operations/:key", h.handleOperationShow)

@@ -40,6 +40,9 @@ func (h *Handler) handleDashboard(c echo.Context) error {
 		names := slices.Sorted(maps.Keys(stopped))
 		v.Alerts = append(v.Alerts, views.Link{Href: "/admin/webhooks", Label: fmt.Sprintf(l.WebhookBannerFmt, strings.Join(names, ", "))})
 	}
+	if a := h.eventAlert(c); a != nil {
+		v.Alerts = append(v.Alerts, *a)
+	}
 
 	unknown := sum.ByStatus[store.StatusUnknown]
 	// Flagged rows that are still unknown: the review page's list. (A

@@ -67,6 +67,7 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 		return err
 	}
 	v.Reconciliation = h.operationReconciliation(c, op)
+	v.StartedBy = h.eventOrigins(c, op.Key)
 	// The first attempt is recorded with the start (by the claim or the
 	// executor), later ones each by an attempt event.
 	for _, e := range evs {

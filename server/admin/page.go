@@ -70,6 +70,7 @@ var nav = []navItem{
 	{"operations", "/admin/operations", func(l *views.Labels) string { return l.NavOperations }, nil},
 	{"processes", "/admin/processes", func(l *views.Labels) string { return l.NavProcesses }, nil},
 	{"webhooks", "/admin/webhooks", func(l *views.Labels) string { return l.NavWebhooks }, nil},
+	{"events", "/admin/events", func(l *views.Labels) string { return l.NavEvents }, nil},
 	{"audit", "/admin/audit", func(l *views.Labels) string { return l.NavAudit }, nil},
 	{"intents", "/admin/intents", func(l *views.Labels) string { return l.NavIntents }, nil},
 	{"tokens", "/admin/tokens", func(l *views.Labels) string { return l.NavTokens }, []string{store.RoleAdmin, store.RoleAuditor}},
@@ -118,7 +119,8 @@ func (h *Handler) page(c echo.Context, active, title string) views.Page {
 		if n.roles != nil && !can(c, n.roles...) {
 			continue
 		}
-		if n.id == "processes" && (h.d.Catalog == nil || len(h.d.Catalog.Processes()) == 0) || n.id == "webhooks" && len(h.d.Webhooks) == 0 {
+		if n.id == "processes" && (h.d.Catalog == nil || len(h.d.Catalog.Processes()) == 0) || n.id == "webhooks" && len(h.d.Webhooks) == 0 ||
+			n.id == "events" && len(h.d.EventSources) == 0 {
 			continue // a firm that has none is not shown the section
 		}
 		item := views.NavItem{ID: n.id, Href: n.href, Label: n.label(l), Active: n.id == active}

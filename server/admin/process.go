@@ -129,6 +129,7 @@ func (h *Handler) renderProcess(c echo.Context, status int, key, note, msg strin
 	if p.ErrorCode != "" {
 		v.Facts = append(v.Facts, views.Field{Label: l.FailedStep, Value: l.ErrorText(p.ErrorCode, p.ErrorMessage) + " (" + p.ErrorCode + ")", TestID: "process-error"})
 	}
+	v.StartedBy = h.eventOrigins(c, p.Key)
 	def, _ := h.d.Catalog.Version(p.Intent, p.IntentVersion)
 	for i, s := range steps {
 		v.Steps = append(v.Steps, h.stepRow(c, def, i, s))
