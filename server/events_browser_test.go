@@ -13,10 +13,10 @@ import (
 	"github.com/oncegate/oncegate/store"
 )
 
-// eventsConfig is the test configuration with one rule of events: a
+// refundOnCancelConfig is the test configuration with one rule of events: a
 // payment canceled at YooKassa is refunded, so the gateway takes the
 // notices of payments.
-func eventsConfig() config.Config {
+func refundOnCancelConfig() config.Config {
 	cfg := testConfig()
 	cfg.Events = []config.EventRule{{Source: "payments", On: "payment.canceled", Run: "payment.refund", Line: 1, Payload: []config.EventField{
 		{Name: "payment_id", Event: "object.id"},
@@ -49,7 +49,7 @@ func (g *gateway) journalNotice(tb testing.TB, object string) store.Event {
 func TestEventsInBrowser(t *testing.T) {
 	t.Parallel()
 	root := startBrowser(t)
-	g := setupWith(t, eventsConfig())
+	g := setupWith(t, refundOnCancelConfig())
 	g.mustUsers(t, map[string]string{"olga": store.RoleOperator})
 	ctx := context.Background()
 
