@@ -192,7 +192,7 @@ func TestServeRefusesReadOnlyJournal(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, withSettings(loadConfig)) // its first run: the admin made, nothing left to write at start
 	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
-	r.gateway.cmd.Wait()
+	r.gateway.wait()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin(t), "serve", "--config", r.config, "--data", r.dataDir, "--listen", freeAddr(t))
@@ -301,7 +301,7 @@ func TestJournalDeletedUnderServe(t *testing.T) {
 		t.Errorf("the log does not say the journal is gone")
 	}
 	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
-	r.gateway.cmd.Wait()
+	r.gateway.wait()
 
 	args := []string{"--config", r.config, "--data", r.dataDir}
 	out, err := serveOnce(t, r.env, args...)
@@ -322,7 +322,7 @@ func TestJournalDeletedUnderServe(t *testing.T) {
 		t.Errorf("serve --new-journal made no first admin:\n%s", g.output())
 	}
 	g.cmd.Process.Signal(syscall.SIGTERM)
-	g.cmd.Wait()
+	g.wait()
 	if out, err := serveOnce(t, r.env, append([]string{"--new-journal"}, args...)...); err == nil || !strings.Contains(out, "is not replaced") {
 		t.Fatalf("serve --new-journal over a journal: %v\n%s", err, out)
 	}
@@ -345,7 +345,7 @@ func TestRestoreNewerJournal(t *testing.T) {
 		t.Fatalf("after the backup: %+v", s)
 	}
 	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
-	r.gateway.cmd.Wait()
+	r.gateway.wait()
 
 	args := []string{"restore", "--config", r.config, "--data", r.dataDir, backup}
 	cmd := exec.Command(bin(t), args...)

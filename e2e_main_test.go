@@ -241,7 +241,7 @@ func TestServeDefaults(t *testing.T) {
 	}
 	// The token is printed once: a restart prints none.
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	p.cmd.Wait()
+	p.wait()
 	p2 := start(t, nil, "serve", "--data", filepath.Join(dir, "data"), "--listen", addr, "--sim-listen", simAddr)
 	waitHTTP(t, "http://"+addr+"/readyz")
 	if strings.Contains(p2.output(), "og_") {

@@ -137,7 +137,7 @@ func TestRestoreUnderLoad(t *testing.T) {
 	}
 
 	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
-	r.gateway.cmd.Wait()
+	r.gateway.wait()
 	out := runBinary(t, r.env, "restore", "--yes", "--config", r.config, "--data", r.dataDir, backupFile)
 	if !strings.Contains(out, "integrity ok") || !strings.Contains(out, fmt.Sprintf("schema version %d", store.LatestVersion())) {
 		t.Fatalf("restore: %s", out)

@@ -84,6 +84,34 @@ type proc struct {
 	mu     sync.Mutex
 	stdout bytes.Buffer
 	stderr bytes.Buffer
+	done   chan struct{} // closed once the process has exited and been waited for
+	err    error         // what Wait said, once done is closed
+}
+
+// begin starts the process and waits for it in the background, so a test
+// can see at once that it exited (a gateway refusing its configuration).
+func (p *proc) begin() error {
+	if err := p.cmd.Start(); err != nil {
+		return err
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	return nil
+}
+
+// wait waits for the process to exit and returns what Wait said.
+func (p *proc) wait() error {
+	<-p.done
+	return p.err
+}
+
+// exited reports whether the process has exited.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (p *proc) output() string {
@@ -122,7 +150,7 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 // test failed.
 func prepare(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(bin(t), args...)}
+	p := &proc{cmd: exec.Command(bin(t), args...), done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout = lockedWriter{&p.mu, &p.stdout}
 	p.cmd.Stderr = lockedWriter{&p.mu, &p.stderr}
@@ -131,7 +159,7 @@ func prepare(t testing.TB, env []string, args ...string) *proc {
 			return
 		}
 		p.cmd.Process.Kill()
-		p.cmd.Wait()
+		p.wait()
 		if t.Failed() {
 			t.Logf("oncegate %v output%s", args, p.dump(t))
 		}
@@ -143,7 +171,7 @@ func prepare(t testing.TB, env []string, args ...string) *proc {
 func start(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
 	p := prepare(t, env, args...)
-	if err := p.cmd.Start(); err != nil {
+	if err := p.begin(); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -171,7 +199,7 @@ func (p *proc) dump(t testing.TB) string {
 // kill9 kills the process with SIGKILL and waits for it.
 func (p *proc) kill9() {
 	p.cmd.Process.Signal(syscall.SIGKILL)
-	p.cmd.Wait()
+	p.wait()
 }
 
 // waitHTTP waits until url answers 200.
@@ -526,7 +554,7 @@ func (r *rig) tryServe(env ...string) error {
 					return nil
 				}
 			}
-			if r.gateway.cmd.ProcessState != nil {
+			if r.gateway.exited() {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)

@@ -30,7 +30,7 @@ func TestSharedJournalSimultaneousFirstRun(t *testing.T) {
 	for i, p := range gateways {
 		wg.Go(func() {
 			<-startAll
-			errs[i] = p.cmd.Start()
+			errs[i] = p.begin()
 		})
 	}
 	close(startAll)

@@ -117,7 +117,7 @@ func TestSigtermUnderLoad(t *testing.T) {
 	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
 	expect("STOPPING=1")
 	exited := make(chan error, 1)
-	go func() { exited <- r.gateway.cmd.Wait() }()
+	go func() { exited <- r.gateway.wait() }()
 	select {
 	case err := <-exited:
 		if err != nil {

@@ -30,7 +30,7 @@ func TestUpgradeFromPreviousSchema(t *testing.T) {
 		want[op.key] = answerOf(code, body)
 	}
 	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
-	r.gateway.cmd.Wait()
+	r.gateway.wait()
 
 	// The previous version's journal, with its rows.
 	args := []string{"--config", r.config, "--data", r.dataDir}
@@ -69,7 +69,7 @@ func TestUpgradeFromPreviousSchema(t *testing.T) {
 
 	// Roll back: stop, migrate down with this binary; the rows stay.
 	r.gateway.cmd.Process.Signal(syscall.SIGTERM)
-	r.gateway.cmd.Wait()
+	r.gateway.wait()
 	if out := runBinary(t, r.env, append([]string{"migrate", "down"}, args...)...); !strings.Contains(out, fmt.Sprintf("version %d ", latest-1)) {
 		t.Fatalf("roll back: %s", out)
 	}

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oncegate/oncegate/adapters/onecodata"
+	"github.com/oncegate/oncegate/adapters/sim"
+	"github.com/oncegate/oncegate/server/engine"
+	"github.com/oncegate/oncegate/store"
+	"github.com/oncegate/oncegate/store/storetest"
+)
+
+// receiptDefinition is a firm's own intent: a receipt of money to its
+// bank account in 1C (Бухгалтерия over OData), which a payment the shop
+// was paid makes in accounting.
+const receiptDefinition = `name: buh.payment_receipt.create
+version: 1
+target: buh
+scope: write
+money: false
+title: { ru: Поступление на расчетный счет, en: Bank receipt }
+labels:
+  payment_id: { ru: Платеж, en: Payment }
+  order_id: { ru: Заказ, en: Order }
+  organization_id: { ru: Организация, en: Organization }
+  customer_id: { ru: Плательщик, en: Payer }
+  amount_minor: { ru: Сумма, en: Amount }
+  currency: { ru: Валюта, en: Currency }
+description: Record in 1C the money a paid order brought to the firm's account.
+schema:
+  type: object
+  additionalProperties: false
+  required: [payment_id, order_id, organization_id, customer_id, amount_minor, currency]
+  properties:
+    payment_id:      { type: string, minLength: 1, maxLength: 64 }
+    order_id:        { type: string, minLength: 1, maxLength: 64 }
+    organization_id: { type: string, minLength: 1, maxLength: 64 }
+    customer_id:     { type: string, minLength: 1, maxLength: 64 }
+    amount_minor:    { type: integer, minimum: 1, maximum: 100000000000 }
+    currency:        { type: string, enum: [RUB], maxLength: 3 }
+references:
+  organization_id: organization
+  customer_id: counterparty
+map:
+  entity: Document_ПоступлениеНаРасчетныйСчет
+  fields:
+    Организация_Key: { ref: organization_id }
+    Контрагент_Key: { ref: customer_id }
+    СуммаДокумента: { from: amount_minor, money: minor }
+    НазначениеПлатежа: { from: payment_id }
+    Комментарий: { from: order_id }
+`
+
+// receiptRule is the rule: a payment that succeeded makes its receipt.
+const receiptRule = `events:
+  - source: payments
+    on: payment.succeeded
+    run: buh.payment_receipt.create
+    payload:
+      payment_id:      { event: object.id }
+      order_id:        { event: object.metadata.order_id }
+      organization_id: { value: org-main }
+      customer_id:     { event: object.metadata.customer_id }
+      amount_minor:    { event: object.amount.value, money: decimal }
+      currency:        { event: object.amount.currency }
+`
+
+// eventsRig is a gateway whose paid payments make receipts in 1C.
+func eventsRig(t *testing.T, options ...rigOption) *rig {
+	t.Helper()
+	return newRig(t, append([]rigOption{withIntents(intentsDir(t, "buh.payment_receipt.create.v1.yaml", receiptDefinition)),
+		withOData("buh", "time_zone: Europe/Moscow, timeout_ms: 1000"), withSettings(rigRetry+receiptRule)}, options...)...)
+}
+
+// receipts counts the receipts at the 1C simulator made under the key of
+// the operation the payment id's notice runs.
+func (r *rig) receipts(payment string) int {
+	key := engine.EventKey("test", "buh.payment_receipt.create", "payments", "payment.succeeded-"+payment)
+	return r.simJSON("/_sim/effects")[sim.OneCOData][onecodata.RefKey("buh", "buh.payment_receipt.create", key)]
+}
+
+// simPost posts body to the simulator's control path.
+func (r *rig) simPost(path, body string) {
+	r.t.Helper()
+	resp, err := http.Post(r.simURL+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		r.t.Fatalf("%s: %d", path, resp.StatusCode)
+	}
+}
+
+// payAtShop makes a succeeded payment at the YooKassa simulator, as the
+// shop's checkout does, and returns its id.
+func (r *rig) payAtShop(order string) string {
+	r.t.Helper()
+	body := fmt.Sprintf(`{"amount":{"value":"1250.00","currency":"RUB"},"capture":true,"payment_method_id":"merchant-account-17","metadata":{"order_id":%q,"customer_id":"customer-1042"}}`, order)
+	req, _ := http.NewRequest(http.MethodPost, r.simURL+"/yookassa/v3/payments", strings.NewReader(body))
+	req.SetBasicAuth("e2e-shop", sim.YooKassaSecret())
+	req.Header.Set("Idempotence-Key", "checkout-"+order)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || p.ID == "" {
+		r.t.Fatalf("a payment at the shop: %d %v", resp.StatusCode, err)
+	}
+	return p.ID
+}
+
+// notice posts a notification of the payment to the gateway at addr, as
+// YooKassa does.
+func postNotice(addr, payment string) (int, error) {
+	body, _ := json.Marshal(map[string]any{"type": "notification", "event": "payment.succeeded", "object": map[string]any{"id": payment, "status": "succeeded"}})
+	resp, err := http.Post("http://"+addr+"/v1/events/payments", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// A charge made through the gateway is paid at YooKassa; YooKassa's own
+// notices (three deliveries of each) come back to the gateway, which reads
+// the payment back and makes one receipt in 1C, the operation naming the
+// notice.
+func TestE2ENoticeMakesOneReceipt(t *testing.T) {
+	t.Parallel()
+	r := eventsRig(t)
+	r.simPost("/_sim/yookassa/notify", fmt.Sprintf(`{"url":"%s/v1/events/payments","retry_ms":[50,100,200,400,800],"copies":3}`, r.apiURL))
+	const key = "test:payment.charge:order-evt-1:v1"
+	code, first, err := r.post(key, `{"schema_version":"1.0","intent":"payment.charge","payload":{"account_id":"merchant-account-17","order_id":"order-evt-1","customer_id":"customer-1042","amount_minor":125000,"currency":"RUB"}}`)
+	if err != nil || code != http.StatusAccepted || first["state"] != "awaiting_approval" {
+		t.Fatalf("the charge: %d %v %v", code, first, err)
+	}
+	approveAll(t, r.journal)
+	var payment string
+	until(t, "the charge succeeds", func() bool {
+		_, got := r.getOperation(key)
+		payment, _ = got["target_object_id"].(string)
+		return got["state"] == "succeeded"
+	})
+	receipt := engine.EventKey("test", "buh.payment_receipt.create", "payments", "payment.succeeded-"+payment)
+	var got map[string]any
+	until(t, "the receipt is made from the notices", func() bool {
+		_, got = r.getOperation(receipt)
+		ev, _ := got["event"].(map[string]any)
+		return got["state"] == "succeeded" && ev["deliveries"] == float64(3)
+	})
+	if n := r.receipts(payment); n != 1 {
+		t.Fatalf("%d receipts in 1C, want 1", n)
+	}
+	doc := r.odataDoc("Document_ПоступлениеНаРасчетныйСчет", got["target_object_id"].(string))
+	if doc["СуммаДокумента"] != 1250.0 || doc["НазначениеПлатежа"] != payment || doc["Комментарий"] != "order-evt-1" {
+		t.Fatalf("the receipt: %v", doc)
+	}
+}
+
+// A notice answered 200 is on disk: the gateway killed while reading it
+// back runs it after its restart, once.
+func TestE2ENoticeAfterKill9(t *testing.T) {
+	t.Parallel()
+	r := eventsRig(t)
+	payment := r.payAtShop("order-evt-kill")
+	// The read-back hangs: the gateway has answered and not yet run it.
+	r.fault(`{"target":"yookassa","fault":"delay","delay_ms":5000,"times":1,"on":"lookup"}`)
+	if code, err := postNotice(r.addr, payment); err != nil || code != http.StatusOK {
+		t.Fatalf("the notice: %d %v", code, err)
+	}
+	r.gateway.kill9()
+	r.serve()
+	until(t, "the notice runs after the restart", func() bool { return r.receipts(payment) == 1 })
+	for range 3 { // and again, as YooKassa would: nothing more
+		if code, err := postNotice(r.addr, payment); err != nil || code != http.StatusOK {
+			t.Fatalf("a repeated notice: %d %v", code, err)
+		}
+	}
+	_, got := r.getOperation(engine.EventKey("test", "buh.payment_receipt.create", "payments", "payment.succeeded-"+payment))
+	if got["state"] != "succeeded" || r.receipts(payment) != 1 {
+		t.Fatalf("after the restart: %v, %d receipts", got, r.receipts(payment))
+	}
+}
+
+// One notice delivered to two gateways on one PostgreSQL journal at once,
+// five times to each, makes one receipt.
+func TestE2ENoticeOnTwoGateways(t *testing.T) {
+	t.Parallel()
+	r := eventsRig(t, onJournal(storetest.Database(t)))
+	other := r.addInstance(t)
+	payment := r.payAtShop("order-evt-two")
+	var wg sync.WaitGroup
+	for _, addr := range []string{r.addr, other.addr} {
+		for range 5 {
+			wg.Go(func() {
+				if code, err := postNotice(addr, payment); err != nil || code != http.StatusOK {
+					t.Errorf("a delivery to %s: %d %v", addr, code, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	until(t, "the receipt is made", func() bool { return r.receipts(payment) == 1 })
+	st, err := store.Open(context.Background(), r.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	until(t, "the notice is settled", func() bool {
+		evs, err := st.ListEvents(context.Background(), store.EventFilter{Source: "payments"})
+		return err == nil && len(evs) == 1 && evs[0].State == store.EventRun && evs[0].Deliveries == 10
+	})
+	time.Sleep(300 * time.Millisecond) // a second read-back, had one started, has landed by now
+	if n := r.receipts(payment); n != 1 {
+		t.Fatalf("%d receipts, want 1", n)
+	}
+}
+
+// getOperation reads an operation through the rig's gateway.
+func (r *rig) getOperation(key string) (int, map[string]any) {
+	r.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, r.apiURL+"/v1/operations/"+url.PathEscape(key), nil)
+	req.Header.Set("Authorization", "Bearer "+r.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body
+}
+
+// approveAll approves every waiting payment in the journal, as an
+// accountant would in the admin UI.
+func approveAll(t *testing.T, journal string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	list, err := st.Approvals(ctx, store.ApprovalPending, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx := store.WithActor(ctx, store.Actor{Kind: store.ActorUser, Name: "e2e-accountant"})
+	for _, a := range list {
+		if err := st.DecideApproval(actx, a.ID, true, "e2e-accountant", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// until polls cond every 20 ms for up to 30 s, failing with what when it
+// does not become true.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
