@@ -78,7 +78,7 @@ const receiptRule = `events:
 func eventsRig(t *testing.T, options ...rigOption) *rig {
 	t.Helper()
 	return newRig(t, append([]rigOption{withIntents(intentsDir(t, "buh.payment_receipt.create.v1.yaml", receiptDefinition)),
-		withOData("buh", "time_zone: Europe/Moscow, timeout_ms: 1000"), withSettings(rigRetry+receiptRule)}, options...)...)
+		withOData("buh", "time_zone: Europe/Moscow, timeout_ms: 1000"), withSettings(rigRetry + receiptRule)}, options...)...)
 }
 
 // receipts counts the receipts at the 1C simulator made under the key of
