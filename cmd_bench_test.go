@@ -130,8 +130,6 @@ func TestBenchCommandInterrupted(t *testing.T) {
 	}
 	p := start(t, nil, args...)
 	cmd := p.cmd
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	// Loading: the header is printed once the gateways answer; capped, the
 	// gateway's process is in its group.
 	var gateway int
@@ -156,8 +154,8 @@ func TestBenchCommandInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(p.output(), "interrupted") {
+	case <-p.done:
+		if err := p.err; err == nil || !strings.Contains(p.output(), "interrupted") {
 			t.Errorf("interrupted bench: %v\n%s", err, p.output())
 		}
 	case <-time.After(45 * time.Second):

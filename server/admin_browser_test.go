@@ -93,9 +93,19 @@ func (g *gateway) newTab(tb testing.TB, root context.Context, shots string) *tab
 	if err := chromedp.Do(bctx); err != nil {
 		tb.Fatal(err)
 	}
-	ctx, cancelT := context.WithTimeout(bctx, 60*time.Second)
-	tb.Cleanup(cancelT)
-	return &tab{tb: tb, ctx: ctx, g: g, shots: shots}
+	return &tab{tb: tb, ctx: bctx, g: g, shots: shots}
+}
+
+// stepTimeout bounds one step in a tab (an action, a wait for an element
+// to show): a page that never shows what is awaited fails the test, while
+// a long test on a loaded machine has all the steps it needs.
+const stepTimeout = 45 * time.Second
+
+// run runs one action in tab b under stepTimeout.
+func run[T any](b *tab, a chromedp.Action[T]) (T, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	return chromedp.Run(ctx, a)
 }
 
 // another opens a second tab with the same cookies (the same person).
@@ -119,8 +129,10 @@ func row(id, key string) string { return `[data-testid="` + id + `"][data-key="`
 
 func (b *tab) do(steps ...chromedp.Action[chromedp.Void]) {
 	b.tb.Helper()
-	if err := chromedp.Do(b.ctx, steps...); err != nil {
-		loc, _ := chromedp.Run(b.ctx, chromedp.Location())
+	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		loc, _ := run(b, chromedp.Location())
 		b.tb.Fatalf("browser at %s: %v", loc, err)
 	}
 }
@@ -130,7 +142,7 @@ func (b *tab) open(path string) { b.tb.Helper(); b.do(chromedp.Navigate(b.g.url 
 // count is how many elements match css.
 func (b *tab) count(css string) int {
 	b.tb.Helper()
-	n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, css)))
+	n, err := run(b, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, css)))
 	if err != nil {
 		b.tb.Fatal(err)
 	}
@@ -139,7 +151,7 @@ func (b *tab) count(css string) int {
 
 func (b *tab) text(sel chromedp.CSS) string {
 	b.tb.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(sel))
+	s, err := run(b, chromedp.Text(sel))
 	if err != nil {
 		b.tb.Fatalf("text of %s: %v", sel, err)
 	}
@@ -165,7 +177,7 @@ func (b *tab) signIn(name string) {
 // shot saves a full-page screenshot of the current page as name.png.
 func (b *tab) shot(name string) {
 	b.tb.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	png, err := run(b, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.tb.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -512,7 +524,7 @@ func TestAdminInBrowser(t *testing.T) {
 			})()`, pendingID)),
 			chromedp.WaitVisible(tid("error-page")),
 		)
-		status, err := chromedp.Run(b.ctx, chromedp.AttributeValue(tid("error-page"), "data-status"))
+		status, err := run(b, chromedp.AttributeValue(tid("error-page"), "data-status"))
 		if err != nil || status.Value != "403" {
 			t.Fatalf("crafted approval: page status %+v, %v", status, err)
 		}

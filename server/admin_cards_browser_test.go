@@ -16,7 +16,7 @@ import (
 // name.png, and, when ONCEGATE_SHOTS names a folder, a copy there.
 func (b *tab) elementShot(css, name string) {
 	b.tb.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.Screenshot(chromedp.CSS(css)))
+	png, err := run(b, chromedp.Screenshot(chromedp.CSS(css)))
 	if err != nil {
 		b.tb.Fatalf("screenshot %s: %v", name, err)
 	}

@@ -25,7 +25,7 @@ var viewports = []struct {
 // eval runs js in the tab and returns its value.
 func eval[T any](b *tab, js string) T {
 	b.tb.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js))
+	v, err := run(b, chromedp.Evaluate[T](js))
 	if err != nil {
 		b.tb.Fatalf("evaluate %s: %v", js, err)
 	}

@@ -136,7 +136,7 @@ func TestEventsInBrowser(t *testing.T) {
 		t.Fatalf("started by: source %q, object %q", src, obj)
 	}
 	b.do(chromedp.Click(tid("started-by-events")), chromedp.WaitVisible(tid("events")))
-	sel, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="filter-source"]').value`))
+	sel, err := run(b, chromedp.Evaluate[string](`document.querySelector('[data-testid="filter-source"]').value`))
 	if err != nil || sel != "payments" {
 		t.Fatalf("the source's notices open with the source %q chosen (%v)", sel, err)
 	}

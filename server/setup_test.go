@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -192,9 +193,17 @@ func serveAt(tb testing.TB, cfg config.Config, st *store.Store, sims adapterstes
 	tb.Helper()
 	ctx := context.Background()
 	targets := sims.Targets
-	var logTo io.Writer = io.Discard
-	if os.Getenv("ONCEGATE_TEST_LOG") != "" { // the gateway's log, for a test being debugged
-		logTo = os.Stderr
+	// The gateway's log: all of it for a test being debugged, its last
+	// lines when a test fails (a rare failure in CI says what happened).
+	var logTo io.Writer = os.Stderr
+	if os.Getenv("ONCEGATE_TEST_LOG") == "" {
+		kept := &logTail{}
+		logTo = kept
+		tb.Cleanup(func() {
+			if tb.Failed() {
+				tb.Logf("the gateway's log, last lines:\n%s", kept.tail(60))
+			}
+		})
 	}
 	log := slog.New(slog.NewTextHandler(logTo, nil))
 	srv := server.New(cfg, st, targets, mustCatalog(tb, cfg, targets), log)
@@ -395,4 +404,24 @@ func expectStatusMember(tb testing.TB, r reply) {
 	if got, want := r.Body["status"], float64(r.Code); got != want {
 		tb.Fatalf("problem answer: status %v (%T), want the HTTP status %v as a number; body %s", got, got, want, r.Raw)
 	}
+}
+
+// logTail keeps what a gateway logs, for a failing test to show.
+type logTail struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// tail is the last n lines kept.
+func (l *logTail) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(l.buf.String(), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
