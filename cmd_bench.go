@@ -39,7 +39,7 @@ import (
 
 var benchCommand = command{
 	name:    "bench",
-	args:    "[--connections N] [--duration D] [--fill N] [--webhooks] [--journal-url-env VAR [--instances N]] [--cpu-quota F]",
+	args:    "[--connections N] [--duration D] [--fill N] [--webhooks] [--events N] [--journal-url-env VAR [--instances N]] [--cpu-quota F]",
 	summary: "measure replays and new operations over loopback HTTP, beside a bare Echo handler of the same request and one that forwards it to 1C once",
 	setup: func(fs *flag.FlagSet) func(invocation, []string) error {
 		conns := fs.Int("connections", 32, "`N` clients sending at once")
@@ -52,6 +52,7 @@ var benchCommand = command{
 		fill := fs.Int("fill", 0, "after the other paths, add `N` final operations (and their audit events) to the journal and load new operations again")
 		webhooks := fs.Bool("webhooks", false, "also load new operations on a gateway whose every success is a webhook to a local receiver, and report the deliveries' rate")
 		waiters := fs.Int("waiters", 0, "also load new operations while `N` agents long-poll charges awaiting approval (GET ?wait=60s), and report the memory it took")
+		events := fs.Int("events", 0, "also post `N` YooKassa notices a second (one in ten again) to a gateway whose rule makes a receipt in 1C of each payment: alone, beside new operations, and new operations alone")
 		processes := fs.Bool("processes", false, "also load a process of two steps (an invoice, then a sales order in 1C) beside the same two operations sent one by one (--only steps: just those)")
 		return func(inv invocation, args []string) error {
 			if len(args) != 0 {
@@ -86,7 +87,10 @@ var benchCommand = command{
 			if *webhooks && (*quota > 0 || journal != "") {
 				return badUsage("bench", "--webhooks runs in one process on SQLite: not with --cpu-quota or --journal-url-env")
 			}
-			return bench(inv.stdout, benchSetup{conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile, webhooks: *webhooks, processes: *processes, waiters: *waiters})
+			if *events < 0 || (*events > 0 && (*quota > 0 || journal != "")) {
+				return badUsage("bench", "--events is a rate, not negative, and runs in one process on SQLite: not with --cpu-quota or --journal-url-env")
+			}
+			return bench(inv.stdout, benchSetup{events: *events, conns: *conns, dur: *dur, only: *only, journal: journal, instances: *instances, fill: *fill, quota: *quota, profile: *profile, webhooks: *webhooks, processes: *processes, waiters: *waiters})
 		}
 	},
 }
@@ -121,6 +125,7 @@ type benchSetup struct {
 	webhooks  bool    // also load a gateway whose every success is a webhook
 	processes bool    // also load a process of two steps beside its steps sent one by one
 	waiters   int     // also load new operations while so many agents long-poll
+	events    int     // also post so many notices a second to a gateway of events
 }
 
 // bench runs the gateway in this process on a journal in a new temporary
@@ -163,10 +168,11 @@ func bench(stdout io.Writer, b benchSetup) error {
 	// reference, forwarding, client), which the goroutines it starts
 	// inherit: pprof -tagfocus part=gateway shows the gateway's own share.
 	var (
+		simSrv  *sim.Server
 		simHTTP *http.Server
 		simURL  string
 	)
-	labeled("simulator", func() { _, simHTTP, simURL, err = sim.Start("127.0.0.1:0") })
+	labeled("simulator", func() { simSrv, simHTTP, simURL, err = sim.Start("127.0.0.1:0") })
 	if err != nil {
 		return err
 	}
@@ -278,6 +284,23 @@ func bench(stdout io.Writer, b benchSetup) error {
 	paths = append(paths, benchPath{"bare Echo (reference, again)", []string{refURL}, func() string { return replayKey }, benchReferencePath, nil, nil, nil, "", nil})
 	if err := benchTable(ctx, stdout, client, token, paths, gw, b); err != nil {
 		return err
+	}
+	if b.events > 0 {
+		ev, err := startEventsBench(ctx, simSrv, simURL, dir, b.events)
+		if ev != nil {
+			defer ev.stop()
+		}
+		if err != nil {
+			return err
+		}
+		err = ev.run(ctx, b, newKey)
+		if ctx.Err() != nil {
+			return errors.New("interrupted")
+		}
+		ev.report(stdout)
+		if err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
 	}
 	if filled > 0 {
 		fmt.Fprintf(stdout, "filled the journal with %d operations and %d audit events in %v\n", b.fill, 3*b.fill, filled.Round(time.Millisecond))

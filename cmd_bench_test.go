@@ -19,8 +19,17 @@ import (
 // path with its rate and latencies, and for new operations the journal's
 // batches per second and writes per batch.
 func TestBenchCommand(t *testing.T) {
-	out := runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4", "--fill", "3000", "--processes", "--waiters", "20")
+	out := runBinary(t, nil, "bench", "--duration", "300ms", "--connections", "4", "--fill", "3000", "--processes", "--waiters", "20", "--events", "100")
 	checkBenchRows(t, out)
+	// Notices of payments, one in ten again: each payment its one receipt
+	// in 1C (the bench fails on a second), alone and beside new operations.
+	for _, load := range []string{`notices alone\s+30\s+[0-9]+(\s+[0-9.]+[µm]?s){3}\s+27\s+[0-9.]+[µm]?s(\s+-){3}`,
+		`new operations alone(\s+-){7}\s+[1-9][0-9]*(\s+[0-9.]+[µm]?s){2}`,
+		`both at once\s+30\s+[0-9]+(\s+[0-9.]+[µm]?s){3}\s+27\s+[0-9.]+[µm]?s\s+[1-9][0-9]*(\s+[0-9.]+[µm]?s){2}`} {
+		if !regexp.MustCompile(load).MatchString(out) {
+			t.Errorf("no events row %s:\n%s", load, out)
+		}
+	}
 	// New operations while agents long-poll, and what their waiting took.
 	if !regexp.MustCompile(`new operation, 20 agents long-polling\s+[1-9][0-9]*\s`).MatchString(out) ||
 		!regexp.MustCompile(`20 agents long-polling: RSS [0-9.]+ MB before they waited, [0-9.]+ MB while they waited .*; [0-9]+ polls answered early, 0 failed`).MatchString(out) {

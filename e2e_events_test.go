@@ -19,65 +19,10 @@ import (
 	"github.com/oncegate/oncegate/store/storetest"
 )
 
-// receiptDefinition is a firm's own intent: a receipt of money to its
-// bank account in 1C (Бухгалтерия over OData), which a payment the shop
-// was paid makes in accounting.
-const receiptDefinition = `name: buh.payment_receipt.create
-version: 1
-target: buh
-scope: write
-money: false
-title: { ru: Поступление на расчетный счет, en: Bank receipt }
-labels:
-  payment_id: { ru: Платеж, en: Payment }
-  order_id: { ru: Заказ, en: Order }
-  organization_id: { ru: Организация, en: Organization }
-  customer_id: { ru: Плательщик, en: Payer }
-  amount_minor: { ru: Сумма, en: Amount }
-  currency: { ru: Валюта, en: Currency }
-description: Record in 1C the money a paid order brought to the firm's account.
-schema:
-  type: object
-  additionalProperties: false
-  required: [payment_id, order_id, organization_id, customer_id, amount_minor, currency]
-  properties:
-    payment_id:      { type: string, minLength: 1, maxLength: 64 }
-    order_id:        { type: string, minLength: 1, maxLength: 64 }
-    organization_id: { type: string, minLength: 1, maxLength: 64 }
-    customer_id:     { type: string, minLength: 1, maxLength: 64 }
-    amount_minor:    { type: integer, minimum: 1, maximum: 100000000000 }
-    currency:        { type: string, enum: [RUB], maxLength: 3 }
-references:
-  organization_id: organization
-  customer_id: counterparty
-map:
-  entity: Document_ПоступлениеНаРасчетныйСчет
-  fields:
-    Организация_Key: { ref: organization_id }
-    Контрагент_Key: { ref: customer_id }
-    СуммаДокумента: { from: amount_minor, money: minor }
-    НазначениеПлатежа: { from: payment_id }
-    Комментарий: { from: order_id }
-`
-
-// receiptRule is the rule: a payment that succeeded makes its receipt.
-const receiptRule = `events:
-  - source: payments
-    on: payment.succeeded
-    run: buh.payment_receipt.create
-    payload:
-      payment_id:      { event: object.id }
-      order_id:        { event: object.metadata.order_id }
-      organization_id: { value: org-main }
-      customer_id:     { event: object.metadata.customer_id }
-      amount_minor:    { event: object.amount.value, money: decimal }
-      currency:        { event: object.amount.currency }
-`
-
 // eventsRig is a gateway whose paid payments make receipts in 1C.
 func eventsRig(t *testing.T, options ...rigOption) *rig {
 	t.Helper()
-	return newRig(t, append([]rigOption{withIntents(intentsDir(t, "buh.payment_receipt.create.v1.yaml", receiptDefinition)),
+	return newRig(t, append([]rigOption{withIntents(intentsDir(t, receiptRun+".v1.yaml", receiptIntent)),
 		withOData("buh", "time_zone: Europe/Moscow, timeout_ms: 1000"), withSettings(rigRetry + receiptRule)}, options...)...)
 }
 

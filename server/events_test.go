@@ -282,3 +282,36 @@ func TestNoticeRefused(t *testing.T) {
 		t.Fatalf("a notice of a lead the portal does not have: %+v", e)
 	}
 }
+
+// A burst of notices is read back a few at a time: forty notices of forty
+// payments, each read-back held 150 ms at the source (within the read's timeout), never have more than
+// the gateway's sixteen runners reading at YooKassa at once — not a
+// connection per notice — and every one of them runs.
+func TestNoticeBurstReadBackBounded(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.Events = eventsConfig().Events[:1] // the call-back
+	g := setupWith(t, cfg)
+	ids := make([]string, 40)
+	for i := range ids {
+		ids[i] = simPayment(t, g, 1000+i, true)
+	}
+	g.inject(sim.Fault{Target: sim.YooKassa, Fault: sim.FaultDelay, DelayMS: 150, Times: len(ids), On: sim.OnLookup})
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			if r := g.notify("payments", "application/json", notice("payment.succeeded", id)); r.Code != http.StatusOK {
+				t.Errorf("a notice: %d %s", r.Code, r.Raw)
+			}
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if e := eventsOf(t, g, id, 1)[0]; e.State != store.EventRun {
+			t.Fatalf("a notice of the burst: %+v", e)
+		}
+	}
+	if peak := g.sim.PeakInFlight("yookassa"); peak > 16 || peak < 2 {
+		t.Fatalf("%d read-backs at YooKassa at once, want 2 to 16", peak)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -108,6 +109,10 @@ type Server struct {
 	odata   *odata                    // the OData simulator, for its settings
 	onec    *onec                     // the 1C simulator, for the intents it publishes
 	closers []func()                  // stop background work (notice.go)
+
+	flight sync.Mutex
+	busy   map[string]int // first path segment → requests being served
+	peak   map[string]int // … and the most served at once
 }
 
 // New returns simulators with seeded reference data and no faults.
@@ -127,8 +132,32 @@ func New() *Server {
 // registrations are the per-target simulators; each file adds itself in init.
 var registrations []func(*Server)
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler, counting the requests of each
+// simulator being served at once.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	seg, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	s.flight.Lock()
+	if s.busy == nil {
+		s.busy, s.peak = map[string]int{}, map[string]int{}
+	}
+	s.busy[seg]++
+	s.peak[seg] = max(s.peak[seg], s.busy[seg])
+	s.flight.Unlock()
+	defer func() {
+		s.flight.Lock()
+		s.busy[seg]--
+		s.flight.Unlock()
+	}()
+	s.mux.ServeHTTP(w, r)
+}
+
+// PeakInFlight is the most requests under /segment/ (yookassa, odata, …)
+// served at once so far.
+func (s *Server) PeakInFlight(segment string) int {
+	s.flight.Lock()
+	defer s.flight.Unlock()
+	return s.peak[segment]
+}
 
 // Handle registers a handler of a target simulator.
 func (s *Server) Handle(pattern string, h http.HandlerFunc) { s.mux.HandleFunc(pattern, h) }
@@ -162,6 +191,17 @@ func (s *Server) Effects(target, key string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.effects[target][key]
+}
+
+// EffectsAt returns the number of effects made at target, of every key.
+func (s *Server) EffectsAt(target string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.effects[target] {
+		n += c
+	}
+	return n
 }
 
 // Call counts one execute call received for key at target.

@@ -97,6 +97,8 @@ type Engine struct {
 	// processes are the processes this run is driving, each by one
 	// pass at a time.
 	processes keyLocks
+	// eventRuns bound the notices read back and run at once (events.go).
+	eventRuns chan struct{}
 }
 
 // New builds the engine over an open journal and its targets, keyed by
@@ -113,6 +115,8 @@ func New(cfg Config, st *store.Store, targets map[string]adapters.Target, log *s
 		started: time.Now(),
 		log:     log,
 		wake:    make(chan struct{}, 1),
+
+		eventRuns: make(chan struct{}, eventRunners),
 	}
 	for system, t := range targets {
 		e.targets[system] = t
@@ -204,6 +208,13 @@ func (w *work) start() bool {
 	}
 	w.running.Add(1)
 	return true
+}
+
+// closing reports whether shutdown waits: work not begun is left.
+func (w *work) closing() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
 }
 
 // done ends what start counted.

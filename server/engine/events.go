@@ -112,17 +112,29 @@ func (e *Engine) ReceiveNotice(ctx context.Context, source string, n adapters.No
 
 // runEventLater reads a pending event back and runs it, outside the
 // request that received it: the source is answered as soon as the notice
-// is on disk. Shutdown waits for it; one not started then is the
-// background pass's.
+// is on disk. At most eventRunners run at once, the rest waiting their
+// turn: a burst of notices neither opens a connection to the source per
+// notice nor takes the cores from the notices still arriving. Shutdown
+// waits for the runs begun; one not begun then is the background pass's.
 func (e *Engine) runEventLater(ev store.Event) {
 	if !e.inflight.start() {
 		return
 	}
 	go func() {
 		defer e.inflight.done()
+		e.eventRuns <- struct{}{}
+		defer func() { <-e.eventRuns }()
+		if e.inflight.closing() {
+			return
+		}
 		e.RunEvent(store.WithActor(context.Background(), eventsCtx), ev)
 	}()
 }
+
+// eventRunners is how many notices are read back and run at once: a run
+// waits mostly on the source and the target, so a few keep both cores
+// busy.
+const eventRunners = 16
 
 // eventTick is how often the background pass looks for pending events;
 // eventGrace how long it leaves one just received to the reader its
