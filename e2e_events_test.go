@@ -50,7 +50,14 @@ func (r *rig) simPost(path, body string) {
 // shop's checkout does, and returns its id.
 func (r *rig) payAtShop(order string) string {
 	r.t.Helper()
-	body := fmt.Sprintf(`{"amount":{"value":"1250.00","currency":"RUB"},"capture":true,"payment_method_id":"merchant-account-17","metadata":{"order_id":%q,"customer_id":"customer-1042"}}`, order)
+	return r.payAtShopCapture(order, true)
+}
+
+// payAtShopCapture makes a payment, succeeded with capture or else
+// waiting for capture, and returns its id.
+func (r *rig) payAtShopCapture(order string, capture bool) string {
+	r.t.Helper()
+	body := fmt.Sprintf(`{"amount":{"value":"1250.00","currency":"RUB"},"capture":%t,"payment_method_id":"merchant-account-17","metadata":{"order_id":%q,"customer_id":"customer-1042"}}`, capture, order)
 	req, _ := http.NewRequest(http.MethodPost, r.simURL+"/yookassa/v3/payments", strings.NewReader(body))
 	req.SetBasicAuth("e2e-shop", sim.YooKassaSecret())
 	req.Header.Set("Idempotence-Key", "checkout-"+order)
@@ -221,5 +228,60 @@ func until(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("%s: not within 30 s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A notice is not believed, on the real binary: one of a payment the shop
+// does not have, and one that says succeeded of a payment waiting for
+// capture, are answered 200 and dropped with the source's word, making
+// nothing; one whose read-back meets YooKassa down stays pending and runs
+// once YooKassa answers, making its one receipt.
+func TestE2ENoticeNotBelieved(t *testing.T) {
+	t.Parallel()
+	r := eventsRig(t)
+	ctx := context.Background()
+	st, err := store.Open(ctx, r.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	eventOf := func(object string) store.Event {
+		all, err := st.ListEvents(ctx, store.EventFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range all {
+			if e.ObjectID == object {
+				return e
+			}
+		}
+		return store.Event{}
+	}
+
+	const unknown = "2f1a0000-000f-5000-8000-000000000000"
+	waiting := r.payAtShopCapture("order-evt-waiting", false)
+	for _, p := range []string{unknown, waiting} {
+		if code, err := postNotice(r.addr, p); err != nil || code != http.StatusOK {
+			t.Fatalf("a notice of %s: %d %v", p, code, err)
+		}
+		var e store.Event
+		until(t, "the notice of "+p+" is dropped", func() bool { e = eventOf(p); return e.State == store.EventDropped })
+		if e.Reason == "" || r.receipts(p) != 0 {
+			t.Fatalf("a dropped notice: %+v, %d receipts", e, r.receipts(p))
+		}
+	}
+
+	paid := r.payAtShop("order-evt-outage")
+	r.fault(`{"target":"yookassa","fault":"status","status":503,"times":3,"on":"lookup"}`)
+	if code, err := postNotice(r.addr, paid); err != nil || code != http.StatusOK {
+		t.Fatalf("a notice while YooKassa is down: %d %v", code, err)
+	}
+	until(t, "the notice waits for YooKassa", func() bool {
+		e := eventOf(paid)
+		return e.State == store.EventPending && e.Attempts >= 1 && e.Reason != ""
+	})
+	until(t, "the notice runs once YooKassa answers", func() bool { return r.receipts(paid) == 1 })
+	if e := eventOf(paid); e.State != store.EventRun {
+		t.Fatalf("after YooKassa came back: %+v", e)
 	}
 }
