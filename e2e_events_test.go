@@ -285,3 +285,99 @@ func TestE2ENoticeNotBelieved(t *testing.T) {
 		t.Fatalf("after YooKassa came back: %+v", e)
 	}
 }
+
+// dealWonRule is a rule on the CRM's deal updates: a deal that reads back
+// won makes one call-back for its customer.
+const dealWonRule = `events:
+  - source: crm
+    on: ONCRMDEALUPDATE
+    run: crm.callback.create
+    when:
+      object.STAGE_ID: WON
+    payload:
+      customer_id: { value: customer-1042 }
+      due_at:      { value: "2026-12-10T10:00:00+03:00" }
+      comment:     { event: object.TITLE }
+`
+
+// Bitrix24's own outbound events reach the real binary in the portal's
+// form encoding: the updates of a deal before it is won are dropped (the
+// rule's when:), the update that reads back won makes one call-back, and a
+// later update of the won deal makes nothing more; a notice without the
+// portal's token is refused 401 and journals nothing.
+func TestE2EBitrix24DealWon(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, withBitrix24("application_token_env: E2E_B24_APP_TOKEN"), withSettings(rigRetry+dealWonRule),
+		withEnv("E2E_B24_APP_TOKEN="+sim.DefaultBitrix24ApplicationToken))
+	ctx := context.Background()
+	st, err := store.Open(ctx, r.journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	events := func() []store.Event {
+		all, err := st.ListEvents(ctx, store.EventFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return all
+	}
+	r.simPost("/_sim/bitrix24/outbound_webhooks", fmt.Sprintf(`{"handler":"%s/v1/events/crm","events":["ONCRMDEALUPDATE"]}`, r.apiURL))
+	resp, err := http.Post(r.simURL+"/bitrix24"+sim.Bitrix24WebhookPath()+"crm.deal.add", "application/json", strings.NewReader(`{"fields":{"TITLE":"Заказ 77"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var added struct{ Result int }
+	err = json.NewDecoder(resp.Body).Decode(&added)
+	resp.Body.Close()
+	if err != nil || added.Result == 0 {
+		t.Fatalf("crm.deal.add: %d %v", resp.StatusCode, err)
+	}
+	deal := fmt.Sprint(added.Result)
+	change := func(fields string) {
+		r.simPost("/_sim/bitrix24/change", fmt.Sprintf(`{"entity":"deal","id":%s,"fields":%s}`, deal, fields))
+	}
+	one := func(what string, ok func(store.Event) bool) store.Event {
+		t.Helper()
+		var got store.Event
+		until(t, what, func() bool {
+			evs := events()
+			if len(evs) != 1 || evs[0].ObjectID != deal {
+				return false
+			}
+			got = evs[0]
+			return ok(got)
+		})
+		return got
+	}
+
+	change(`{"TITLE":"Заказ 77, счёт выставлен"}`)
+	ev := one("the update before the deal is won is dropped", func(e store.Event) bool { return e.State == store.EventDropped })
+	if !strings.Contains(ev.Reason, "STAGE_ID") {
+		t.Fatalf("dropped for %q", ev.Reason)
+	}
+	change(`{"STAGE_ID":"WON"}`)
+	ev = one("the update that reads back won runs", func(e store.Event) bool { return e.State == store.EventRun })
+	callbacks := func() int { return r.simJSON("/_sim/effects")[sim.Bitrix24][ev.OpKey] }
+	until(t, "its call-back is made", func() bool { return callbacks() == 1 })
+	change(`{"OPPORTUNITY":1250}`)
+	one("a later update is counted", func(e store.Event) bool { return e.Deliveries == 3 && e.State == store.EventRun })
+	time.Sleep(500 * time.Millisecond) // a second run would have been made by now
+	if n := callbacks(); n != 1 {
+		t.Fatalf("%d call-backs for one won deal, want 1", n)
+	}
+
+	form := url.Values{"event": {"ONCRMDEALUPDATE"}, "data[FIELDS][ID]": {deal}, "ts": {"1765100000"},
+		"auth[domain]": {"portal.example"}, "auth[application_token]": {"not-the-portal-token"}}.Encode()
+	resp, err = http.Post(r.apiURL+"/v1/events/crm", "application/x-www-form-urlencoded", strings.NewReader(form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a notice with another token: %d, want 401", resp.StatusCode)
+	}
+	if evs := events(); len(evs) != 1 || evs[0].Deliveries != 3 {
+		t.Fatalf("a refused notice journaled: %+v", evs)
+	}
+}
