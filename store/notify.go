@@ -193,10 +193,17 @@ func (s *Store) queueNotices(ctx context.Context, t *txn) (bool, error) {
 	return queued, nil
 }
 
-// person is a user that notices reach.
-type person struct{ name, email, chat string }
+// person is a user that notices reach, but not on the channels they
+// turned off.
+type person struct {
+	name, email, chat string
+	off               []string
+}
 
 func (p person) address(channel string) string {
+	if slices.Contains(p.off, channel) {
+		return ""
+	}
 	switch channel {
 	case ChannelEmail:
 		return p.email
@@ -211,7 +218,7 @@ func (p person) address(channel string) string {
 // reachable are the enabled users of roles with an address to reach.
 func reachable(ctx context.Context, t *txn, roles []string) ([]person, error) {
 	rows, err := t.QueryContext(ctx, `
-		SELECT name, coalesce(email, ''), coalesce(telegram_chat_id, ''), role FROM users
+		SELECT name, coalesce(email, ''), coalesce(telegram_chat_id, ''), notify_off, role FROM users
 		WHERE disabled_at IS NULL AND (email IS NOT NULL OR telegram_chat_id IS NOT NULL) ORDER BY id`)
 	if err != nil {
 		return nil, err
@@ -220,10 +227,11 @@ func reachable(ctx context.Context, t *txn, roles []string) ([]person, error) {
 	var out []person
 	for rows.Next() {
 		var p person
-		var role string
-		if err := rows.Scan(&p.name, &p.email, &p.chat, &role); err != nil {
+		var role, off string
+		if err := rows.Scan(&p.name, &p.email, &p.chat, &off, &role); err != nil {
 			return nil, err
 		}
+		p.off = splitChannels(off)
 		for _, r := range roles {
 			if r == role {
 				out = append(out, p)

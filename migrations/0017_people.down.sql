@@ -1,0 +1,2 @@
+DROP TABLE telegram_links;
+ALTER TABLE users DROP COLUMN notify_off;
