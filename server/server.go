@@ -27,6 +27,7 @@ import (
 	"github.com/oncegate/oncegate/server/config"
 	"github.com/oncegate/oncegate/server/engine"
 	"github.com/oncegate/oncegate/server/intent"
+	"github.com/oncegate/oncegate/server/notify"
 	"github.com/oncegate/oncegate/server/webhook"
 	"github.com/oncegate/oncegate/static"
 	"github.com/oncegate/oncegate/store"
@@ -179,7 +180,8 @@ func (s *Server) routes() {
 	s.echo.StaticFS("/static", static.FS)
 	admin.New(admin.Deps{Store: s.store, Catalog: s.catalog, Log: s.log, Wake: s.engine.Wake, ReconcileNow: s.engine.ReconcileNow, CheckObject: s.engine.CheckObject, Process: s.engine.ProcessOf, ProcessOfStep: s.engine.ProcessOfStep, Webhooks: adminWebhooks(s.cfg.Webhooks), Contour: s.cfg.Contour,
 		TargetKinds: targetKinds(s.cfg.Targets), ShopNames: shopNames(s.cfg.Targets), Describers: s.describers(), Secure: s.cfg.TLS.Enabled(), ClientIP: s.echo.IPExtractor, Redactor: s.engine.Redactor(),
-		EventSources: ruleSources(s.events), Location: s.cfg.Location()}).Register(s.echo)
+		EventSources: ruleSources(s.events), Location: s.cfg.Location(),
+		Channels: notify.Channels(s.cfg.Notify), TelegramBot: strings.TrimPrefix(s.cfg.Notify.Telegram.BotName, "@")}).Register(s.echo)
 
 	// A source's notices come without a bearer token (events.go).
 	s.echo.POST("/v1/events/:source", s.handleEvent)

@@ -118,6 +118,7 @@ type Labels struct {
 	ProcessTexts
 	WebhookTexts
 	EventTexts
+	PeopleTexts
 }
 
 // LabelsFor returns the texts of lang: "en" or, for anything else, Russian.

@@ -87,6 +87,12 @@ type Deps struct {
 	// on, for the events page's filter; none: the page is not in the
 	// navigation (it still lists what the journal holds).
 	EventSources []string
+	// Channels are the channels notices go by (store.ChannelEmail, …), for
+	// a person's own page; none: notices are off.
+	Channels []string
+	// TelegramBot is the bot's @username without the @, for the link a
+	// person opens to link their chat; "" when not configured.
+	TelegramBot string
 	// Contour is the gateway's contour (test, prod), shown in the header.
 	Contour string
 	// Now is the clock; the store's clock when nil.
@@ -147,6 +153,10 @@ func (h *Handler) Register(e *echo.Echo) {
 	s := g.Group("", h.requireSession)
 	s.GET("/logout", h.handleLogoutForm)
 	s.POST("/logout", h.handleLogout, h.checkCSRF)
+	s.GET("/me", h.handleMe)
+	s.POST("/me/channels", h.handleMeChannels, h.checkCSRF)
+	s.POST("/me/telegram", h.handleMeTelegram, h.checkCSRF)
+	s.POST("/me/telegram/unlink", h.handleMeTelegramUnlink, h.checkCSRF)
 	s.GET("/password", h.handlePasswordForm)
 	s.POST("/password", h.handlePasswordChange, h.checkCSRF)
 	s.GET("/", h.handleDashboard)

@@ -40,6 +40,9 @@ type NotifyEmail struct {
 type NotifyTelegram struct {
 	BotTokenEnv string `yaml:"bot_token_env"`
 	BaseURL     string `yaml:"base_url"`
+	// BotName is the bot's @username (without the @): a person's page
+	// links https://t.me/<bot_name>?start=<code> to link their chat.
+	BotName string `yaml:"bot_name"`
 }
 
 // NotifyBitrix24 is notify.bitrix24: the portal's own notifications,
