@@ -29,7 +29,7 @@ type Cards struct {
 
 	// A target's error for people: %[1]s the target, %[2]d the HTTP status.
 	TargetHTTP5xx, TargetHTTP4xx, TargetHTTP429, TargetTimeout, TargetRefused string
-	TargetOther                                                               string
+	TargetOther, TargetGeneric                                                string
 
 	// CardHeldFmt: %d operations held as suspected duplicates.
 	CardHeldFmt string
@@ -69,6 +69,7 @@ func init() {
 		TargetTimeout: "%[1]s не ответил вовремя",
 		TargetRefused: "%[1]s недоступен: соединение не установлено",
 		TargetOther:   "%[1]s ответил ошибкой",
+		TargetGeneric: "Внешний сервис",
 
 		CardHeldFmt: "Кроме них, на проверке дублей: %d.",
 		PasswordCol: "Пароль", PasswordToChoose: "ещё не выбрал свой", PasswordOwn: "свой",
@@ -103,6 +104,7 @@ func init() {
 		TargetTimeout: "%[1]s did not answer in time",
 		TargetRefused: "%[1]s is unreachable: no connection",
 		TargetOther:   "%[1]s answered with an error",
+		TargetGeneric: "The target",
 
 		CardHeldFmt: "Besides, held as suspected duplicates: %d.",
 		PasswordCol: "Password", PasswordToChoose: "yet to choose their own", PasswordOwn: "their own",

@@ -63,6 +63,9 @@ type Field struct {
 	Href   string // when set, the value links there
 	TestID string // data-testid of the value, when set
 	Mono   bool   // show in a fixed-width font (keys, hashes, ids)
+	// Raw is what a target said as it said it, behind a click, when
+	// Value says it in words.
+	Raw string
 }
 
 // EventRow is one audit event as the pages show it.

@@ -101,7 +101,7 @@ func (h *Handler) handleAuditList(c echo.Context) error {
 			v.FirstHref += "?" + base.Encode()
 		}
 	}
-	v.Rows = h.eventRows(c, evs)
+	v.Rows = h.eventRows(c, evs, "")
 
 	if q.Get("verify") == "1" {
 		rep, err := h.d.Store.VerifyAudit(c.Request().Context())

@@ -83,7 +83,10 @@ func (h *Handler) auditExcel(c echo.Context, f store.AuditFilter) error {
 		}
 		for _, e := range evs {
 			var detail []string
-			for _, fl := range h.detailFields(e.Detail, l, lg) {
+			for _, fl := range h.detailFields(e.Detail, "", l, lg) {
+				if fl.Raw != "" {
+					fl.Value += " — " + fl.Raw
+				}
 				detail = append(detail, fl.Label+": "+fl.Value)
 			}
 			rec := []string{

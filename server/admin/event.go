@@ -31,7 +31,7 @@ var detailMono = map[string]bool{"fingerprint": true, "request_id": true, "objec
 // detailFields is an audit event's detail as labelled fields in the
 // page's language, redacted as shownDetail redacts it; nil when the
 // detail is empty or no JSON object.
-func (h *Handler) detailFields(raw []byte, l *views.Labels, lg string) []views.Field {
+func (h *Handler) detailFields(raw []byte, target string, l *views.Labels, lg string) []views.Field {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -68,10 +68,23 @@ func (h *Handler) detailFields(raw []byte, l *views.Labels, lg string) []views.F
 		if label == "" {
 			label = k
 		}
-		out = append(out, views.Field{Label: label, Value: v, TestID: k, Mono: detailMono[k]})
+		f := views.Field{Label: label, Value: v, TestID: k, Mono: detailMono[k]}
+		if targetSaid[k] {
+			// What a target said, in words first (the page's language);
+			// its own text one click away.
+			who := l.TargetGeneric
+			if target != "" {
+				who = l.TargetLabel(target)
+			}
+			f.Value, f.Raw = targetErrorText(l, who, v), v
+		}
+		out = append(out, f)
 	}
 	return out
 }
+
+// targetSaid are the detail fields that hold what a target answered.
+var targetSaid = map[string]bool{"answer": true, "target_detail": true}
 
 // detailValue is one detail field's value for people: a status, a target,
 // a role or an error code by its name, a moment in the firm's zone, yes

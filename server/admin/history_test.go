@@ -61,8 +61,8 @@ func TestHistoryInWords(t *testing.T) {
 		if n := strings.Count(p.Body, `data-event="operation.resumed"`); n != 0 {
 			t.Errorf("%s: %d lines of resumptions left beside the counted one", path, n)
 		}
-		if !regexp.MustCompile(`<dt>Ответ системы</dt><dd [^>]*data-field="answer">onec: HTTP 503 Service Unavailable</dd>`).MatchString(p.Body) {
-			t.Errorf("%s: the target's answer is not a labelled field", path)
+		if !regexp.MustCompile(`<dt>Ответ системы</dt><dd [^>]*data-field="answer">1С временно недоступен \(HTTP 503\)<details class="raw" data-testid="detail-raw"><summary>[^<]+</summary><code class="answer">onec: HTTP 503 Service Unavailable</code>`).MatchString(p.Body) {
+			t.Errorf("%s: the target's answer is not a labelled field in words, its own text behind a click", path)
 		}
 		if want := `data-field="next_check_at">03.12.2026` + "\u00a0" + `12:30:15</dd>`; !strings.Contains(p.Body, want) {
 			t.Errorf("%s: the next look-up is not in the firm's zone (%s)", path, want)

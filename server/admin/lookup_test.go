@@ -116,3 +116,36 @@ func TestReviewPaymentNotFoundNeedsConfirmation(t *testing.T) {
 		t.Fatalf("status after a confirmed not found: %s", got.Status)
 	}
 }
+
+// What a target answered reads in words first in the operation's
+// history and on the audit page too, its own text one click away; the
+// export keeps both.
+func TestHistoryShowsTargetAnswersInWords(t *testing.T) {
+	t.Parallel()
+	a := newOwnApp(t, nil)
+	ctx := context.Background()
+	key := a.uniq("test:invoice.create:answer-words:v1")
+	a.claim(key, "invoice.create", "onec", false, map[string]any{"order_id": "o-2", "customer_id": "customer-1042"})
+	if _, err := a.st.LookupFailed(ctx, key, "test-run", "", "onec: HTTP 503 Service Unavailable", 5, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	u, err := ownPasswordUser(ctx, a.st, "words-admin", store.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.users[store.RoleAdmin] = u
+	adm := a.signIn(store.RoleAdmin)
+	for path, words := range map[string]string{
+		"/admin/operations/" + url.PathEscape(key): "1С временно недоступен (HTTP 503)",
+		"/admin/audit?key=" + url.QueryEscape(key): "Внешний сервис временно недоступен (HTTP 503)",
+	} {
+		p := adm.get(path).expect(t, http.StatusOK)
+		field := section(p.Body, `data-field="answer"`)
+		if !strings.Contains(field, words) {
+			t.Fatalf("%s: the answer does not read %q:\n%s", path, words, field)
+		}
+		if raw := section(field, `data-testid="detail-raw"`); !strings.Contains(raw, "HTTP 503 Service Unavailable") || !strings.Contains(raw, "<summary>") {
+			t.Fatalf("%s: the raw answer is not one click away:\n%s", path, field)
+		}
+	}
+}

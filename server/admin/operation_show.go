@@ -34,7 +34,7 @@ func (h *Handler) handleOperationShow(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("operation %q: %w", key, err)
 	}
-	evs, err := h.history(ctx, c, key, traceEvents)
+	evs, err := h.history(ctx, c, key, traceEvents, op.TargetSystem)
 	if err != nil {
 		return err
 	}

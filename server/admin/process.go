@@ -134,7 +134,7 @@ func (h *Handler) renderProcess(c echo.Context, status int, key, note, msg strin
 	for i, s := range steps {
 		v.Steps = append(v.Steps, h.stepRow(c, def, i, s))
 	}
-	if v.History, err = h.history(ctx, c, key, traceEvents); err != nil {
+	if v.History, err = h.history(ctx, c, key, traceEvents, ""); err != nil {
 		return err
 	}
 	return Render(c, status, views.Process(v))

@@ -259,7 +259,7 @@ func (h *Handler) renderReview(c echo.Context, status int, flagged bool, f revie
 		}
 		answer, answerAt := h.lastAnswer(evs)
 		slices.Reverse(evs)
-		hist := collapseRepeats(h.eventRows(c, evs))
+		hist := collapseRepeats(h.eventRows(c, evs, op.TargetSystem))
 		r := views.ReviewRow{
 			Key: op.Key, KeyHref: operationHref(op.Key), Intent: op.Intent, Target: op.TargetSystem,
 			Agent: op.Agent, Flagged: op.NeedsReview, Attempts: op.AttemptCount, LookupFailures: op.LookupFailures,
@@ -339,24 +339,26 @@ func (h *Handler) lastAnswer(evs []store.AuditEvent) (string, time.Time) {
 
 // history is the last n audit events of an operation, oldest first, a
 // run of the same failed look-ups as one line.
-func (h *Handler) history(ctx context.Context, c echo.Context, key string, n int) ([]views.EventRow, error) {
+func (h *Handler) history(ctx context.Context, c echo.Context, key string, n int, target string) ([]views.EventRow, error) {
 	evs, err := h.d.Store.AuditEvents(ctx, store.AuditFilter{OperationKey: key, Limit: n})
 	if err != nil {
 		return nil, fmt.Errorf("history of %q: %w", key, err)
 	}
 	slices.Reverse(evs)
-	return collapseRepeats(h.eventRows(c, evs)), nil
+	return collapseRepeats(h.eventRows(c, evs, target)), nil
 }
 
-// eventRows are audit events as the pages show them.
-func (h *Handler) eventRows(c echo.Context, evs []store.AuditEvent) []views.EventRow {
+// eventRows are audit events as the pages show them; target is the
+// target instance their operation went to ("" when not one, or unknown),
+// which names who answered what they quote.
+func (h *Handler) eventRows(c echo.Context, evs []store.AuditEvent, target string) []views.EventRow {
 	l, lg := labels(c), lang(c)
 	out := make([]views.EventRow, 0, len(evs))
 	for _, e := range evs {
 		r := views.EventRow{
 			ID: e.ID, At: formatSeconds(e.At, h.d.Location, lg), Actor: actorText(e.Actor.Kind, e.Actor.Name),
 			Event: e.Event, Label: l.EventLabel(e.Event), Key: e.OperationKey, Detail: h.shownDetail(e.Detail),
-			Fields: h.detailFields(e.Detail, l, lg),
+			Fields: h.detailFields(e.Detail, target, l, lg),
 		}
 		if e.OperationKey != "" {
 			r.KeyHref = operationHref(e.OperationKey)
