@@ -50,6 +50,9 @@ type Dispatcher struct {
 	Idle time.Duration
 	// Schedule is the waits between tries (the package's Schedule).
 	Schedule []time.Duration
+	// LinkRetry is the first wait before the bot's messages are read
+	// again after the Bot API failed (links.go), doubled to a minute.
+	LinkRetry time.Duration
 }
 
 // New is a dispatcher of st's notices over the channels cfg configures,
@@ -59,7 +62,7 @@ func New(st *store.Store, cfg config.NotifyConfig, secrets config.NotifySecrets,
 	after, window := cfg.Digest()
 	d := &Dispatcher{store: st, digest: store.Digest{After: after, Window: window}, adminURL: strings.TrimSuffix(cfg.AdminURL, "/"),
 		redact: redact.New(append(append([]redact.Secret(nil), targets...), Secrets(secrets)...)...), log: log,
-		Idle: time.Second, Schedule: Schedule}
+		Idle: time.Second, Schedule: Schedule, LinkRetry: 3 * time.Second}
 	if cfg.EmailOn() {
 		if secrets.SMTP == nil {
 			return nil, fmt.Errorf("notify.email: the mail server's URL was not read")
@@ -92,8 +95,14 @@ type Portal interface {
 // they wait, kept.
 func (d *Dispatcher) SetPortal(p Portal) { d.portal = p }
 
-// Run sends notices until ctx is done, and purges old ones hourly.
+// Run sends notices until ctx is done, and purges old ones hourly; with
+// Telegram, it reads the bot's messages meanwhile to link people's chats.
 func (d *Dispatcher) Run(ctx context.Context) {
+	if d.telegram != nil {
+		var links sync.WaitGroup
+		links.Go(func() { d.readLinks(ctx) })
+		defer links.Wait()
+	}
 	var purged time.Time
 	for ctx.Err() == nil {
 		if now := d.store.Now(); now.Sub(purged) > time.Hour {

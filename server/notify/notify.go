@@ -5,7 +5,9 @@
 // and channel, and sent by e-mail or Telegram with retries; past a
 // threshold one person's notices go as one digest. A notice says what
 // waits (the intent's title, the amount as the admin pages show it) and
-// links the card; nothing secret goes in it.
+// links the card; nothing secret goes in it. With Telegram, the bot's
+// messages are read too: a person links their chat by sending the bot
+// the one-time code their page gives them (links.go).
 package notify
 
 import (

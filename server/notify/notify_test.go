@@ -36,6 +36,27 @@ type rig struct {
 	mail *sim.SMTPSim
 	tg   *sim.TelegramSim
 	d    *notify.Dispatcher
+	logs *logBuffer // the dispatcher's log
+	// botURL is the Bot API simulator's address.
+	botURL string
+}
+
+// logBuffer is a log written by several goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func newRig(t *testing.T) *rig {
@@ -60,13 +81,15 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	st.SetNotifier(notify.Notifier(cfg, intent.Builtin(), nil))
-	d, err := notify.New(st, cfg, secrets, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	logs := &logBuffer{}
+	d, err := notify.New(st, cfg, secrets, nil, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Idle = 20 * time.Millisecond
 	d.Schedule = []time.Duration{30 * time.Millisecond, 30 * time.Millisecond, 30 * time.Millisecond}
-	return &rig{t: t, st: st, mail: mail, tg: tg, d: d}
+	d.LinkRetry = 20 * time.Millisecond
+	return &rig{t: t, st: st, mail: mail, tg: tg, d: d, logs: logs, botURL: hs.URL}
 }
 
 // start runs the dispatcher until the test ends.

@@ -176,20 +176,30 @@ type telegramSender struct {
 	client *http.Client
 }
 
-// send posts m's text to chat. The request's URL holds the token, so no
-// error of the HTTP client is shown as it is.
+// send posts m's text to chat.
 func (t *telegramSender) send(ctx context.Context, chat string, m message) error {
 	text := m.Text
 	if r := []rune(text); len(r) > telegramMax {
 		text = string(r[:telegramMax-1]) + "…"
 	}
-	body, _ := json.Marshal(map[string]any{"chat_id": chat, "text": text, "disable_web_page_preview": true})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+"/bot"+t.token+"/sendMessage", bytes.NewReader(body))
+	return t.call(ctx, t.client, "sendMessage", map[string]any{"chat_id": chat, "text": text, "disable_web_page_preview": true}, nil)
+}
+
+// telegramAnswerMax bounds an answer read: getUpdates' hundred updates
+// are up to 4 MiB.
+const telegramAnswerMax = 5 << 20
+
+// call posts args as JSON to the Bot API's method with client, and reads
+// its result into out (nil: not read). The request's URL holds the
+// token, so no error of the HTTP client is shown as it is.
+func (t *telegramSender) call(ctx context.Context, client *http.Client, method string, args, out any) error {
+	body, _ := json.Marshal(args)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.base+"/bot"+t.token+"/"+method, bytes.NewReader(body))
 	if err != nil {
 		return &sendError{msg: "the Bot API's address is not usable"}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := t.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return &sendError{msg: "the Bot API did not answer in time"}
@@ -198,15 +208,19 @@ func (t *telegramSender) send(ctx context.Context, chat string, m message) error
 	}
 	defer resp.Body.Close()
 	var ans struct {
-		OK          bool   `json:"ok"`
-		Description string `json:"description"`
+		OK          bool            `json:"ok"`
+		Result      json.RawMessage `json:"result"`
+		Description string          `json:"description"`
 		Parameters  struct {
 			RetryAfter int `json:"retry_after"`
 		} `json:"parameters"`
 	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, telegramAnswerMax))
 	json.Unmarshal(raw, &ans)
 	if resp.StatusCode == http.StatusOK && ans.OK {
+		if out != nil && json.Unmarshal(ans.Result, out) != nil {
+			return &sendError{msg: "the Bot API's answer to " + method + " could not be read"}
+		}
 		return nil
 	}
 	e := &sendError{msg: "the Bot API answered HTTP " + strconv.Itoa(resp.StatusCode)}
