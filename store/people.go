@@ -101,6 +101,17 @@ func (s *Store) LinkTelegram(ctx context.Context, code, chat string) (string, er
 	return name, nil
 }
 
+// UserOfChat is the enabled user whose Telegram chat is chat;
+// ErrNotFound for none.
+func (s *Store) UserOfChat(ctx context.Context, chat string) (string, error) {
+	var name string
+	err := s.rdb.QueryRowContext(ctx, `SELECT name FROM users WHERE telegram_chat_id = ? AND disabled_at IS NULL ORDER BY id LIMIT 1`, chat).Scan(&name)
+	if err != nil {
+		return "", fmt.Errorf("user of a chat: %w", interpretError(err))
+	}
+	return name, nil
+}
+
 // NotifyOff are the channels user name turned off.
 func (s *Store) NotifyOff(ctx context.Context, name string) ([]string, error) {
 	var off string

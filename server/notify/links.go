@@ -36,6 +36,7 @@ var reading sync.Map
 // The answers to a person's message, in Russian then English.
 const (
 	linkedText  = "Готово: уведомления oncegate для %s будут приходить сюда.\nDone: oncegate notices for %s come here."
+	alreadyText = "Этот чат уже привязан: уведомления oncegate для %s приходят сюда.\nThis chat is already linked: oncegate notices for %s come here."
 	unknownText = "Код не подошёл или устарел: получите новый на своей странице в oncegate.\n" +
 		"This code is unknown or expired: get a new one on your page in oncegate."
 	linkFailedText = "Не получилось связать чат: попробуйте ещё раз через минуту.\nThe chat could not be linked: try again in a minute."
@@ -140,6 +141,11 @@ func (d *Dispatcher) answer(ctx context.Context, u update) {
 			text = fmt.Sprintf(linkedText, name, name)
 		case errors.Is(err, store.ErrNotFound):
 			text = unknownText
+			// A code spent by this very chat (read again after a restart,
+			// or by another gateway on the bot): it is linked, say so.
+			if name, err := d.store.UserOfChat(ctx, chat); err == nil {
+				text = fmt.Sprintf(alreadyText, name, name)
+			}
 		case ctx.Err() != nil:
 			return
 		default:

@@ -126,6 +126,13 @@ func TestTelegramStartCodeLinksTheChat(t *testing.T) {
 	if got := r.answers("740123981", 2); len(got) != 2 || !strings.Contains(got[1], "Ждёт вашего решения") {
 		t.Fatalf("anna's messages after the approval %q", got)
 	}
+	// Anna's message read again (a restart before its update was
+	// confirmed): her chat is linked, and she is told so, not that the
+	// code is unknown.
+	r.tg.Say(annaChat, "/start "+anna)
+	if got := r.answers("740123981", 3); len(got) != 3 || !strings.Contains(got[2], "уже привязан") || !strings.Contains(got[2], "anna") {
+		t.Fatalf("anna's answer to her spent code %q", got)
+	}
 	r.noLeaks(anna, boris)
 }
 
