@@ -342,7 +342,12 @@ func (s *Server) settleReads(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx := store.MarkReads(c.Request().Context())
 		c.SetRequest(c.Request().WithContext(ctx))
 		c.Response().Before(func() {
-			if err := s.store.Settle(ctx); err != nil {
+			// An answer resting on what was read waits until that is on
+			// disk; one the journal cannot promise is not given (the
+			// connection is dropped, and the agent sends the request
+			// again). The answer that the journal failed rests on
+			// nothing read: it is given, so the agent knows to wait.
+			if err := s.store.Settle(ctx); err != nil && c.Get(ctxJournalFailed) == nil {
 				panic(http.ErrAbortHandler)
 			}
 		})
