@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server"
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/engine/enginetest"
 	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/store/storetest"
@@ -197,11 +197,11 @@ func serveAt(tb testing.TB, cfg config.Config, st *store.Store, sims adapterstes
 	// lines when a test fails (a rare failure in CI says what happened).
 	var logTo io.Writer = os.Stderr
 	if os.Getenv("ONCEGATE_TEST_LOG") == "" {
-		kept := &logTail{}
+		kept := &enginetest.Log{}
 		logTo = kept
 		tb.Cleanup(func() {
 			if tb.Failed() {
-				tb.Logf("the gateway's log, last lines:\n%s", kept.tail(60))
+				tb.Logf("the gateway's log, last lines:\n%s", kept.Tail(60))
 			}
 		})
 	}
@@ -404,24 +404,4 @@ func expectStatusMember(tb testing.TB, r reply) {
 	if got, want := r.Body["status"], float64(r.Code); got != want {
 		tb.Fatalf("problem answer: status %v (%T), want the HTTP status %v as a number; body %s", got, got, want, r.Raw)
 	}
-}
-
-// logTail keeps what a gateway logs, for a failing test to show.
-type logTail struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logTail) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// tail is the last n lines kept.
-func (l *logTail) tail(n int) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(l.buf.String(), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

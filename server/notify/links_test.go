@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/engine/enginetest"
 	"github.com/oncegate/oncegate/server/notify"
 	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/store/storetest"
@@ -259,7 +260,7 @@ func TestTelegramUnreachableLogsNoToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &enginetest.Log{}
 	d, err := notify.New(storetest.Open(t), cfg, secrets, nil, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/oncegate/oncegate/adapters/bitrix24"
 	"github.com/oncegate/oncegate/adapters/sim"
 	"github.com/oncegate/oncegate/server/config"
+	"github.com/oncegate/oncegate/server/engine/enginetest"
 	"github.com/oncegate/oncegate/server/intent"
 	"github.com/oncegate/oncegate/server/notify"
 	"github.com/oncegate/oncegate/store"
@@ -36,27 +37,9 @@ type rig struct {
 	mail *sim.SMTPSim
 	tg   *sim.TelegramSim
 	d    *notify.Dispatcher
-	logs *logBuffer // the dispatcher's log
+	logs *enginetest.Log // the dispatcher's log
 	// botURL is the Bot API simulator's address.
 	botURL string
-}
-
-// logBuffer is a log written by several goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func newRig(t *testing.T) *rig {
@@ -81,7 +64,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	st.SetNotifier(notify.Notifier(cfg, intent.Builtin(), nil))
-	logs := &logBuffer{}
+	logs := &enginetest.Log{}
 	d, err := notify.New(st, cfg, secrets, nil, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)

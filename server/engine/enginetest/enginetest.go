@@ -3,6 +3,9 @@
 package enginetest
 
 import (
+	"bytes"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,4 +21,30 @@ func Eventually(tb testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Log is a log several goroutines write to, for a test to read: all of
+// it, or its last lines when the test fails.
+type Log struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *Log) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// String is all that was written.
+func (l *Log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Tail is the last n lines written.
+func (l *Log) Tail(n int) string {
+	lines := strings.Split(strings.TrimRight(l.String(), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
