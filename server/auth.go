@@ -21,7 +21,7 @@ const (
 	ctxIntent      = "oncegate.intent"
 	ctxFingerprint = "oncegate.fingerprint"
 	// ctxJournalFailed marks a request answered that the journal could
-	// not be read or written (JOURNAL_UNAVAILABLE).
+	// not be read or written (JOURNAL_UNAVAILABLE, /readyz not ready).
 	ctxJournalFailed = "oncegate.journal_failed"
 )
 

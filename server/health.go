@@ -23,6 +23,7 @@ func (s *Server) handleReady(c echo.Context) error {
 	defer cancel()
 	if err := s.store.Ready(ctx); err != nil {
 		s.log.Warn("not ready", "err", err)
+		c.Set(ctxJournalFailed, true) // an answer that rests on nothing read (settleReads)
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "the journal is not writable or not migrated"})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
