@@ -20,9 +20,6 @@ const (
 	ctxKey         = "oncegate.key"
 	ctxIntent      = "oncegate.intent"
 	ctxFingerprint = "oncegate.fingerprint"
-	// ctxJournalFailed marks a request answered that the journal could
-	// not be read or written (JOURNAL_UNAVAILABLE, /readyz not ready).
-	ctxJournalFailed = "oncegate.journal_failed"
 )
 
 // authenticate requires a valid, unrevoked agent token as a bearer token,

@@ -80,7 +80,7 @@ func (s *Server) refusalOf(err error, c echo.Context) *codes.Refusal {
 		}
 	case store.Unavailable(err):
 		s.log.Error("the journal could not be read or written", "method", c.Request().Method, "path", c.Path(), "err", err)
-		c.Set(ctxJournalFailed, true)
+		store.AnswerReadsNothing(c.Request().Context())
 		r = codes.New(codes.JournalUnavailable, "", "the gateway could not read or write its journal; this request sent nothing; send the same request again later")
 		r.RetryAfter = journalRetryAfter
 		return r

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/oncegate/oncegate/server/admin"
+	"github.com/oncegate/oncegate/store"
 	"github.com/oncegate/oncegate/views"
 )
 
@@ -23,7 +24,7 @@ func (s *Server) handleReady(c echo.Context) error {
 	defer cancel()
 	if err := s.store.Ready(ctx); err != nil {
 		s.log.Warn("not ready", "err", err)
-		c.Set(ctxJournalFailed, true) // an answer that rests on nothing read (settleReads)
+		store.AnswerReadsNothing(c.Request().Context())
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "the journal is not writable or not migrated"})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})

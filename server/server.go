@@ -336,18 +336,14 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 // an admin page never shows a commit a power loss could still take back.
 // When the journal cannot say (its WAL failed to sync, the client left),
 // the connection is dropped unanswered rather than answered with what may
-// not last.
+// not last — unless the answer reads nothing (store.AnswerReadsNothing:
+// that the journal failed), which goes at once.
 func (s *Server) settleReads(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx := store.MarkReads(c.Request().Context())
 		c.SetRequest(c.Request().WithContext(ctx))
 		c.Response().Before(func() {
-			// An answer resting on what was read waits until that is on
-			// disk; one the journal cannot promise is not given (the
-			// connection is dropped, and the agent sends the request
-			// again). The answer that the journal failed rests on
-			// nothing read: it is given, so the agent knows to wait.
-			if err := s.store.Settle(ctx); err != nil && c.Get(ctxJournalFailed) == nil {
+			if err := s.store.Settle(ctx); err != nil {
 				panic(http.ErrAbortHandler)
 			}
 		})

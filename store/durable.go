@@ -182,6 +182,16 @@ func MarkReads(ctx context.Context) context.Context {
 	return context.WithValue(ctx, readsKey{}, new(atomic.Bool))
 }
 
+// AnswerReadsNothing says the answer to ctx's request rests on nothing
+// it read (that the journal cannot be read or written): Settle lets it
+// go at once, where an answer made from a read waits for that read to be
+// on disk.
+func AnswerReadsNothing(ctx context.Context) {
+	if b, ok := ctx.Value(readsKey{}).(*atomic.Bool); ok {
+		b.Store(false)
+	}
+}
+
 // NoteRead notes under ctx an answer made from what the journal held,
 // read earlier and kept in memory (a replay from the cache): Settle then
 // holds it as it would a read. The journal's own reads note themselves.

@@ -196,23 +196,16 @@ func (s *Store) queueNotices(ctx context.Context, t *txn) (bool, error) {
 // person is a user that notices reach, but not on the channels they
 // turned off.
 type person struct {
-	name, email, chat string
-	off               []string
+	name string
+	Contact
+	off []string
 }
 
 func (p person) address(channel string) string {
 	if slices.Contains(p.off, channel) {
 		return ""
 	}
-	switch channel {
-	case ChannelEmail:
-		return p.email
-	case ChannelTelegram:
-		return p.chat
-	case ChannelBitrix24:
-		return p.email
-	}
-	return ""
+	return p.Contact.Address(channel)
 }
 
 // reachable are the enabled users of roles with an address to reach.
@@ -228,7 +221,7 @@ func reachable(ctx context.Context, t *txn, roles []string) ([]person, error) {
 	for rows.Next() {
 		var p person
 		var role, off string
-		if err := rows.Scan(&p.name, &p.email, &p.chat, &off, &role); err != nil {
+		if err := rows.Scan(&p.name, &p.Email, &p.Telegram, &off, &role); err != nil {
 			return nil, err
 		}
 		p.off = splitChannels(off)
@@ -247,6 +240,19 @@ func reachable(ctx context.Context, t *txn, roles []string) ([]person, error) {
 type Contact struct {
 	Email    string
 	Telegram string
+}
+
+// Address is where a notice on channel reaches the person: the e-mail
+// address (Bitrix24 finds the portal's user by it too) or the chat; ""
+// for none.
+func (c Contact) Address(channel string) string {
+	switch channel {
+	case ChannelEmail, ChannelBitrix24:
+		return c.Email
+	case ChannelTelegram:
+		return c.Telegram
+	}
+	return ""
 }
 
 var (

@@ -39,13 +39,16 @@ func linkHash(code string) string {
 // is sent from to them, valid for TelegramLinkTTL; an earlier code of
 // theirs stops working. Only its hash is kept.
 func (s *Store) NewTelegramLink(ctx context.Context, name string) (code string, expires time.Time, err error) {
-	b := make([]byte, linkCodeLen)
-	rand.Read(b)
-	var sb strings.Builder
-	for _, c := range b {
-		sb.WriteByte(linkAlphabet[int(c)%len(linkAlphabet)])
+	code = ""
+	for len(code) < linkCodeLen {
+		var b [1]byte
+		rand.Read(b[:])
+		// A byte past the last whole round of the alphabet would make
+		// its first letters likelier: drawn again.
+		if int(b[0]) < 256/len(linkAlphabet)*len(linkAlphabet) {
+			code += string(linkAlphabet[int(b[0])%len(linkAlphabet)])
+		}
 	}
-	code = sb.String()
 	now := s.now()
 	expires = now.Add(TelegramLinkTTL)
 	err = s.write(ctx, func(ctx context.Context, tx *txn) error {

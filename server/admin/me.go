@@ -82,11 +82,7 @@ func (h *Handler) renderMe(c echo.Context, code string, expires time.Time) error
 		v.Expires = formatTime(expires, cmp.Or(h.d.Location, time.Local), lang(c))
 	}
 	for _, ch := range h.d.Channels {
-		addr := contact.Email
-		if ch == store.ChannelTelegram {
-			addr = contact.Telegram
-		}
-		v.Channels = append(v.Channels, views.ChannelChoice{Channel: ch, On: !slices.Contains(off, ch), Address: addr != ""})
+		v.Channels = append(v.Channels, views.ChannelChoice{Channel: ch, On: !slices.Contains(off, ch), Address: contact.Address(ch) != ""})
 	}
 	return Render(c, http.StatusOK, views.Me(v))
 }
