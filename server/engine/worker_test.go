@@ -459,7 +459,9 @@ func TestBitrixRetryWaitsForInFlightAdd(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, j storetest.Journal) {
 		cfg := fastConfig()
-		cfg.Targets["crm"] = engine.TargetConfig{Timeout: 300 * time.Millisecond, Settle: 100 * time.Millisecond}
+		// settle_ms covers the portal's lag with room for a loaded machine,
+		// as a firm's setting must: the add lands 300 ms after the wait.
+		cfg.Targets["crm"] = engine.TargetConfig{Timeout: 300 * time.Millisecond, Settle: time.Second}
 		cfg.Retry.MaxAttempts = 1
 		w := runWorkers(t, j, cfg)
 		const key = "test:crm.callback:create:in-flight:v1"
